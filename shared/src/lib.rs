@@ -1,0 +1,2 @@
+//! bitroom-sim: deterministic fixed-point 2D rigid-body simulation.
+pub mod math;

@@ -1,0 +1,12 @@
+//! Fixed-point math: the [`Scalar`], vectors, rotations, transforms, boxes,
+//! and deterministic square root and trigonometry.
+
+mod scalar;
+mod sqrt;
+mod trig;
+mod vec2;
+
+pub use scalar::{fx, Scalar, WORLD_BOUND};
+pub use sqrt::sqrt;
+pub use trig::{atan2, sin_cos};
+pub use vec2::{Aabb, Rot, Transform, Vec2};

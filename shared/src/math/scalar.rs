@@ -1,0 +1,325 @@
+//! The simulation scalar: Q32.32 fixed point.
+//!
+//! `Scalar` wraps [`fixed::types::I32F32`] and defines every operation the
+//! simulation uses on raw `i64` bits, so the result is the same on every
+//! target and in debug and release builds alike.
+//!
+//! # Overflow policy
+//!
+//! `fixed`'s operators panic on overflow when debug assertions are on and wrap
+//! otherwise, so a build flag could change the answer. `Scalar` never uses
+//! them: `+`, `-`, `*` and `neg` are *wrapping* two's-complement operations in
+//! every build, `/` by zero yields zero (the same convention Box2D uses for an
+//! inverse mass), and `/` that would overflow wraps. Wrapping is never the
+//! intended physics: the world is kept inside [`WORLD_BOUND`] (scene loading
+//! and body creation reject anything outside it) and speeds are clamped, so
+//! squared lengths of world-space vectors (< 2·(10⁴)² = 2·10⁸) stay far below
+//! the Q32.32 range of ±2.1·10⁹. Debug and release builds therefore produce
+//! identical bits, and an impossible overflow can never turn into a panic in
+//! an authoritative server.
+//!
+//! Multiplication rounds toward negative infinity (an arithmetic shift of the
+//! 128-bit product), identically on every platform.
+
+use core::fmt;
+use core::ops::{Add, AddAssign, Div, Mul, MulAssign, Neg, Sub, SubAssign};
+use fixed::types::I32F32;
+use serde::{Deserialize, Serialize};
+
+/// Largest coordinate magnitude a body or shape may have, in metres.
+///
+/// Squares of differences of world positions must stay below the Q32.32
+/// maximum (≈ 2.1·10⁹); with |x| ≤ 10⁴ the worst case is (2·10⁴)² · 2 = 8·10⁸.
+pub const WORLD_BOUND: Scalar = Scalar::from_int(10_000);
+
+/// A Q32.32 fixed-point number. See the module docs for the overflow policy.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+#[repr(transparent)]
+pub struct Scalar(I32F32);
+
+const FRAC_BITS: u32 = 32;
+
+impl Scalar {
+    /// Zero.
+    pub const ZERO: Scalar = Scalar::from_bits(0);
+    /// One.
+    pub const ONE: Scalar = Scalar::from_int(1);
+    /// One half.
+    pub const HALF: Scalar = Scalar::from_bits(1 << 31);
+    /// Two.
+    pub const TWO: Scalar = Scalar::from_int(2);
+    /// The smallest positive value, 2⁻³².
+    pub const EPSILON: Scalar = Scalar::from_bits(1);
+    /// Largest representable value.
+    pub const MAX: Scalar = Scalar::from_bits(i64::MAX);
+    /// Smallest representable value.
+    pub const MIN: Scalar = Scalar::from_bits(i64::MIN);
+    /// π, correctly rounded to Q32.32.
+    pub const PI: Scalar = Scalar(I32F32::PI);
+    /// 2π.
+    pub const TAU: Scalar = Scalar(I32F32::TAU);
+    /// π/2.
+    pub const FRAC_PI_2: Scalar = Scalar(I32F32::FRAC_PI_2);
+
+    /// From the raw Q32.32 bits (value · 2³²).
+    #[inline(always)]
+    pub const fn from_bits(bits: i64) -> Scalar {
+        Scalar(I32F32::from_bits(bits))
+    }
+
+    /// The raw Q32.32 bits (value · 2³²).
+    #[inline(always)]
+    pub const fn to_bits(self) -> i64 {
+        self.0.to_bits()
+    }
+
+    /// From an integer. Values beyond ±2³¹ wrap.
+    #[inline(always)]
+    pub const fn from_int(v: i32) -> Scalar {
+        Scalar::from_bits((v as i64) << FRAC_BITS)
+    }
+
+    /// `num / den` as an exact-as-possible constant (rounded toward zero).
+    #[inline]
+    pub const fn ratio(num: i64, den: i64) -> Scalar {
+        Scalar::from_bits((((num as i128) << FRAC_BITS) / den as i128) as i64)
+    }
+
+    /// Thousandths: `milli(5)` is 0.005. Handy for tuning constants.
+    #[inline]
+    pub const fn milli(v: i64) -> Scalar {
+        Scalar::ratio(v, 1000)
+    }
+
+    /// The underlying `fixed` value.
+    #[inline(always)]
+    pub const fn to_fixed(self) -> I32F32 {
+        self.0
+    }
+
+    /// From a `fixed` value.
+    #[inline(always)]
+    pub const fn from_fixed(v: I32F32) -> Scalar {
+        Scalar(v)
+    }
+
+    /// Parses a decimal string exactly (no floating point involved), e.g. "0.6".
+    ///
+    /// # Errors
+    /// When the string is not a decimal number within the Q32.32 range.
+    pub fn parse_decimal(s: &str) -> Result<Scalar, fixed::ParseFixedError> {
+        s.parse::<I32F32>().map(Scalar)
+    }
+
+    /// Converts from `f64`, rounding to nearest; `None` for NaN or out of range.
+    ///
+    /// Float edge: used only when reading scene files and CLI arguments.
+    /// The conversion is exact IEEE-754 → integer rounding, identical on every
+    /// target, so it cannot break determinism.
+    pub fn from_f64(v: f64) -> Option<Scalar> {
+        I32F32::checked_from_num(v).map(Scalar)
+    }
+
+    /// Converts to `f64` (exact for |x| < 2²¹). Float edge: printing and drawing only.
+    pub fn to_f64(self) -> f64 {
+        self.0.to_num::<f64>()
+    }
+
+    /// Integer part, rounded toward negative infinity.
+    #[inline]
+    pub const fn floor_int(self) -> i32 {
+        (self.to_bits() >> FRAC_BITS) as i32
+    }
+
+    /// Absolute value (wrapping for `MIN`).
+    #[inline(always)]
+    pub const fn abs(self) -> Scalar {
+        Scalar::from_bits(self.to_bits().wrapping_abs())
+    }
+
+    /// The smaller of two values.
+    #[inline(always)]
+    pub fn min(self, o: Scalar) -> Scalar {
+        if self < o {
+            self
+        } else {
+            o
+        }
+    }
+
+    /// The larger of two values.
+    #[inline(always)]
+    pub fn max(self, o: Scalar) -> Scalar {
+        if self > o {
+            self
+        } else {
+            o
+        }
+    }
+
+    /// Clamps into `[lo, hi]`.
+    #[inline(always)]
+    pub fn clamp(self, lo: Scalar, hi: Scalar) -> Scalar {
+        self.max(lo).min(hi)
+    }
+
+    /// -1, 0 or 1.
+    #[inline]
+    pub const fn signum(self) -> Scalar {
+        Scalar::from_int(self.to_bits().signum() as i32)
+    }
+
+    /// Whether the value is zero.
+    #[inline(always)]
+    pub const fn is_zero(self) -> bool {
+        self.to_bits() == 0
+    }
+
+    /// `1 / self`, zero when `self` is zero.
+    #[inline]
+    pub fn recip(self) -> Scalar {
+        Scalar::ONE / self
+    }
+
+    /// Square root; zero for non-positive input. See [`crate::math::sqrt`].
+    #[inline]
+    pub fn sqrt(self) -> Scalar {
+        crate::math::sqrt(self)
+    }
+
+    /// `self * self`.
+    #[inline(always)]
+    pub fn squared(self) -> Scalar {
+        self * self
+    }
+
+    /// Multiplies by 2ⁿ exactly (wrapping).
+    #[inline(always)]
+    pub const fn shl(self, n: u32) -> Scalar {
+        Scalar::from_bits(self.to_bits().wrapping_shl(n))
+    }
+
+    /// Divides by 2ⁿ, rounding toward negative infinity.
+    #[inline(always)]
+    pub const fn shr(self, n: u32) -> Scalar {
+        Scalar::from_bits(self.to_bits() >> n)
+    }
+}
+
+impl Add for Scalar {
+    type Output = Scalar;
+    #[inline(always)]
+    fn add(self, o: Scalar) -> Scalar {
+        Scalar::from_bits(self.to_bits().wrapping_add(o.to_bits()))
+    }
+}
+
+impl Sub for Scalar {
+    type Output = Scalar;
+    #[inline(always)]
+    fn sub(self, o: Scalar) -> Scalar {
+        Scalar::from_bits(self.to_bits().wrapping_sub(o.to_bits()))
+    }
+}
+
+impl Neg for Scalar {
+    type Output = Scalar;
+    #[inline(always)]
+    fn neg(self) -> Scalar {
+        Scalar::from_bits(self.to_bits().wrapping_neg())
+    }
+}
+
+impl Mul for Scalar {
+    type Output = Scalar;
+    #[inline(always)]
+    fn mul(self, o: Scalar) -> Scalar {
+        let p = (self.to_bits() as i128) * (o.to_bits() as i128);
+        Scalar::from_bits((p >> FRAC_BITS) as i64)
+    }
+}
+
+impl Div for Scalar {
+    type Output = Scalar;
+    /// Division rounding toward zero; zero when dividing by zero; wraps on overflow.
+    #[inline]
+    fn div(self, o: Scalar) -> Scalar {
+        let d = o.to_bits();
+        if d == 0 {
+            return Scalar::ZERO;
+        }
+        let n = (self.to_bits() as i128) << FRAC_BITS;
+        Scalar::from_bits((n / d as i128) as i64)
+    }
+}
+
+impl AddAssign for Scalar {
+    #[inline(always)]
+    fn add_assign(&mut self, o: Scalar) {
+        *self = *self + o;
+    }
+}
+
+impl SubAssign for Scalar {
+    #[inline(always)]
+    fn sub_assign(&mut self, o: Scalar) {
+        *self = *self - o;
+    }
+}
+
+impl MulAssign for Scalar {
+    #[inline(always)]
+    fn mul_assign(&mut self, o: Scalar) {
+        *self = *self * o;
+    }
+}
+
+impl fmt::Debug for Scalar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Display for Scalar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl From<i32> for Scalar {
+    fn from(v: i32) -> Scalar {
+        Scalar::from_int(v)
+    }
+}
+
+/// Shorthand for building scalars in builders and tests: `fx(3)`.
+#[inline(always)]
+pub const fn fx(v: i32) -> Scalar {
+    Scalar::from_int(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arithmetic_is_exact_and_wraps_instead_of_panicking() {
+        assert_eq!(fx(3) * fx(4), fx(12));
+        assert_eq!(fx(1) / fx(4), Scalar::ratio(1, 4));
+        assert_eq!(fx(7) / Scalar::ZERO, Scalar::ZERO);
+        // Wrapping, not a panic, even with debug assertions on.
+        assert_eq!(Scalar::MAX + Scalar::EPSILON, Scalar::MIN);
+        assert_eq!(-Scalar::MIN, Scalar::MIN);
+        // Multiplication floors.
+        assert_eq!(Scalar::EPSILON * Scalar::HALF, Scalar::ZERO);
+        assert_eq!((-Scalar::EPSILON) * Scalar::HALF, -Scalar::EPSILON);
+    }
+
+    #[test]
+    fn parse_decimal_is_exact() {
+        assert_eq!(Scalar::parse_decimal("0.5").unwrap(), Scalar::HALF);
+        assert_eq!(Scalar::parse_decimal("-2").unwrap(), fx(-2));
+        assert!(Scalar::parse_decimal("abc").is_err());
+    }
+}
