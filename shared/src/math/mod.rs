@@ -8,5 +8,5 @@ mod vec2;
 
 pub use scalar::{fx, Scalar, WORLD_BOUND};
 pub use sqrt::sqrt;
-pub use trig::{atan2, sin_cos};
+pub use trig::{atan2, normalize_angle, sin_cos};
 pub use vec2::{Aabb, Rot, Transform, Vec2};

@@ -96,8 +96,9 @@ impl Vec2 {
         if len < Scalar::from_bits(1 << 16) {
             return (Scalar::ZERO, Vec2::ZERO);
         }
-        let inv = Scalar::ONE / len;
-        (len, self * inv)
+        // Divide each component (rather than multiply by 1/len) so that
+        // axis-aligned vectors normalise to exact unit vectors.
+        (len, Vec2::new(self.x / len, self.y / len))
     }
 
     /// Component-wise absolute value.

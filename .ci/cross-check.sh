@@ -1,0 +1,238 @@
+#!/usr/bin/env bash
+# Cross-platform determinism check for the bitroom simulation.
+#
+# Runs the sim crate's golden-hash test (`shared/tests/golden.rs`) on:
+#   x86_64 host (release and debug), i686-unknown-linux-musl (native),
+#   aarch64-unknown-linux-musl (qemu-aarch64-static), wasm32-wasip1 (node WASI),
+#   and s390x-unknown-linux-gnu (big-endian) under Miri, for the tests whose
+#   names contain "miri".
+# A target passes when its tests pass (they assert committed hashes) AND the
+# `GOLDEN <scene> <steps> <hash>` lines it prints equal those of x86_64 release.
+#
+# Environment knobs (defaults in brackets):
+#   BITROOM_ROOT           workspace root            [dir above this script]
+#   BITROOM_SIM_PKG        package to test           [bitroom-sim]
+#   BITROOM_GOLDEN_TEST    integration test target   [golden]
+#   BITROOM_CROSS_TARGETS  space-separated targets   [i686-unknown-linux-musl aarch64-unknown-linux-musl wasm32-wasip1]
+#   BITROOM_MIRI           1 = run the s390x Miri step, 0 = skip          [1]
+#   BITROOM_MIRI_TIMEOUT   seconds cap for building+running under Miri    [900]
+#   BITROOM_MIRI_FILTER    libtest filter for the Miri run                [miri]
+#   BITROOM_NIGHTLY        toolchain used for Miri                        [nightly]
+#   BITROOM_XCHECK_OUT     where logs / GOLDEN files go  [$BITROOM_ROOT/target/cross-check]
+#   CARGO_BUILD_JOBS       [2]
+#   MIRIFLAGS              [-Zmiri-disable-isolation] (lets tests read scene files)
+set -euo pipefail
+
+CI_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "${BITROOM_ROOT:-$CI_DIR/..}" && pwd)
+PKG=${BITROOM_SIM_PKG:-bitroom-sim}
+GOLDEN_TEST=${BITROOM_GOLDEN_TEST:-golden}
+read -r -a CROSS_TARGETS <<<"${BITROOM_CROSS_TARGETS:-i686-unknown-linux-musl aarch64-unknown-linux-musl wasm32-wasip1}"
+MIRI=${BITROOM_MIRI:-1}
+MIRI_TIMEOUT=${BITROOM_MIRI_TIMEOUT:-900}
+MIRI_FILTER=${BITROOM_MIRI_FILTER:-miri}
+MIRI_TARGET=s390x-unknown-linux-gnu
+NIGHTLY=${BITROOM_NIGHTLY:-nightly}
+OUT=${BITROOM_XCHECK_OUT:-$ROOT/target/cross-check}
+
+export CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2}
+export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+export RUST_BACKTRACE=${RUST_BACKTRACE:-0}
+# Cross runners. The musl targets link with the self-contained musl CRT via
+# rust-lld, so no cross C toolchain is needed (only pure-Rust deps).
+export CARGO_TARGET_I686_UNKNOWN_LINUX_MUSL_LINKER=${CARGO_TARGET_I686_UNKNOWN_LINUX_MUSL_LINKER:-rust-lld}
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=${CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER:-rust-lld}
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUNNER=${CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUNNER:-qemu-aarch64-static}
+export CARGO_TARGET_WASM32_WASIP1_RUNNER=${CARGO_TARGET_WASM32_WASIP1_RUNNER:-node --no-warnings $CI_DIR/wasi-runner.mjs}
+
+GOLDEN_RE='GOLDEN[[:space:]]+[^[:space:]]+[[:space:]]+[0-9]+[[:space:]]+(0x)?[0-9A-Fa-f]+\b'
+REF_LABEL=x86_64-release
+TEST_ARGS=(--nocapture --test-threads=1)
+
+mkdir -p "$OUT"
+rm -f "$OUT"/*.log "$OUT"/*.golden "$OUT"/*.diff
+
+RESULTS=()   # "label|status|seconds|note"
+FAILED=0
+
+log()  { printf '\n==> %s\n' "$*"; }
+warn() { printf '\n!!! WARNING: %s\n' "$*" >&2; }
+record() { # label status seconds note
+  RESULTS+=("$1|$2|$3|$4")
+  case $2 in FAIL*|MISMATCH) FAILED=1 ;; esac
+}
+
+# ---------------------------------------------------------------- installs --
+
+have_target() { (cd "$ROOT" && rustup target list --installed) | grep -qx "$1"; }
+
+ensure_target() {
+  have_target "$1" && return 0
+  log "rustup target add $1"
+  (cd "$ROOT" && rustup target add "$1")
+}
+
+ensure_qemu() {
+  command -v qemu-aarch64-static >/dev/null && return 0
+  log "installing qemu-user-static (apt)"
+  local sudo=()
+  [[ $(id -u) -eq 0 ]] || sudo=(sudo -n)
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-user-static &&
+    command -v qemu-aarch64-static >/dev/null
+}
+
+ensure_node() {
+  command -v node >/dev/null || { echo "node not found (needed for wasm32-wasip1)" >&2; return 1; }
+  node -e 'require("node:wasi")' || { echo "this node has no node:wasi" >&2; return 1; }
+}
+
+# ----------------------------------------------------------------- helpers --
+
+# Extract normalised, sorted GOLDEN lines from a log. libtest prints
+# "test name ... " without a newline before the test's own output when run
+# with --test-threads=1, so match anywhere in the line.
+extract_golden() { # log -> stdout
+  { grep -oE "$GOLDEN_RE" "$1" || true; } |
+    awk '{ h = tolower($4); sub(/^0x/, "", h); print "GOLDEN", $2, $3, h }' | LC_ALL=C sort
+}
+
+# Compare $OUT/<label>.golden with the reference.  mode=full: identical sets;
+# mode=subset: every line must match the reference line for the same
+# <scene> <steps>.  Prints the diff on mismatch.  Returns 0 when equal.
+compare_golden() { # label mode
+  local label=$1 mode=$2 ref="$OUT/$REF_LABEL.golden" got="$OUT/$1.golden" want="$OUT/$1.want"
+  if [[ $mode == subset ]]; then
+    awk 'NR == FNR { k[$2 " " $3] = 1; next } ($2 " " $3) in k' "$got" "$ref" | LC_ALL=C sort >"$want"
+  else
+    cp "$ref" "$want"
+  fi
+  if diff -u --label "$REF_LABEL" --label "$label" "$want" "$got" >"$OUT/$label.diff"; then
+    rm -f "$OUT/$label.diff"
+    return 0
+  fi
+  echo "GOLDEN lines of $label differ from $REF_LABEL:"
+  cat "$OUT/$label.diff"
+  return 1
+}
+
+# Run one golden test configuration. Extra cargo args follow the label.
+run_target() { # label cargo-args...
+  local label=$1; shift
+  local start=$SECONDS rc=0 logf="$OUT/$label.log" note=""
+  log "[$label] cargo test -p $PKG --test $GOLDEN_TEST $*"
+  (cd "$ROOT" && cargo test -p "$PKG" --test "$GOLDEN_TEST" "$@" -- "${TEST_ARGS[@]}") 2>&1 | tee "$logf" || rc=$?
+  extract_golden "$logf" >"$OUT/$label.golden"
+  local n secs
+  n=$(wc -l <"$OUT/$label.golden")
+  secs=$((SECONDS - start))
+  if [[ $n -eq 0 ]]; then
+    record "$label" FAIL "$secs" "no GOLDEN lines printed (exit $rc)"
+    return
+  fi
+  if [[ $label != "$REF_LABEL" ]] && ! compare_golden "$label" full; then
+    record "$label" MISMATCH "$secs" "$n lines, see $OUT/$label.diff"
+    return
+  fi
+  if [[ $rc -ne 0 ]]; then
+    note="tests failed (exit $rc)"
+    [[ $label == "$REF_LABEL" ]] && note="$note; reference itself is red"
+    record "$label" FAIL "$secs" "$note"
+    return
+  fi
+  record "$label" PASS "$secs" "$n GOLDEN lines"
+}
+
+run_cross() { # target
+  local t=$1 start=$SECONDS
+  if ! ensure_target "$t"; then
+    record "$t" FAIL $((SECONDS - start)) "rustup target add failed"
+    return
+  fi
+  case $t in
+    aarch64-*) ensure_qemu || { record "$t" FAIL $((SECONDS - start)) "qemu-aarch64-static unavailable"; return; } ;;
+    wasm32-*) ensure_node || { record "$t" FAIL $((SECONDS - start)) "node with WASI unavailable"; return; } ;;
+  esac
+  run_target "$t" --release --target "$t"
+}
+
+run_miri() {
+  local label="s390x-miri" start=$SECONDS rc=0 logf="$OUT/s390x-miri.log"
+  export MIRIFLAGS=${MIRIFLAGS:--Zmiri-disable-isolation}
+  log "[$label] Miri setup (toolchain $NIGHTLY, target $MIRI_TARGET)"
+  if ! rustup component list --toolchain "$NIGHTLY" --installed 2>/dev/null | grep -q '^miri' ||
+     ! rustup component list --toolchain "$NIGHTLY" --installed 2>/dev/null | grep -q '^rust-src'; then
+    if ! rustup component add miri rust-src --toolchain "$NIGHTLY"; then
+      warn "could not install miri/rust-src on $NIGHTLY; skipping the big-endian check"
+      record "$label" WARN $((SECONDS - start)) "miri component unavailable (infra), skipped"
+      return
+    fi
+  fi
+  # Builds the s390x sysroot from rust-src (cached in ~/.cache/miri).
+  if ! (cd "$ROOT" && timeout -k 30 "$MIRI_TIMEOUT" cargo "+$NIGHTLY" miri setup --target "$MIRI_TARGET") 2>&1 | tee "$logf.setup"; then
+    warn "cargo miri setup failed; skipping the big-endian check (see $logf.setup)"
+    record "$label" WARN $((SECONDS - start)) "miri setup failed (infra), skipped"
+    return
+  fi
+  local setup_secs=$((SECONDS - start))
+  log "[$label] cargo +$NIGHTLY miri test -p $PKG --target $MIRI_TARGET --test $GOLDEN_TEST -- $MIRI_FILTER  (cap ${MIRI_TIMEOUT}s, MIRIFLAGS=$MIRIFLAGS)"
+  (cd "$ROOT" && timeout -k 30 "$MIRI_TIMEOUT" \
+    cargo "+$NIGHTLY" miri test -p "$PKG" --target "$MIRI_TARGET" --test "$GOLDEN_TEST" -- "$MIRI_FILTER" "${TEST_ARGS[@]}") 2>&1 | tee "$logf" || rc=$?
+  extract_golden "$logf" >"$OUT/$label.golden"
+  local n secs note
+  n=$(wc -l <"$OUT/$label.golden")
+  secs=$((SECONDS - start))
+  note="setup ${setup_secs}s"
+  if [[ $n -gt 0 ]] && ! compare_golden "$label" subset; then
+    record "$label" MISMATCH "$secs" "$n lines, see $OUT/$label.diff"
+  elif grep -q 'test result: FAILED' "$logf" || grep -q 'Undefined Behavior' "$logf"; then
+    record "$label" FAIL "$secs" "tests failed under Miri (exit $rc)"
+  elif [[ $rc -eq 124 || $rc -eq 137 ]]; then
+    warn "Miri run hit the ${MIRI_TIMEOUT}s cap; big-endian check incomplete"
+    record "$label" WARN "$secs" "timed out after ${MIRI_TIMEOUT}s ($n lines checked)"
+  elif [[ $rc -ne 0 ]]; then
+    warn "Miri exited $rc without a test failure (build/interpreter problem?); see $logf"
+    record "$label" WARN "$secs" "miri infra error, exit $rc ($n lines checked)"
+  elif [[ $n -eq 0 ]]; then
+    warn "no test matching '$MIRI_FILTER' printed GOLDEN lines under Miri"
+    record "$label" WARN "$secs" "no '$MIRI_FILTER' tests ran"
+  else
+    record "$label" PASS "$secs" "$n GOLDEN lines, $note"
+  fi
+}
+
+summary() {
+  printf '\n==> Cross-platform determinism summary (%s, test %s)\n' "$PKG" "$GOLDEN_TEST"
+  printf '%-28s %-9s %7s  %s\n' TARGET RESULT SECONDS NOTE
+  printf '%-28s %-9s %7s  %s\n' ---------------------------- --------- ------- ----
+  local r label status secs note
+  for r in "${RESULTS[@]}"; do
+    IFS='|' read -r label status secs note <<<"$r"
+    printf '%-28s %-9s %7s  %s\n' "$label" "$status" "$secs" "$note"
+  done
+  printf 'logs: %s\n' "$OUT"
+}
+
+# -------------------------------------------------------------------- main --
+
+log "cross-check: root=$ROOT pkg=$PKG test=$GOLDEN_TEST targets=${CROSS_TARGETS[*]} miri=$MIRI"
+TOTAL_START=$SECONDS
+
+run_target "$REF_LABEL" --release
+run_target x86_64-debug
+for t in "${CROSS_TARGETS[@]}"; do
+  run_cross "$t"
+done
+if [[ $MIRI == 1 ]]; then
+  run_miri
+else
+  record s390x-miri SKIP 0 "BITROOM_MIRI=$MIRI"
+fi
+
+summary
+printf 'total: %ss\n' $((SECONDS - TOTAL_START))
+if [[ $FAILED -ne 0 ]]; then
+  echo "cross-check: FAILED" >&2
+  exit 1
+fi
+echo "cross-check: OK"

@@ -1,0 +1,328 @@
+//! A dynamic AABB tree (bounding volume hierarchy) for the broad phase.
+//!
+//! Leaves hold fat AABBs. Insertion descends by the surface-area heuristic
+//! (perimeter in 2D) and rebalances with AVL-style rotations, as in Box2D.
+//! The tree's shape depends on insertion history, but query *results* are
+//! sorted by the caller, so the tree is derived data: it is rebuilt on
+//! restore and never hashed.
+
+use crate::math::{Aabb, Scalar};
+
+const NULL: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    aabb: Aabb,
+    parent: u32,
+    child1: u32,
+    child2: u32,
+    /// Leaf: user value (shape id); internal: unused.
+    user: u32,
+    /// Leaf = 0; free = -1.
+    height: i32,
+}
+
+impl Node {
+    #[inline]
+    fn is_leaf(&self) -> bool {
+        self.child1 == NULL
+    }
+}
+
+/// A dynamic bounding volume tree.
+#[derive(Clone, Debug, Default)]
+pub struct DynamicTree {
+    nodes: Vec<Node>,
+    root: u32,
+    free: Vec<u32>,
+    stack: Vec<u32>,
+}
+
+impl DynamicTree {
+    /// An empty tree.
+    pub fn new() -> DynamicTree {
+        DynamicTree {
+            nodes: Vec::new(),
+            root: NULL,
+            free: Vec::new(),
+            stack: Vec::new(),
+        }
+    }
+
+    fn alloc(&mut self) -> u32 {
+        let node = Node {
+            aabb: Aabb::default(),
+            parent: NULL,
+            child1: NULL,
+            child2: NULL,
+            user: NULL,
+            height: 0,
+        };
+        if let Some(i) = self.free.pop() {
+            self.nodes[i as usize] = node;
+            i
+        } else {
+            self.nodes.push(node);
+            (self.nodes.len() - 1) as u32
+        }
+    }
+
+    /// Inserts a leaf and returns its proxy id.
+    pub fn create_proxy(&mut self, aabb: Aabb, user: u32) -> u32 {
+        let leaf = self.alloc();
+        self.nodes[leaf as usize].aabb = aabb;
+        self.nodes[leaf as usize].user = user;
+        self.insert_leaf(leaf);
+        leaf
+    }
+
+    /// Removes a leaf.
+    pub fn destroy_proxy(&mut self, proxy: u32) {
+        self.remove_leaf(proxy);
+        self.nodes[proxy as usize].height = -1;
+        self.free.push(proxy);
+    }
+
+    /// Replaces a leaf's box.
+    pub fn move_proxy(&mut self, proxy: u32, aabb: Aabb) {
+        self.remove_leaf(proxy);
+        self.nodes[proxy as usize].aabb = aabb;
+        self.insert_leaf(proxy);
+    }
+
+    /// Calls `f(user)` for every leaf whose box overlaps `aabb`.
+    #[inline]
+    pub fn query(&mut self, aabb: &Aabb, mut f: impl FnMut(u32)) {
+        if self.root == NULL {
+            return;
+        }
+        let mut stack = core::mem::take(&mut self.stack);
+        stack.clear();
+        stack.push(self.root);
+        while let Some(i) = stack.pop() {
+            let n = &self.nodes[i as usize];
+            if !n.aabb.overlaps(aabb) {
+                continue;
+            }
+            if n.is_leaf() {
+                f(n.user);
+            } else {
+                stack.push(n.child1);
+                stack.push(n.child2);
+            }
+        }
+        self.stack = stack;
+    }
+
+    fn insert_leaf(&mut self, leaf: u32) {
+        if self.root == NULL {
+            self.root = leaf;
+            self.nodes[leaf as usize].parent = NULL;
+            return;
+        }
+        // Find the best sibling by the perimeter heuristic.
+        let leaf_aabb = self.nodes[leaf as usize].aabb;
+        let mut index = self.root;
+        while !self.nodes[index as usize].is_leaf() {
+            let n = self.nodes[index as usize];
+            let area = n.aabb.perimeter();
+            let combined = n.aabb.union(&leaf_aabb).perimeter();
+            let cost = combined.shl(1);
+            let inheritance = (combined - area).shl(1);
+            let child_cost = |c: u32| -> Scalar {
+                let cn = &self.nodes[c as usize];
+                let u = leaf_aabb.union(&cn.aabb).perimeter();
+                if cn.is_leaf() {
+                    u + inheritance
+                } else {
+                    u - cn.aabb.perimeter() + inheritance
+                }
+            };
+            let cost1 = child_cost(n.child1);
+            let cost2 = child_cost(n.child2);
+            if cost < cost1 && cost < cost2 {
+                break;
+            }
+            index = if cost1 <= cost2 { n.child1 } else { n.child2 };
+        }
+        let sibling = index;
+        let old_parent = self.nodes[sibling as usize].parent;
+        let new_parent = self.alloc();
+        {
+            let sib_aabb = self.nodes[sibling as usize].aabb;
+            let sib_height = self.nodes[sibling as usize].height;
+            let np = &mut self.nodes[new_parent as usize];
+            np.parent = old_parent;
+            np.aabb = leaf_aabb.union(&sib_aabb);
+            np.height = sib_height + 1;
+            np.child1 = sibling;
+            np.child2 = leaf;
+        }
+        if old_parent != NULL {
+            let op = &mut self.nodes[old_parent as usize];
+            if op.child1 == sibling {
+                op.child1 = new_parent;
+            } else {
+                op.child2 = new_parent;
+            }
+        } else {
+            self.root = new_parent;
+        }
+        self.nodes[sibling as usize].parent = new_parent;
+        self.nodes[leaf as usize].parent = new_parent;
+        self.refit(self.nodes[leaf as usize].parent);
+    }
+
+    fn remove_leaf(&mut self, leaf: u32) {
+        if leaf == self.root {
+            self.root = NULL;
+            return;
+        }
+        let parent = self.nodes[leaf as usize].parent;
+        let grand = self.nodes[parent as usize].parent;
+        let p = self.nodes[parent as usize];
+        let sibling = if p.child1 == leaf { p.child2 } else { p.child1 };
+        if grand != NULL {
+            let g = &mut self.nodes[grand as usize];
+            if g.child1 == parent {
+                g.child1 = sibling;
+            } else {
+                g.child2 = sibling;
+            }
+            self.nodes[sibling as usize].parent = grand;
+            self.nodes[parent as usize].height = -1;
+            self.free.push(parent);
+            self.refit(grand);
+        } else {
+            self.root = sibling;
+            self.nodes[sibling as usize].parent = NULL;
+            self.nodes[parent as usize].height = -1;
+            self.free.push(parent);
+        }
+    }
+
+    /// Walks up from `index`, rebalancing and refitting boxes and heights.
+    fn refit(&mut self, mut index: u32) {
+        while index != NULL {
+            index = self.balance(index);
+            let n = self.nodes[index as usize];
+                let (c1, c2) = (self.nodes[n.child1 as usize], self.nodes[n.child2 as usize]);
+            let node = &mut self.nodes[index as usize];
+            node.height = 1 + c1.height.max(c2.height);
+            node.aabb = c1.aabb.union(&c2.aabb);
+            index = node.parent;
+        }
+    }
+
+    /// One AVL rotation if `a` is unbalanced; returns the subtree's new root.
+    fn balance(&mut self, a: u32) -> u32 {
+        let na = self.nodes[a as usize];
+        if na.is_leaf() || na.height < 2 {
+            return a;
+        }
+        let (b, c) = (na.child1, na.child2);
+        let balance = self.nodes[c as usize].height - self.nodes[b as usize].height;
+        if balance > 1 {
+            self.rotate(a, c, b, true)
+        } else if balance < -1 {
+            self.rotate(a, b, c, false)
+        } else {
+            a
+        }
+    }
+
+    /// Lifts `up` (a child of `a`) above `a`; `other` is `a`'s other child.
+    fn rotate(&mut self, a: u32, up: u32, other: u32, up_is_child2: bool) -> u32 {
+        let nu = self.nodes[up as usize];
+        let (f, g) = (nu.child1, nu.child2);
+        // Swap a and up.
+        let a_parent = self.nodes[a as usize].parent;
+        self.nodes[up as usize].child1 = a;
+        self.nodes[up as usize].parent = a_parent;
+        self.nodes[a as usize].parent = up;
+        if a_parent != NULL {
+            let p = &mut self.nodes[a_parent as usize];
+            if p.child1 == a {
+                p.child1 = up;
+            } else {
+                p.child2 = up;
+            }
+        } else {
+            self.root = up;
+        }
+        // The taller grandchild stays under `up`; the other goes to `a`.
+        let (keep, give) = if self.nodes[f as usize].height > self.nodes[g as usize].height {
+            (f, g)
+        } else {
+            (g, f)
+        };
+        self.nodes[up as usize].child2 = keep;
+        if up_is_child2 {
+            self.nodes[a as usize].child2 = give;
+        } else {
+            self.nodes[a as usize].child1 = give;
+        }
+        self.nodes[give as usize].parent = a;
+        let other_n = self.nodes[other as usize];
+        let give_n = self.nodes[give as usize];
+        let keep_n = self.nodes[keep as usize];
+        let na = &mut self.nodes[a as usize];
+        na.aabb = other_n.aabb.union(&give_n.aabb);
+        na.height = 1 + other_n.height.max(give_n.height);
+        let na = *na;
+        let nu = &mut self.nodes[up as usize];
+        nu.aabb = na.aabb.union(&keep_n.aabb);
+        nu.height = 1 + na.height.max(keep_n.height);
+        up
+    }
+
+    /// Height of the tree (0 for a single leaf).
+    pub fn height(&self) -> i32 {
+        if self.root == NULL {
+            0
+        } else {
+            self.nodes[self.root as usize].height
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::math::{fx, Vec2};
+
+    #[test]
+    fn query_finds_exactly_the_overlaps_and_stays_balanced() {
+        let mut t = DynamicTree::new();
+        let mut boxes = Vec::new();
+        for i in 0..500 {
+            let x = fx((i * 37) % 101);
+            let y = fx((i * 53) % 97);
+            let b = Aabb::new(Vec2::new(x, y), Vec2::new(x + fx(2), y + fx(2)));
+            let p = t.create_proxy(b, i as u32);
+            boxes.push((p, b));
+        }
+        assert!(t.height() < 20, "height {}", t.height());
+        // Move some, remove some.
+        for (i, (p, b)) in boxes.iter_mut().enumerate() {
+            if i % 3 == 0 {
+                *b = Aabb::new(b.lower + Vec2::from_ints(5, 1), b.upper + Vec2::from_ints(5, 1));
+                t.move_proxy(*p, *b);
+            }
+        }
+        for (p, _) in boxes.iter().step_by(7) {
+            t.destroy_proxy(*p);
+        }
+        let q = Aabb::new(Vec2::from_ints(20, 20), Vec2::from_ints(40, 30));
+        let mut got = Vec::new();
+        t.query(&q, |u| got.push(u));
+        got.sort();
+        let want: Vec<u32> = boxes
+            .iter()
+            .enumerate()
+            .filter(|(i, (_, b))| i % 7 != 0 && b.overlaps(&q))
+            .map(|(i, _)| i as u32)
+            .collect();
+        assert_eq!(got, want);
+    }
+}

@@ -1,0 +1,686 @@
+//! Narrow phase: contact manifolds between pairs of shapes.
+//!
+//! Every function works in the frame of shape A (shifted so that A's first
+//! vertex is the origin, which keeps the numbers small), then maps the result
+//! to world space: the normal points from A to B, anchors are world-space
+//! offsets from each body's origin. Polygons use the reference/incident edge
+//! clipping of the seed notes (`seeds/000`): the face of least penetration is
+//! the reference, the most anti-parallel face of the other polygon is the
+//! incident edge, and the incident edge is clipped to the side planes of the
+//! reference face. When polygons are apart by more than a tenth of the slop,
+//! the closest features of those two edges decide between a vertex-vertex
+//! contact (rounded corners) and the clipped face contact.
+
+use crate::geometry::{Capsule, Circle, Polygon, ShapeGeometry};
+use crate::math::{Scalar, Transform, Vec2};
+use serde::{Deserialize, Serialize};
+
+/// Linear slop: the penetration the solver tolerates (0.005 m).
+pub const LINEAR_SLOP: Scalar = Scalar::milli(5);
+/// Speculative distance: contact points are kept this far apart (4 × slop).
+pub const SPECULATIVE_DISTANCE: Scalar = Scalar::milli(20);
+
+/// Tolerance for degenerate divisions in clipping.
+const CLIP_EPS: Scalar = Scalar::from_bits(1 << 16);
+
+/// One contact point of a manifold.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct ManifoldPoint {
+    /// World point, midway between the two surfaces.
+    pub point: Vec2,
+    /// Offset of the point from body A's origin (world orientation).
+    pub anchor_a: Vec2,
+    /// Offset of the point from body B's origin (world orientation).
+    pub anchor_b: Vec2,
+    /// Signed distance between the surfaces (negative when overlapping).
+    pub separation: Scalar,
+    /// Accumulated normal impulse (warm-start state).
+    pub normal_impulse: Scalar,
+    /// Accumulated friction impulse (warm-start state).
+    pub tangent_impulse: Scalar,
+    /// Largest normal impulse applied during the last step.
+    pub max_normal_impulse: Scalar,
+    /// Feature id: which vertices/edges produced the point.
+    pub id: u16,
+    /// Whether the point matched a point of the previous step.
+    pub persisted: bool,
+}
+
+/// Up to two contact points sharing a normal.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct Manifold {
+    /// Unit normal from A to B in world space.
+    pub normal: Vec2,
+    /// The points; only the first `count` are valid.
+    pub points: [ManifoldPoint; 2],
+    /// Number of points (0, 1 or 2).
+    pub count: u8,
+}
+
+impl Manifold {
+    /// The valid points.
+    pub fn points(&self) -> &[ManifoldPoint] {
+        &self.points[..self.count as usize]
+    }
+
+    fn push(&mut self, anchor_a: Vec2, separation: Scalar, id: u16) {
+        let p = &mut self.points[self.count as usize];
+        p.anchor_a = anchor_a;
+        p.separation = separation;
+        p.id = id;
+        self.count += 1;
+    }
+
+    /// Maps a manifold computed in A's shifted local frame to world space.
+    fn finish(mut self, xf_a: Transform, xf_b: Transform, origin: Vec2) -> Manifold {
+        self.normal = xf_a.q.rotate(self.normal);
+        let d = xf_a.p - xf_b.p;
+        for p in &mut self.points[..self.count as usize] {
+            p.anchor_a = xf_a.q.rotate(p.anchor_a + origin);
+            p.anchor_b = p.anchor_a + d;
+            p.point = xf_a.p + p.anchor_a;
+        }
+        self
+    }
+}
+
+#[inline]
+fn make_id(a: usize, b: usize) -> u16 {
+    ((a as u16 & 0xff) << 8) | (b as u16 & 0xff)
+}
+
+/// Computes the manifold for any pair of geometries. Returns the manifold
+/// with the normal pointing from `a` to `b`.
+pub fn collide(a: &ShapeGeometry, xf_a: Transform, b: &ShapeGeometry, xf_b: Transform) -> Manifold {
+    use ShapeGeometry as G;
+    match (a, b) {
+        (G::Circle(a), G::Circle(b)) => collide_circles(a, xf_a, b, xf_b),
+        (G::Capsule(a), G::Circle(b)) => collide_capsule_circle(a, xf_a, b, xf_b),
+        (G::Polygon(a), G::Circle(b)) => collide_polygon_circle(a, xf_a, b, xf_b),
+        (G::Segment(s), G::Circle(b)) => {
+            let cap = Capsule { c1: s.p1, c2: s.p2, radius: Scalar::ZERO };
+            collide_capsule_circle(&cap, xf_a, b, xf_b)
+        }
+        (G::Capsule(a), G::Capsule(b)) => collide_capsules(a, xf_a, b, xf_b),
+        (G::Segment(s), G::Capsule(b)) => {
+            let cap = Capsule { c1: s.p1, c2: s.p2, radius: Scalar::ZERO };
+            collide_capsules(&cap, xf_a, b, xf_b)
+        }
+        (G::Capsule(a), G::Segment(s)) => {
+            let cap = Capsule { c1: s.p1, c2: s.p2, radius: Scalar::ZERO };
+            collide_capsules(a, xf_a, &cap, xf_b)
+        }
+        (G::Circle(_), _) | (G::Capsule(_), G::Polygon(_)) | (G::Segment(_), G::Polygon(_)) => {
+            // Canonical order puts the more complex shape first; flip.
+            flip(collide(b, xf_b, a, xf_a), xf_a, xf_b)
+        }
+        (G::Polygon(a), G::Capsule(b)) => collide_polygons(a, xf_a, &b.to_polygon(), xf_b),
+        (G::Polygon(a), G::Segment(b)) => collide_polygons(a, xf_a, &b.to_polygon(), xf_b),
+        (G::Polygon(a), G::Polygon(b)) => collide_polygons(a, xf_a, b, xf_b),
+        // Two massless segments never carry a dynamic body between them.
+        (G::Segment(_), G::Segment(_)) => Manifold::default(),
+    }
+}
+
+/// Swaps the roles of A and B in a manifold.
+fn flip(mut m: Manifold, xf_a: Transform, xf_b: Transform) -> Manifold {
+    m.normal = -m.normal;
+    for p in &mut m.points[..m.count as usize] {
+        p.anchor_a = p.point - xf_a.p;
+        p.anchor_b = p.point - xf_b.p;
+    }
+    m
+}
+
+/// Normalises, falling back to `fallback` for a (near-)zero vector.
+#[inline]
+fn normalize_or(v: Vec2, fallback: Vec2) -> (Scalar, Vec2) {
+    let (len, n) = v.length_and_normalize();
+    if n == Vec2::ZERO {
+        (len, fallback)
+    } else {
+        (len, n)
+    }
+}
+
+/// Circle against circle.
+pub fn collide_circles(a: &Circle, xf_a: Transform, b: &Circle, xf_b: Transform) -> Manifold {
+    let xf = xf_a.inv_mul(xf_b);
+    let pa = a.center;
+    let pb = xf.apply(b.center);
+    let (dist, n) = normalize_or(pb - pa, Vec2::new(Scalar::ZERO, Scalar::ONE));
+    let sep = dist - a.radius - b.radius;
+    let mut m = Manifold::default();
+    if sep > SPECULATIVE_DISTANCE {
+        return m;
+    }
+    let ca = pa.mul_add(a.radius, n);
+    let cb = pb.mul_sub(b.radius, n);
+    m.normal = n;
+    m.push(ca.lerp(cb, Scalar::HALF), sep, 0);
+    m.finish(xf_a, xf_b, Vec2::ZERO)
+}
+
+/// Capsule (or segment with radius 0) against circle.
+pub fn collide_capsule_circle(a: &Capsule, xf_a: Transform, b: &Circle, xf_b: Transform) -> Manifold {
+    let xf = xf_a.inv_mul(xf_b);
+    let pb = xf.apply(b.center);
+    let (p1, p2) = (a.c1, a.c2);
+    let e = p2 - p1;
+    let s1 = (pb - p1).dot(e);
+    let s2 = (p2 - pb).dot(e);
+    let pa = if s1 < Scalar::ZERO {
+        p1
+    } else if s2 < Scalar::ZERO {
+        p2
+    } else {
+        p1.mul_add(s1 / e.dot(e), e)
+    };
+    let (dist, n) = normalize_or(pb - pa, e.left_perp().normalize());
+    let sep = dist - a.radius - b.radius;
+    let mut m = Manifold::default();
+    if sep > SPECULATIVE_DISTANCE {
+        return m;
+    }
+    let ca = pa.mul_add(a.radius, n);
+    let cb = pb.mul_sub(b.radius, n);
+    m.normal = n;
+    m.push(ca.lerp(cb, Scalar::HALF), sep, 0);
+    m.finish(xf_a, xf_b, Vec2::ZERO)
+}
+
+/// Polygon (possibly rounded) against circle.
+pub fn collide_polygon_circle(a: &Polygon, xf_a: Transform, b: &Circle, xf_b: Transform) -> Manifold {
+    let mut m = Manifold::default();
+    let xf = xf_a.inv_mul(xf_b);
+    let c = xf.apply(b.center);
+    let radius = a.radius + b.radius;
+    let n = a.count as usize;
+    let mut index = 0;
+    let mut separation = Scalar::MIN;
+    for i in 0..n {
+        let s = a.normals[i].dot(c - a.vertices[i]);
+        if s > separation {
+            separation = s;
+            index = i;
+        }
+    }
+    if separation - radius > SPECULATIVE_DISTANCE {
+        return m;
+    }
+    let v1 = a.vertices[index];
+    let v2 = a.vertices[if index + 1 < n { index + 1 } else { 0 }];
+    let u1 = (c - v1).dot(v2 - v1);
+    let u2 = (c - v2).dot(v1 - v2);
+    let vertex = if u1 < Scalar::ZERO && separation > Scalar::ZERO {
+        Some(v1)
+    } else if u2 < Scalar::ZERO && separation > Scalar::ZERO {
+        Some(v2)
+    } else {
+        None
+    };
+    let (normal, ca) = match vertex {
+        Some(v) => {
+            let (dist, normal) = normalize_or(c - v, a.normals[index]);
+            if dist - radius > SPECULATIVE_DISTANCE {
+                return m;
+            }
+            (normal, v.mul_add(a.radius, normal))
+        }
+        None => {
+            let normal = a.normals[index];
+            (normal, c.mul_sub((c - v1).dot(normal) - a.radius, normal))
+        }
+    };
+    let cb = c.mul_sub(b.radius, normal);
+    m.normal = normal;
+    m.push(ca.lerp(cb, Scalar::HALF), (cb - ca).dot(normal), 0);
+    m.finish(xf_a, xf_b, Vec2::ZERO)
+}
+
+/// `clamp(num / den, 0, 1)` for wide (Q64.64) products, `den > 0`.
+///
+/// Segment-distance formulas multiply squared lengths; for a 220 m segment
+/// those products exceed Q32.32, so they are formed in 128 bits.
+fn wide_fraction(num: i128, den: i128) -> Scalar {
+    if den <= 0 || num <= 0 {
+        return Scalar::ZERO;
+    }
+    if num >= den {
+        return Scalar::ONE;
+    }
+    let bits = 128 - den.leading_zeros();
+    let shift = bits.saturating_sub(94);
+    let (num, den) = (num >> shift, (den >> shift).max(1));
+    Scalar::from_bits(((num << 32) / den) as i64)
+}
+
+#[inline]
+fn wide(a: Scalar, b: Scalar) -> i128 {
+    a.to_bits() as i128 * b.to_bits() as i128
+}
+
+/// Closest points between segments `p1q1` and `p2q2`.
+struct SegmentDistance {
+    closest1: Vec2,
+    closest2: Vec2,
+    fraction1: Scalar,
+    fraction2: Scalar,
+    distance_squared: Scalar,
+}
+
+fn segment_distance(p1: Vec2, q1: Vec2, p2: Vec2, q2: Vec2) -> SegmentDistance {
+    let d1 = q1 - p1;
+    let d2 = q2 - p2;
+    let r = p1 - p2;
+    let dd1 = d1.dot(d1);
+    let dd2 = d2.dot(d2);
+    let rd1 = r.dot(d1);
+    let rd2 = r.dot(d2);
+    let eps = Scalar::from_bits(1 << 8);
+    let (f1, f2);
+    if dd1 < eps || dd2 < eps {
+        if dd1 >= eps {
+            f1 = wide_fraction(-(rd1.to_bits() as i128), dd1.to_bits() as i128);
+            f2 = Scalar::ZERO;
+        } else if dd2 >= eps {
+            f1 = Scalar::ZERO;
+            f2 = wide_fraction(rd2.to_bits() as i128, dd2.to_bits() as i128);
+        } else {
+            f1 = Scalar::ZERO;
+            f2 = Scalar::ZERO;
+        }
+    } else {
+        let d12 = d1.dot(d2);
+        let denom = wide(dd1, dd2) - wide(d12, d12);
+        let mut g1 = if denom > 0 {
+            wide_fraction(wide(d12, rd2) - wide(rd1, dd2), denom)
+        } else {
+            Scalar::ZERO
+        };
+        // f2 = (d12 f1 + rd2) / dd2
+        let num2 = wide(d12, g1) + wide(rd2, Scalar::ONE);
+        let g2;
+        if num2 < 0 {
+            g2 = Scalar::ZERO;
+            g1 = wide_fraction(-(rd1.to_bits() as i128), dd1.to_bits() as i128);
+        } else if num2 > wide(dd2, Scalar::ONE) {
+            g2 = Scalar::ONE;
+            g1 = wide_fraction((d12 - rd1).to_bits() as i128, dd1.to_bits() as i128);
+        } else {
+            g2 = wide_fraction(num2, wide(dd2, Scalar::ONE));
+        }
+        f1 = g1;
+        f2 = g2;
+    }
+    let closest1 = p1.mul_add(f1, d1);
+    let closest2 = p2.mul_add(f2, d2);
+    SegmentDistance {
+        closest1,
+        closest2,
+        fraction1: f1,
+        fraction2: f2,
+        distance_squared: (closest2 - closest1).length_squared(),
+    }
+}
+
+/// Capsule against capsule (segments are capsules of radius 0).
+pub fn collide_capsules(a: &Capsule, xf_a: Transform, b: &Capsule, xf_b: Transform) -> Manifold {
+    let origin = a.c1;
+    let xf = xf_a.inv_mul(xf_b);
+    let p1 = Vec2::ZERO;
+    let q1 = a.c2 - origin;
+    let p2 = xf.apply(b.c1) - origin;
+    let q2 = xf.apply(b.c2) - origin;
+    let (ra, rb) = (a.radius, b.radius);
+    let radius = ra + rb;
+    let mut m = Manifold::default();
+
+    let sd = segment_distance(p1, q1, p2, q2);
+    let max_distance = radius + SPECULATIVE_DISTANCE;
+    if sd.distance_squared > max_distance * max_distance {
+        return m;
+    }
+    let distance = sd.distance_squared.sqrt();
+    let d1 = q1 - p1;
+    let d2 = q2 - p2;
+    let (length1, u1) = d1.length_and_normalize();
+    let (length2, u2) = d2.length_and_normalize();
+
+    // Endpoint regions: is either segment entirely beyond the other's ends?
+    let fp2 = (p2 - p1).dot(u1);
+    let fq2 = (q2 - p1).dot(u1);
+    let outside_a = (fp2 <= Scalar::ZERO && fq2 <= Scalar::ZERO) || (fp2 >= length1 && fq2 >= length1);
+    let fp1 = (p1 - p2).dot(u2);
+    let fq1 = (q1 - p2).dot(u2);
+    let outside_b = (fp1 <= Scalar::ZERO && fq1 <= Scalar::ZERO) || (fp1 >= length2 && fq1 >= length2);
+
+    if !outside_a && !outside_b {
+        // Reference edge by separating axis, biased toward A.
+        let face = |pa: Vec2, u: Vec2, p: Vec2, q: Vec2| {
+            let n = u.left_perp();
+            let s1 = (p - pa).dot(n);
+            let s2 = (q - pa).dot(n);
+            let sp = s1.min(s2);
+            let sn = (-s1).max(-s2);
+            if sp > sn {
+                (sp, n)
+            } else {
+                (sn, -n)
+            }
+        };
+        let (sep_a, normal_a) = face(p1, u1, p2, q2);
+        let (sep_b, normal_b) = face(p2, u2, p1, q1);
+        // Clip segment (p, q), with projections fp, fq on the reference axis, to [0, len].
+        let clip = |p: Vec2, q: Vec2, fp: Scalar, fq: Scalar, len: Scalar| {
+            let (mut cp, mut cq) = (p, q);
+            if fp < Scalar::ZERO && fq - fp > CLIP_EPS {
+                cp = p.lerp(q, (Scalar::ZERO - fp) / (fq - fp));
+            } else if fq < Scalar::ZERO && fp - fq > CLIP_EPS {
+                cq = q.lerp(p, (Scalar::ZERO - fq) / (fp - fq));
+            }
+            if fp > len && fp - fq > CLIP_EPS {
+                cp = p.lerp(q, (fp - len) / (fp - fq));
+            } else if fq > len && fq - fp > CLIP_EPS {
+                cq = q.lerp(p, (fq - len) / (fq - fp));
+            }
+            (cp, cq)
+        };
+        if sep_a + LINEAR_SLOP.shr(3) >= sep_b {
+            let (cp, cq) = clip(p2, q2, fp2, fq2, length1);
+            let sp = (cp - p1).dot(normal_a);
+            let sq = (cq - p1).dot(normal_a);
+            if sp <= distance + LINEAR_SLOP || sq <= distance + LINEAR_SLOP {
+                m.normal = normal_a;
+                if sp - radius <= SPECULATIVE_DISTANCE {
+                    m.push(cp.mul_add((ra - rb - sp).shr(1), normal_a), sp - radius, 0);
+                }
+                if sq - radius <= SPECULATIVE_DISTANCE {
+                    m.push(cq.mul_add((ra - rb - sq).shr(1), normal_a), sq - radius, 1);
+                }
+            }
+        } else {
+            let (cp, cq) = clip(p1, q1, fp1, fq1, length2);
+            let sp = (cp - p2).dot(normal_b);
+            let sq = (cq - p2).dot(normal_b);
+            if sp <= distance + LINEAR_SLOP || sq <= distance + LINEAR_SLOP {
+                m.normal = -normal_b;
+                if sp - radius <= SPECULATIVE_DISTANCE {
+                    m.push(cp.mul_add((rb - ra - sp).shr(1), normal_b), sp - radius, 0);
+                }
+                if sq - radius <= SPECULATIVE_DISTANCE {
+                    m.push(cq.mul_add((rb - ra - sq).shr(1), normal_b), sq - radius, 1);
+                }
+            }
+        }
+    }
+
+    if m.count == 0 {
+        // Single point between the closest points.
+        m = Manifold::default();
+        let (_, n) = normalize_or(sd.closest2 - sd.closest1, u1.left_perp());
+        let ca = sd.closest1.mul_add(ra, n);
+        let cb = sd.closest2.mul_sub(rb, n);
+        let i1 = usize::from(sd.fraction1 == Scalar::ONE);
+        let i2 = usize::from(sd.fraction2 == Scalar::ONE);
+        m.normal = n;
+        m.push(ca.lerp(cb, Scalar::HALF), distance - radius, make_id(i1, i2));
+    }
+    m.finish(xf_a, xf_b, origin)
+}
+
+/// Polygon in A's shifted local frame: vertices, normals, radius, count.
+#[derive(Clone, Copy)]
+struct LocalPolygon {
+    v: [Vec2; 8],
+    n: [Vec2; 8],
+    radius: Scalar,
+    count: usize,
+}
+
+impl LocalPolygon {
+    #[inline]
+    fn next(&self, i: usize) -> usize {
+        if i + 1 < self.count {
+            i + 1
+        } else {
+            0
+        }
+    }
+}
+
+/// The edge of `p1` with the largest separation from `p2`.
+fn find_max_separation(p1: &LocalPolygon, p2: &LocalPolygon) -> (usize, Scalar) {
+    let mut best = 0;
+    let mut max_sep = Scalar::MIN;
+    for i in 0..p1.count {
+        let n = p1.n[i];
+        let v1 = p1.v[i];
+        let mut si = Scalar::MAX;
+        for j in 0..p2.count {
+            si = si.min(n.dot(p2.v[j] - v1));
+        }
+        if si > max_sep {
+            max_sep = si;
+            best = i;
+        }
+    }
+    (best, max_sep)
+}
+
+/// Clips incident edge `edge2` of `poly2` against reference edge `edge1` of `poly1`.
+fn clip_polygons(poly1: &LocalPolygon, poly2: &LocalPolygon, edge1: usize, edge2: usize, flip: bool) -> Manifold {
+    let mut m = Manifold::default();
+    let (i11, i12) = (edge1, poly1.next(edge1));
+    let (i21, i22) = (edge2, poly2.next(edge2));
+    let v11 = poly1.v[i11];
+    let v12 = poly1.v[i12];
+    let v21 = poly2.v[i21];
+    let v22 = poly2.v[i22];
+    let normal = poly1.n[i11];
+    let tangent = normal.left_perp();
+    let lower1 = Scalar::ZERO;
+    let upper1 = (v12 - v11).dot(tangent);
+    // The incident edge runs against the tangent (both polygons are CCW).
+    let upper2 = (v21 - v11).dot(tangent);
+    let lower2 = (v22 - v11).dot(tangent);
+    let span = upper2 - lower2;
+    let v_lower = if lower2 < lower1 && span > CLIP_EPS {
+        v22.lerp(v21, (lower1 - lower2) / span)
+    } else {
+        v22
+    };
+    let v_upper = if upper2 > upper1 && span > CLIP_EPS {
+        v22.lerp(v21, (upper1 - lower2) / span)
+    } else {
+        v21
+    };
+    let sep_lower = (v_lower - v11).dot(normal);
+    let sep_upper = (v_upper - v11).dot(normal);
+    let (r1, r2) = (poly1.radius, poly2.radius);
+    // Contact points midway between the surfaces.
+    let v_lower = v_lower.mul_add((r1 - r2 - sep_lower).shr(1), normal);
+    let v_upper = v_upper.mul_add((r1 - r2 - sep_upper).shr(1), normal);
+    let radius = r1 + r2;
+    let (s_lower, s_upper) = (sep_lower - radius, sep_upper - radius);
+    if !flip {
+        m.normal = normal;
+        if s_lower <= SPECULATIVE_DISTANCE {
+            m.push(v_lower, s_lower, make_id(i11, i22));
+        }
+        if s_upper <= SPECULATIVE_DISTANCE {
+            m.push(v_upper, s_upper, make_id(i12, i21));
+        }
+    } else {
+        m.normal = -normal;
+        if s_upper <= SPECULATIVE_DISTANCE {
+            m.push(v_upper, s_upper, make_id(i21, i12));
+        }
+        if s_lower <= SPECULATIVE_DISTANCE {
+            m.push(v_lower, s_lower, make_id(i22, i11));
+        }
+    }
+    m
+}
+
+/// Polygon against polygon (capsules and segments enter as two-vertex polygons).
+pub fn collide_polygons(a: &Polygon, xf_a: Transform, b: &Polygon, xf_b: Transform) -> Manifold {
+    let origin = a.vertices[0];
+    let xf = xf_a.inv_mul(xf_b);
+    let mut pa = LocalPolygon {
+        v: [Vec2::ZERO; 8],
+        n: a.normals,
+        radius: a.radius,
+        count: a.count as usize,
+    };
+    for i in 0..pa.count {
+        pa.v[i] = a.vertices[i] - origin;
+    }
+    let mut pb = LocalPolygon {
+        v: [Vec2::ZERO; 8],
+        n: [Vec2::ZERO; 8],
+        radius: b.radius,
+        count: b.count as usize,
+    };
+    for i in 0..pb.count {
+        pb.v[i] = xf.apply(b.vertices[i]) - origin;
+        pb.n[i] = xf.q.rotate(b.normals[i]);
+    }
+    let (edge_a, sep_a) = find_max_separation(&pa, &pb);
+    let (edge_b, sep_b) = find_max_separation(&pb, &pa);
+    let radius = pa.radius + pb.radius;
+    if sep_a - radius > SPECULATIVE_DISTANCE || sep_b - radius > SPECULATIVE_DISTANCE {
+        return Manifold::default();
+    }
+    // Prefer A's face unless B's is clearly better, so the reference face
+    // does not flip-flop between steps.
+    let flip = sep_b > sep_a + LINEAR_SLOP.shr(3);
+    let (poly1, poly2, edge1, separation) = if flip {
+        (&pb, &pa, edge_b, sep_b)
+    } else {
+        (&pa, &pb, edge_a, sep_a)
+    };
+    // Incident edge: the face of poly2 most anti-parallel to the reference normal.
+    let n1 = poly1.n[edge1];
+    let mut edge2 = 0;
+    let mut min_dot = Scalar::MAX;
+    for i in 0..poly2.count {
+        let d = n1.dot(poly2.n[i]);
+        if d < min_dot {
+            min_dot = d;
+            edge2 = i;
+        }
+    }
+    let m = if separation > LINEAR_SLOP.shr(3) {
+        // Apart: the closest features of the two edges decide.
+        let (i11, i12) = (edge1, poly1.next(edge1));
+        let (i21, i22) = (edge2, poly2.next(edge2));
+        let (v11, v12, v21, v22) = (poly1.v[i11], poly1.v[i12], poly2.v[i21], poly2.v[i22]);
+        let sd = segment_distance(v11, v12, v21, v22);
+        let end1 = sd.fraction1 == Scalar::ZERO || sd.fraction1 == Scalar::ONE;
+        let end2 = sd.fraction2 == Scalar::ZERO || sd.fraction2 == Scalar::ONE;
+        if end1 && end2 {
+            // Vertex against vertex: one point along the line between them.
+            let (distance, mut normal) = normalize_or(sd.closest2 - sd.closest1, n1);
+            if distance - radius > SPECULATIVE_DISTANCE {
+                return Manifold::default();
+            }
+            let c1 = sd.closest1.mul_add(poly1.radius, normal);
+            let c2 = sd.closest2.mul_sub(poly2.radius, normal);
+            let j1 = if sd.fraction1 == Scalar::ZERO { i11 } else { i12 };
+            let j2 = if sd.fraction2 == Scalar::ZERO { i21 } else { i22 };
+            let mut m = Manifold::default();
+            let id = if flip {
+                normal = -normal;
+                make_id(j2, j1)
+            } else {
+                make_id(j1, j2)
+            };
+            m.normal = normal;
+            m.push(c1.lerp(c2, Scalar::HALF), distance - radius, id);
+            m
+        } else {
+            clip_polygons(poly1, poly2, edge1, edge2, flip)
+        }
+    } else {
+        clip_polygons(poly1, poly2, edge1, edge2, flip)
+    };
+    m.finish(xf_a, xf_b, origin)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::math::{fx, Rot};
+
+    fn xf(x: Scalar, y: Scalar) -> Transform {
+        Transform::new(Vec2::new(x, y), Rot::IDENTITY)
+    }
+
+    #[test]
+    fn box_resting_on_ground_gives_two_points() {
+        let ground = Polygon::make_box(fx(10), fx(1));
+        let bx = Polygon::make_box(Scalar::HALF, Scalar::HALF);
+        // Box bottom at y = -0.01: 1 cm of overlap.
+        let m = collide_polygons(
+            &ground,
+            xf(Scalar::ZERO, fx(-1)),
+            &bx,
+            xf(fx(2), Scalar::HALF - Scalar::milli(10)),
+        );
+        assert_eq!(m.count, 2);
+        assert_eq!(m.normal, Vec2::new(Scalar::ZERO, Scalar::ONE));
+        for p in m.points() {
+            assert_eq!(p.separation, -Scalar::milli(10));
+        }
+        let xs = [m.points[0].point.x, m.points[1].point.x];
+        assert!(xs.contains(&Scalar::ratio(3, 2)) && xs.contains(&Scalar::ratio(5, 2)));
+    }
+
+    #[test]
+    fn separated_beyond_margin_gives_nothing() {
+        let a = Polygon::make_box(fx(1), fx(1));
+        let m = collide_polygons(&a, xf(fx(0), fx(0)), &a, xf(fx(3), fx(0)));
+        assert_eq!(m.count, 0);
+        let c = Circle { center: Vec2::ZERO, radius: fx(1) };
+        let m = collide_circles(&c, xf(fx(0), fx(0)), &c, xf(fx(2) + Scalar::milli(10), fx(0)));
+        assert_eq!(m.count, 1, "speculative contact within 2 cm");
+        assert!((m.points[0].separation - Scalar::milli(10)).abs() < Scalar::from_bits(64));
+    }
+
+    #[test]
+    fn circle_on_polygon_face_and_corner() {
+        let a = Polygon::make_box(fx(1), fx(1));
+        let c = Circle { center: Vec2::ZERO, radius: Scalar::HALF };
+        let m = collide_polygon_circle(&a, xf(fx(0), fx(0)), &c, xf(Scalar::ZERO, Scalar::ratio(3, 2)));
+        assert_eq!(m.count, 1);
+        assert_eq!(m.normal, Vec2::new(Scalar::ZERO, Scalar::ONE));
+        assert_eq!(m.points[0].separation, Scalar::ZERO);
+        // Near the corner (1, 1), diagonal.
+        let m = collide_polygon_circle(&a, xf(fx(0), fx(0)), &c, xf(Scalar::ratio(13, 10), Scalar::ratio(13, 10)));
+        assert_eq!(m.count, 1);
+        assert!(m.normal.x > Scalar::ratio(7, 10) && m.normal.y > Scalar::ratio(7, 10));
+    }
+
+    #[test]
+    fn capsules_parallel_give_two_points() {
+        let c = Capsule { c1: Vec2::from_ints(-1, 0), c2: Vec2::from_ints(1, 0), radius: Scalar::HALF };
+        let m = collide_capsules(&c, xf(fx(0), fx(0)), &c, xf(Scalar::HALF, Scalar::ONE - Scalar::milli(5)));
+        assert_eq!(m.count, 2);
+        assert_eq!(m.normal, Vec2::new(Scalar::ZERO, Scalar::ONE));
+        // Far apart along the axis: no contact.
+        let m = collide_capsules(&c, xf(fx(0), fx(0)), &c, xf(fx(4), fx(0)));
+        assert_eq!(m.count, 0);
+    }
+
+    #[test]
+    fn long_segment_against_box_does_not_overflow() {
+        let seg = crate::geometry::Segment { p1: Vec2::from_ints(-110, 0), p2: Vec2::from_ints(110, 0) };
+        let bx = Polygon::make_box(Scalar::HALF, Scalar::HALF);
+        let g = ShapeGeometry::Segment(seg);
+        let b = ShapeGeometry::Polygon(bx);
+        let m = collide(&b, xf(fx(50), Scalar::HALF + Scalar::milli(15)), &g, xf(fx(0), fx(0)));
+        assert_eq!(m.count, 2);
+        assert_eq!(m.normal, Vec2::new(Scalar::ZERO, -Scalar::ONE));
+    }
+}

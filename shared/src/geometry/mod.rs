@@ -1,0 +1,24 @@
+//! Shapes and their mass properties.
+
+mod polygon;
+mod shapes;
+
+pub use polygon::{Polygon, MAX_POLYGON_VERTICES};
+pub use shapes::{Capsule, Circle, Filter, MassData, Segment, ShapeGeometry};
+
+/// Why a shape could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GeometryError {
+    /// A polygon needs between 3 and 8 vertices.
+    #[error("polygon has {0} vertices, expected 3 to 8")]
+    VertexCount(usize),
+    /// The vertices do not form a strictly convex polygon.
+    #[error("polygon is not strictly convex (vertex {0})")]
+    NotConvex(usize),
+    /// A size (radius, half-extent, edge) is zero, negative or too small.
+    #[error("{0} must be positive and at least 0.005")]
+    TooSmall(&'static str),
+    /// A coordinate lies outside the world bounds.
+    #[error("{0} lies outside the world bounds of ±10000")]
+    OutOfBounds(&'static str),
+}

@@ -1,0 +1,246 @@
+//! Convex polygons of up to eight vertices, with an optional rounding radius.
+
+use super::{GeometryError, MassData};
+use crate::math::{Aabb, Rot, Scalar, Transform, Vec2, WORLD_BOUND};
+use serde::{Deserialize, Serialize};
+
+/// Most vertices a polygon may have.
+pub const MAX_POLYGON_VERTICES: usize = 8;
+
+/// A solid convex polygon, counter-clockwise, with outward edge normals.
+///
+/// `radius` rounds the polygon (a Minkowski sum with a disc); collision and
+/// mass account for it. Normals and centroid are derived data kept beside the
+/// vertices for speed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Polygon {
+    /// Vertices, counter-clockwise; only the first `count` are used.
+    pub vertices: [Vec2; MAX_POLYGON_VERTICES],
+    /// Outward unit normal of edge `i` (from vertex `i` to `i + 1`).
+    pub normals: [Vec2; MAX_POLYGON_VERTICES],
+    /// Centroid of the polygon.
+    pub centroid: Vec2,
+    /// Rounding radius (zero for sharp corners).
+    pub radius: Scalar,
+    /// Number of vertices (2 for a segment or capsule used as a polygon).
+    pub count: u8,
+}
+
+/// Shortest edge a polygon may have: the linear slop.
+const MIN_EDGE: Scalar = Scalar::milli(5);
+
+impl Polygon {
+    /// Builds a polygon from vertices given in order (either winding).
+    ///
+    /// # Errors
+    /// Fewer than 3 or more than 8 vertices, an edge shorter than 0.005, a
+    /// vertex outside the world bounds, or vertices that are not strictly
+    /// convex (a reflex or collinear corner).
+    pub fn new(points: &[Vec2], radius: Scalar) -> Result<Polygon, GeometryError> {
+        let n = points.len();
+        if !(3..=MAX_POLYGON_VERTICES).contains(&n) {
+            return Err(GeometryError::VertexCount(n));
+        }
+        if radius < Scalar::ZERO {
+            return Err(GeometryError::TooSmall("radius"));
+        }
+        for p in points {
+            if p.x.abs() > WORLD_BOUND || p.y.abs() > WORLD_BOUND {
+                return Err(GeometryError::OutOfBounds("vertex"));
+            }
+        }
+        let mut v = [Vec2::ZERO; MAX_POLYGON_VERTICES];
+        v[..n].copy_from_slice(points);
+        // Orientation from the signed area; flip clockwise input.
+        let mut area2 = Scalar::ZERO;
+        for i in 0..n {
+            area2 += v[i].cross(v[(i + 1) % n]);
+        }
+        if area2 < Scalar::ZERO {
+            v[..n].reverse();
+        }
+        for i in 0..n {
+            let e1 = v[(i + 1) % n] - v[i];
+            if e1.length() < MIN_EDGE {
+                return Err(GeometryError::TooSmall("edge"));
+            }
+            let e2 = v[(i + 2) % n] - v[(i + 1) % n];
+            // Strict convexity: every corner turns left by a non-trivial amount.
+            if e1.cross(e2) <= Scalar::from_bits(1 << 12) {
+                return Err(GeometryError::NotConvex((i + 1) % n));
+            }
+        }
+        Ok(Polygon::from_ccw(&v[..n], radius))
+    }
+
+    /// Builds from vertices already known to be convex and counter-clockwise.
+    pub(crate) fn from_ccw(points: &[Vec2], radius: Scalar) -> Polygon {
+        let n = points.len();
+        let mut p = Polygon {
+            vertices: [Vec2::ZERO; MAX_POLYGON_VERTICES],
+            normals: [Vec2::ZERO; MAX_POLYGON_VERTICES],
+            centroid: Vec2::ZERO,
+            radius,
+            count: n as u8,
+        };
+        p.vertices[..n].copy_from_slice(points);
+        for i in 0..n {
+            let e = p.vertices[(i + 1) % n] - p.vertices[i];
+            p.normals[i] = e.right_perp().normalize();
+        }
+        p.centroid = if n == 2 {
+            p.vertices[0].lerp(p.vertices[1], Scalar::HALF)
+        } else {
+            polygon_centroid(&p.vertices[..n])
+        };
+        p
+    }
+
+    /// An axis-aligned box with half-extents `hx`, `hy`, centred on the origin.
+    pub fn make_box(hx: Scalar, hy: Scalar) -> Polygon {
+        Polygon::make_offset_box(hx, hy, Vec2::ZERO, Rot::IDENTITY)
+    }
+
+    /// A box with rounded corners: core half-extents plus `radius`.
+    pub fn make_rounded_box(hx: Scalar, hy: Scalar, radius: Scalar) -> Polygon {
+        let mut p = Polygon::make_box(hx, hy);
+        p.radius = radius;
+        p
+    }
+
+    /// A box with half-extents `hx`, `hy` centred at `center`, rotated by `rot`.
+    pub fn make_offset_box(hx: Scalar, hy: Scalar, center: Vec2, rot: Rot) -> Polygon {
+        let xf = Transform::new(center, rot);
+        let corners = [
+            Vec2::new(-hx, -hy),
+            Vec2::new(hx, -hy),
+            Vec2::new(hx, hy),
+            Vec2::new(-hx, hy),
+        ];
+        let mut p = Polygon::from_ccw(&corners, Scalar::ZERO);
+        for i in 0..4 {
+            p.vertices[i] = xf.apply(p.vertices[i]);
+            p.normals[i] = rot.rotate(p.normals[i]);
+        }
+        p.centroid = center;
+        p
+    }
+
+    /// The used vertices.
+    #[inline]
+    pub fn points(&self) -> &[Vec2] {
+        &self.vertices[..self.count as usize]
+    }
+
+    /// Bounding box under a transform, including the rounding radius.
+    pub fn aabb(&self, xf: Transform) -> Aabb {
+        let mut lo = xf.apply(self.vertices[0]);
+        let mut hi = lo;
+        for &v in &self.vertices[1..self.count as usize] {
+            let w = xf.apply(v);
+            lo = lo.min(w);
+            hi = hi.max(w);
+        }
+        let r = Vec2::new(self.radius, self.radius);
+        Aabb::new(lo - r, hi + r)
+    }
+
+    /// Mass properties for a density; rounded polygons are approximated by
+    /// pushing each vertex out by `√2·radius` along its corner bisector.
+    pub fn mass(&self, density: Scalar) -> MassData {
+        let n = self.count as usize;
+        let mut v = [Vec2::ZERO; MAX_POLYGON_VERTICES];
+        if self.radius.is_zero() {
+            v[..n].copy_from_slice(self.points());
+        } else {
+            let sqrt2 = Scalar::from_bits(6_074_001_000); // √2 · 2³²
+            for i in 0..n {
+                let prev = if i == 0 { n - 1 } else { i - 1 };
+                let mid = (self.normals[prev] + self.normals[i]).normalize();
+                v[i] = self.vertices[i].mul_add(sqrt2 * self.radius, mid);
+            }
+        }
+        polygon_mass(&v[..n], density)
+    }
+}
+
+/// Centroid of a convex polygon (triangle fan about the first vertex).
+fn polygon_centroid(v: &[Vec2]) -> Vec2 {
+    let origin = v[0];
+    let mut c = Vec2::ZERO;
+    let mut area = Scalar::ZERO;
+    let inv3 = Scalar::ratio(1, 3);
+    for i in 1..v.len() - 1 {
+        let e1 = v[i] - origin;
+        let e2 = v[i + 1] - origin;
+        let a = e1.cross(e2).shr(1);
+        c = c.mul_add(a * inv3, e1 + e2);
+        area += a;
+    }
+    origin + Vec2::new(c.x / area, c.y / area)
+}
+
+/// Mass, centroid and inertia about the centroid of a solid convex polygon.
+fn polygon_mass(v: &[Vec2], density: Scalar) -> MassData {
+    let origin = v[0];
+    let inv3 = Scalar::ratio(1, 3);
+    let mut center = Vec2::ZERO;
+    let mut area = Scalar::ZERO;
+    let mut inertia = Scalar::ZERO;
+    for i in 1..v.len() - 1 {
+        let e1 = v[i] - origin;
+        let e2 = v[i + 1] - origin;
+        let d = e1.cross(e2);
+        let tri = d.shr(1);
+        area += tri;
+        center = center.mul_add(tri * inv3, e1 + e2);
+        let ix = e1.x * e1.x + e2.x * e1.x + e2.x * e2.x;
+        let iy = e1.y * e1.y + e2.y * e1.y + e2.y * e2.y;
+        inertia += (d * inv3).shr(2) * (ix + iy);
+    }
+    let mass = density * area;
+    let c = Vec2::new(center.x / area, center.y / area);
+    // Inertia about the fan origin, shifted to the centroid.
+    let i_center = density * inertia - mass * c.dot(c);
+    MassData {
+        mass,
+        center: origin + c,
+        rotational_inertia: i_center,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::math::fx;
+
+    #[test]
+    fn box_mass_matches_closed_form() {
+        let b = Polygon::make_box(fx(1), Scalar::HALF);
+        let m = b.mass(fx(2));
+        assert_eq!(m.mass, fx(4));
+        assert!(m.center.length() < Scalar::from_bits(8), "{:?}", m.center);
+        // I = m (w² + h²) / 12 = 4 (4 + 1) / 12 = 5/3
+        let err = (m.rotational_inertia - Scalar::ratio(5, 3)).abs();
+        assert!(err < Scalar::from_bits(1 << 8), "{:?}", m.rotational_inertia);
+    }
+
+    #[test]
+    fn rejects_bad_polygons() {
+        let sq = |x: i32, y: i32| Vec2::from_ints(x, y);
+        assert_eq!(
+            Polygon::new(&[sq(0, 0), sq(1, 0)], Scalar::ZERO),
+            Err(GeometryError::VertexCount(2))
+        );
+        // A dart: reflex corner.
+        let dart = [sq(0, 0), sq(4, 0), sq(1, 1), sq(0, 4)];
+        assert!(matches!(Polygon::new(&dart, Scalar::ZERO), Err(GeometryError::NotConvex(_))));
+        // Collinear points are not strictly convex.
+        let col = [sq(0, 0), sq(1, 0), sq(2, 0), sq(1, 1)];
+        assert!(matches!(Polygon::new(&col, Scalar::ZERO), Err(GeometryError::NotConvex(_))));
+        // Clockwise input is accepted and re-wound.
+        let cw = [sq(0, 0), sq(0, 1), sq(1, 1), sq(1, 0)];
+        let p = Polygon::new(&cw, Scalar::ZERO).unwrap();
+        assert_eq!(p.mass(Scalar::ONE).mass, Scalar::ONE);
+    }
+}
