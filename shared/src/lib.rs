@@ -1,4 +1,12 @@
 //! bitroom-sim: deterministic fixed-point 2D rigid-body simulation.
 pub mod collision;
+pub mod dynamics;
 pub mod geometry;
 pub mod math;
+pub mod scene;
+pub mod state;
+
+pub use dynamics::{BodyDef, BodyId, BodyKind, ShapeDef, ShapeId, World, WorldDef, WorldError};
+pub use geometry::{Capsule, Circle, Filter, Polygon, Segment, ShapeGeometry};
+pub use math::{fx, Aabb, Rot, Scalar, Transform, Vec2};
+pub use state::{Snapshot, SnapshotError};

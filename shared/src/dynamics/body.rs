@@ -1,0 +1,187 @@
+//! Rigid bodies: definitions, handles and per-body state.
+
+use crate::math::{Rot, Scalar, Transform, Vec2};
+use serde::{Deserialize, Serialize};
+
+/// How a body moves.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub enum BodyKind {
+    /// Never moves; infinite mass.
+    #[default]
+    Static,
+    /// Moves with the velocity it is given; infinite mass; pushes dynamic bodies.
+    Kinematic,
+    /// Moves under forces and contacts.
+    Dynamic,
+}
+
+/// Generational handle to a body. Stale handles are detected, never aliased.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug, Hash, Serialize, Deserialize)]
+pub struct BodyId {
+    /// Slot index.
+    pub index: u32,
+    /// Generation of the slot when the handle was made.
+    pub generation: u32,
+}
+
+/// Generational handle to a shape.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug, Hash, Serialize, Deserialize)]
+pub struct ShapeId {
+    /// Slot index.
+    pub index: u32,
+    /// Generation of the slot when the handle was made.
+    pub generation: u32,
+}
+
+/// Everything needed to create a body.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct BodyDef {
+    /// Static, kinematic or dynamic.
+    pub kind: BodyKind,
+    /// Origin in world space.
+    pub position: Vec2,
+    /// Orientation.
+    pub rotation: Rot,
+    /// Initial velocity of the origin.
+    pub linear_velocity: Vec2,
+    /// Initial angular velocity (rad/s).
+    pub angular_velocity: Scalar,
+    /// Linear damping (1/s).
+    pub linear_damping: Scalar,
+    /// Angular damping (1/s).
+    pub angular_damping: Scalar,
+    /// Multiplier on world gravity.
+    pub gravity_scale: Scalar,
+    /// Speed below which the body may fall asleep (m/s).
+    pub sleep_threshold: Scalar,
+    /// Whether the body may sleep.
+    pub enable_sleep: bool,
+    /// Whether the body starts awake.
+    pub awake: bool,
+    /// Prevents rotation.
+    pub fixed_rotation: bool,
+    /// Opaque id for the user.
+    pub user_data: u64,
+}
+
+impl Default for BodyDef {
+    fn default() -> BodyDef {
+        BodyDef {
+            kind: BodyKind::Static,
+            position: Vec2::ZERO,
+            rotation: Rot::IDENTITY,
+            linear_velocity: Vec2::ZERO,
+            angular_velocity: Scalar::ZERO,
+            linear_damping: Scalar::ZERO,
+            angular_damping: Scalar::ZERO,
+            gravity_scale: Scalar::ONE,
+            sleep_threshold: Scalar::milli(50),
+            enable_sleep: true,
+            awake: true,
+            fixed_rotation: false,
+            user_data: 0,
+        }
+    }
+}
+
+impl BodyDef {
+    /// A dynamic body at a position.
+    pub fn dynamic(position: Vec2) -> BodyDef {
+        BodyDef {
+            kind: BodyKind::Dynamic,
+            position,
+            ..BodyDef::default()
+        }
+    }
+
+    /// A static body at a position.
+    pub fn fixed(position: Vec2) -> BodyDef {
+        BodyDef {
+            kind: BodyKind::Static,
+            position,
+            ..BodyDef::default()
+        }
+    }
+}
+
+/// Sentinel for "no sleeping island".
+pub(crate) const NO_ISLAND: u32 = u32::MAX;
+/// Sentinel for "no slot".
+pub(crate) const NONE: u32 = u32::MAX;
+
+/// A body slot. Part of the world state: serialized and hashed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Body {
+    pub(crate) generation: u32,
+    pub(crate) alive: bool,
+    pub(crate) kind: BodyKind,
+    /// Transform of the body origin.
+    pub(crate) transform: Transform,
+    /// World centre of mass.
+    pub(crate) center: Vec2,
+    /// Centre of mass in the body frame.
+    pub(crate) local_center: Vec2,
+    pub(crate) linear_velocity: Vec2,
+    pub(crate) angular_velocity: Scalar,
+    pub(crate) force: Vec2,
+    pub(crate) torque: Scalar,
+    pub(crate) mass: Scalar,
+    pub(crate) inv_mass: Scalar,
+    pub(crate) inertia: Scalar,
+    pub(crate) inv_inertia: Scalar,
+    pub(crate) linear_damping: Scalar,
+    pub(crate) angular_damping: Scalar,
+    pub(crate) gravity_scale: Scalar,
+    pub(crate) sleep_threshold: Scalar,
+    pub(crate) sleep_time: Scalar,
+    /// Farthest shape point from the centre of mass (for sleep and margins).
+    pub(crate) max_extent: Scalar,
+    pub(crate) awake: bool,
+    pub(crate) enable_sleep: bool,
+    pub(crate) fixed_rotation: bool,
+    /// Id of the sleeping island this body belongs to, or `NO_ISLAND`.
+    pub(crate) sleep_island: u32,
+    pub(crate) user_data: u64,
+    /// Most recently attached shape slot (`NONE` when the body has none);
+    /// the rest follow through `Shape::next`.
+    pub(crate) first_shape: u32,
+}
+
+impl Body {
+    pub(crate) fn vacant() -> Body {
+        Body {
+            generation: 0,
+            alive: false,
+            kind: BodyKind::Static,
+            transform: Transform::IDENTITY,
+            center: Vec2::ZERO,
+            local_center: Vec2::ZERO,
+            linear_velocity: Vec2::ZERO,
+            angular_velocity: Scalar::ZERO,
+            force: Vec2::ZERO,
+            torque: Scalar::ZERO,
+            mass: Scalar::ZERO,
+            inv_mass: Scalar::ZERO,
+            inertia: Scalar::ZERO,
+            inv_inertia: Scalar::ZERO,
+            linear_damping: Scalar::ZERO,
+            angular_damping: Scalar::ZERO,
+            gravity_scale: Scalar::ONE,
+            sleep_threshold: Scalar::ZERO,
+            sleep_time: Scalar::ZERO,
+            max_extent: Scalar::ZERO,
+            awake: false,
+            enable_sleep: true,
+            fixed_rotation: false,
+            sleep_island: NO_ISLAND,
+            user_data: 0,
+            first_shape: NONE,
+        }
+    }
+
+    /// Whether the body takes part in solving this step.
+    #[inline]
+    pub(crate) fn is_simulated(&self) -> bool {
+        self.alive && self.awake && self.kind != BodyKind::Static
+    }
+}

@@ -1,0 +1,57 @@
+//! Persistent contacts between pairs of shapes.
+
+use crate::collision::Manifold;
+use crate::math::Scalar;
+use serde::{Deserialize, Serialize};
+
+/// A potential contact between two shapes whose fat boxes overlap.
+///
+/// Contacts live in the world sorted by `(shape_a, shape_b)` with
+/// `shape_a < shape_b`: that order is canonical, so the solver visits them
+/// the same way on every machine and after every restore.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Contact {
+    pub(crate) shape_a: u32,
+    pub(crate) shape_b: u32,
+    pub(crate) body_a: u32,
+    pub(crate) body_b: u32,
+    pub(crate) manifold: Manifold,
+    /// Mixed friction √(μa·μb).
+    pub(crate) friction: Scalar,
+    /// Mixed restitution max(ea, eb).
+    pub(crate) restitution: Scalar,
+    /// Whether the manifold has points.
+    pub(crate) touching: bool,
+}
+
+impl Contact {
+    /// Sort key: the shape pair.
+    #[inline]
+    pub fn key(&self) -> u64 {
+        pair_key(self.shape_a, self.shape_b)
+    }
+}
+
+/// Canonical key of an ordered shape pair.
+#[inline]
+pub(crate) fn pair_key(a: u32, b: u32) -> u64 {
+    ((a as u64) << 32) | b as u64
+}
+
+/// Carries warm-start impulses from the old manifold to points of the new one
+/// with the same feature id.
+pub(crate) fn match_impulses(new: &mut Manifold, old: &Manifold) {
+    for p in &mut new.points[..new.count as usize] {
+        p.normal_impulse = Scalar::ZERO;
+        p.tangent_impulse = Scalar::ZERO;
+        p.persisted = false;
+        for o in old.points() {
+            if o.id == p.id {
+                p.normal_impulse = o.normal_impulse;
+                p.tangent_impulse = o.tangent_impulse;
+                p.persisted = true;
+                break;
+            }
+        }
+    }
+}

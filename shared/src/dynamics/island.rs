@@ -1,0 +1,94 @@
+//! Islands and sleep.
+//!
+//! Islands are rebuilt every step with a union-find over the awake dynamic
+//! bodies joined by touching contacts: cheaper than maintaining persistent
+//! islands, and trivially deterministic because contacts are visited in
+//! canonical order. An island falls asleep when every body in it has been
+//! slower than its sleep threshold for `time_to_sleep`. Sleeping bodies
+//! remember their island by id (the smallest body index in it); waking an
+//! island wakes every body with that id.
+
+use super::body::{BodyKind, NO_ISLAND};
+use super::world::WorldState;
+use crate::math::{Scalar, Vec2};
+
+fn find(parent: &mut [u32], mut i: u32) -> u32 {
+    while parent[i as usize] != i {
+        let p = parent[i as usize];
+        parent[i as usize] = parent[p as usize];
+        i = p;
+    }
+    i
+}
+
+/// Puts islands to sleep whose bodies have all rested long enough.
+///
+/// `awake` maps solver slot `k + 1` to body index `awake[k]`; `slot_of`
+/// maps body index to solver slot (0 for bodies not being solved).
+pub(crate) fn update_sleep(state: &mut WorldState, awake: &[u32], slot_of: &[u32], parent: &mut Vec<u32>, min_time: &mut Vec<Scalar>, min_index: &mut Vec<u32>) {
+    let n = awake.len() + 1;
+    parent.clear();
+    parent.extend(0..n as u32);
+    for c in &state.contacts {
+        if !c.touching {
+            continue;
+        }
+        let (sa, sb) = (slot_of[c.body_a as usize], slot_of[c.body_b as usize]);
+        if sa == 0 || sb == 0 {
+            continue;
+        }
+        let ka = state.bodies[c.body_a as usize].kind;
+        let kb = state.bodies[c.body_b as usize].kind;
+        if ka == BodyKind::Dynamic && kb == BodyKind::Dynamic {
+            let (ra, rb) = (find(parent, sa), find(parent, sb));
+            if ra != rb {
+                // Union by smaller slot keeps roots canonical.
+                let (lo, hi) = if ra < rb { (ra, rb) } else { (rb, ra) };
+                parent[hi as usize] = lo;
+            }
+        } else {
+            // A moving kinematic body keeps what it touches awake.
+            let (kin, dynb) = if ka == BodyKind::Kinematic { (c.body_a, c.body_b) } else { (c.body_b, c.body_a) };
+            let k = &state.bodies[kin as usize];
+            if k.linear_velocity != Vec2::ZERO || !k.angular_velocity.is_zero() {
+                state.bodies[dynb as usize].sleep_time = Scalar::ZERO;
+            }
+        }
+    }
+    min_time.clear();
+    min_time.resize(n, Scalar::MAX);
+    min_index.clear();
+    min_index.resize(n, u32::MAX);
+    for (k, &bi) in awake.iter().enumerate() {
+        let slot = k as u32 + 1;
+        let r = find(parent, slot) as usize;
+        let b = &state.bodies[bi as usize];
+        min_time[r] = min_time[r].min(b.sleep_time);
+        min_index[r] = min_index[r].min(bi);
+    }
+    let time_to_sleep = state.settings.time_to_sleep;
+    for (k, &bi) in awake.iter().enumerate() {
+        let r = find(parent, k as u32 + 1) as usize;
+        if min_time[r] >= time_to_sleep {
+            let b = &mut state.bodies[bi as usize];
+            b.awake = false;
+            b.linear_velocity = Vec2::ZERO;
+            b.angular_velocity = Scalar::ZERO;
+            b.sleep_island = min_index[r];
+        }
+    }
+}
+
+/// Wakes every sleeping body whose island id is in `islands` (sorted, unique).
+pub(crate) fn wake_islands(state: &mut WorldState, islands: &[u32]) {
+    if islands.is_empty() {
+        return;
+    }
+    for b in state.bodies.iter_mut() {
+        if b.alive && !b.awake && b.sleep_island != NO_ISLAND && islands.binary_search(&b.sleep_island).is_ok() {
+            b.awake = true;
+            b.sleep_time = Scalar::ZERO;
+            b.sleep_island = NO_ISLAND;
+        }
+    }
+}

@@ -1,0 +1,1221 @@
+//! The world: public API and the step pipeline.
+//!
+//! Stages of a step, in order:
+//! 1. **pairs** — shapes whose fat box moved query the trees; new pairs are
+//!    sorted and merged into the contact list (kept sorted by shape pair);
+//! 2. **contacts** — manifolds are recomputed for contacts with an awake
+//!    body; contacts whose fat boxes separated are dropped; contacts that
+//!    begin touching a sleeping body wake its island;
+//! 3. **solve** — the soft-step solver (see `solver`);
+//! 4. **finalize** — transforms, sleep timers, fat boxes;
+//! 5. **sleep** — islands at rest fall asleep (see `island`).
+
+use super::body::{Body, BodyDef, BodyId, BodyKind, ShapeId, NONE, NO_ISLAND};
+use super::contact::{match_impulses, pair_key, Contact};
+use super::island;
+use super::shape::{Shape, ShapeDef};
+use super::solver::{self, BodyState, ConstraintPoint, ContactConstraint};
+use crate::collision::{collide, DynamicTree, Manifold};
+use crate::geometry::{GeometryError, MassData, ShapeGeometry};
+use crate::math::{Aabb, Rot, Scalar, Transform, Vec2, WORLD_BOUND};
+use serde::{Deserialize, Serialize};
+
+/// World-wide settings. Part of the state (and so of the hash).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct WorldDef {
+    /// Gravity (m/s²).
+    pub gravity: Vec2,
+    /// Steps per second (the step length is `1 / tick_rate`).
+    pub tick_rate: u32,
+    /// Solver substeps per step.
+    pub substeps: u32,
+    /// Contact stiffness (Hz); contacts with static bodies use twice this.
+    pub contact_hertz: Scalar,
+    /// Contact damping ratio.
+    pub contact_damping_ratio: Scalar,
+    /// Largest speed at which overlap is pushed apart (m/s).
+    pub contact_push_max_velocity: Scalar,
+    /// Approach speed below which restitution is ignored (m/s).
+    pub restitution_threshold: Scalar,
+    /// Speed limit (m/s).
+    pub max_linear_speed: Scalar,
+    /// Whether bodies may sleep.
+    pub enable_sleep: bool,
+    /// Rest time before an island sleeps (s).
+    pub time_to_sleep: Scalar,
+}
+
+impl Default for WorldDef {
+    fn default() -> WorldDef {
+        WorldDef {
+            gravity: Vec2::new(Scalar::ZERO, Scalar::from_int(-10)),
+            tick_rate: 60,
+            substeps: 4,
+            contact_hertz: Scalar::from_int(30),
+            contact_damping_ratio: Scalar::from_int(10),
+            contact_push_max_velocity: Scalar::from_int(3),
+            restitution_threshold: Scalar::ONE,
+            max_linear_speed: Scalar::from_int(400),
+            enable_sleep: true,
+            time_to_sleep: Scalar::HALF,
+        }
+    }
+}
+
+/// Why a world operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WorldError {
+    /// The body handle is stale or was never valid.
+    #[error("invalid or destroyed body {0:?}")]
+    InvalidBody(BodyId),
+    /// The shape handle is stale or was never valid.
+    #[error("invalid or destroyed shape {0:?}")]
+    InvalidShape(ShapeId),
+    /// The shape geometry is invalid.
+    #[error("bad shape: {0}")]
+    Geometry(#[from] GeometryError),
+    /// A position or size lies outside the world bounds.
+    #[error("{0} is outside the world bounds of ±10000 m")]
+    OutOfBounds(&'static str),
+    /// Density must be positive (zero only for static bodies).
+    #[error("density must be positive")]
+    BadDensity,
+    /// A material value is negative.
+    #[error("{0} must not be negative")]
+    Negative(&'static str),
+    /// Settings that cannot step (zero tick rate or substeps).
+    #[error("invalid world settings: {0}")]
+    BadSettings(&'static str),
+}
+
+/// Everything that affects the future of a world. Serialized for snapshots
+/// and hashed for [`World::state_hash`]; see `state.rs` for the encoding.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct WorldState {
+    pub settings: WorldDef,
+    pub tick: u64,
+    pub bodies: Vec<Body>,
+    pub free_bodies: Vec<u32>,
+    pub shapes: Vec<Shape>,
+    pub free_shapes: Vec<u32>,
+    /// Sorted by `(shape_a, shape_b)`.
+    pub contacts: Vec<Contact>,
+    /// Shape slots queued for the next pair search.
+    pub moved: Vec<u32>,
+    /// Broad-phase trees: derived from the fat boxes, rebuilt after decoding.
+    #[serde(skip)]
+    pub static_tree: DynamicTree,
+    #[serde(skip)]
+    pub dynamic_tree: DynamicTree,
+}
+
+/// Scratch memory reused between steps; never state.
+#[derive(Debug, Default)]
+struct Scratch {
+    states: Vec<BodyState>,
+    slot_of: Vec<u32>,
+    awake: Vec<u32>,
+    constraints: Vec<ContactConstraint>,
+    candidates: Vec<u32>,
+    pairs: Vec<u64>,
+    new_contacts: Vec<Contact>,
+    merged: Vec<Contact>,
+    remove: Vec<bool>,
+    wake: Vec<u32>,
+    parent: Vec<u32>,
+    min_time: Vec<Scalar>,
+    min_index: Vec<u32>,
+}
+
+/// A contact point as seen from outside (for drawing and inspection).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContactView {
+    /// First shape.
+    pub shape_a: ShapeId,
+    /// Second shape.
+    pub shape_b: ShapeId,
+    /// World point.
+    pub point: Vec2,
+    /// Normal from A to B.
+    pub normal: Vec2,
+    /// Separation (negative = overlap).
+    pub separation: Scalar,
+    /// Accumulated normal impulse.
+    pub normal_impulse: Scalar,
+}
+
+/// A deterministic 2D physics world.
+#[derive(Debug)]
+pub struct World {
+    pub(crate) state: WorldState,
+    scratch: Scratch,
+}
+
+impl Default for World {
+    fn default() -> World {
+        World::new(WorldDef::default()).expect("default settings are valid")
+    }
+}
+
+impl World {
+    /// Creates an empty world.
+    ///
+    /// # Errors
+    /// A zero tick rate or substep count.
+    pub fn new(def: WorldDef) -> Result<World, WorldError> {
+        if def.tick_rate == 0 || def.tick_rate > 10_000 {
+            return Err(WorldError::BadSettings("tick_rate must be 1..=10000"));
+        }
+        if def.substeps == 0 || def.substeps > 64 {
+            return Err(WorldError::BadSettings("substeps must be 1..=64"));
+        }
+        Ok(World::from_state(WorldState {
+            settings: def,
+            tick: 0,
+            bodies: Vec::new(),
+            free_bodies: Vec::new(),
+            shapes: Vec::new(),
+            free_shapes: Vec::new(),
+            contacts: Vec::new(),
+            moved: Vec::new(),
+            static_tree: DynamicTree::new(),
+            dynamic_tree: DynamicTree::new(),
+        }))
+    }
+
+    pub(crate) fn from_state(state: WorldState) -> World {
+        World {
+            state,
+            scratch: Scratch::default(),
+        }
+    }
+
+    /// The settings the world was made with.
+    pub fn settings(&self) -> &WorldDef {
+        &self.state.settings
+    }
+
+    /// Number of steps taken.
+    pub fn tick(&self) -> u64 {
+        self.state.tick
+    }
+
+    /// Step length in seconds.
+    pub fn dt(&self) -> Scalar {
+        Scalar::ONE / Scalar::from_int(self.state.settings.tick_rate as i32)
+    }
+
+    // ----- bodies -----
+
+    /// Creates a body.
+    ///
+    /// # Errors
+    /// A position outside the world bounds or a negative damping.
+    pub fn create_body(&mut self, def: &BodyDef) -> Result<BodyId, WorldError> {
+        if def.position.x.abs() > WORLD_BOUND || def.position.y.abs() > WORLD_BOUND {
+            return Err(WorldError::OutOfBounds("position"));
+        }
+        let max_v = self.state.settings.max_linear_speed;
+        if def.linear_velocity.x.abs() > max_v || def.linear_velocity.y.abs() > max_v {
+            return Err(WorldError::OutOfBounds("linear_velocity"));
+        }
+        if def.linear_damping < Scalar::ZERO || def.angular_damping < Scalar::ZERO {
+            return Err(WorldError::Negative("damping"));
+        }
+        let index = match self.state.free_bodies.pop() {
+            Some(i) => i,
+            None => {
+                self.state.bodies.push(Body::vacant());
+                (self.state.bodies.len() - 1) as u32
+            }
+        };
+        let b = &mut self.state.bodies[index as usize];
+        let generation = b.generation;
+        *b = Body::vacant();
+        b.generation = generation;
+        b.alive = true;
+        b.kind = def.kind;
+        b.transform = Transform::new(def.position, def.rotation.normalize());
+        b.center = def.position;
+        b.linear_velocity = def.linear_velocity;
+        b.angular_velocity = def.angular_velocity;
+        b.linear_damping = def.linear_damping;
+        b.angular_damping = def.angular_damping;
+        b.gravity_scale = def.gravity_scale;
+        b.sleep_threshold = def.sleep_threshold;
+        b.enable_sleep = def.enable_sleep;
+        b.fixed_rotation = def.fixed_rotation;
+        b.user_data = def.user_data;
+        b.awake = def.kind != BodyKind::Static && def.awake;
+        if def.kind != BodyKind::Static && !def.awake {
+            b.sleep_island = index;
+        }
+        let id = BodyId { index, generation };
+        self.update_mass(index);
+        Ok(id)
+    }
+
+    fn body_index(&self, id: BodyId) -> Result<u32, WorldError> {
+        match self.state.bodies.get(id.index as usize) {
+            Some(b) if b.alive && b.generation == id.generation => Ok(id.index),
+            _ => Err(WorldError::InvalidBody(id)),
+        }
+    }
+
+    fn body_ref(&self, id: BodyId) -> Result<&Body, WorldError> {
+        let i = self.body_index(id)?;
+        Ok(&self.state.bodies[i as usize])
+    }
+
+    /// Whether the handle names a live body.
+    pub fn contains_body(&self, id: BodyId) -> bool {
+        self.body_index(id).is_ok()
+    }
+
+    /// Destroys a body, its shapes and its contacts; wakes what touched it.
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn destroy_body(&mut self, id: BodyId) -> Result<(), WorldError> {
+        let index = self.body_index(id)?;
+        self.wake_touching(index);
+        let mut s = self.state.bodies[index as usize].first_shape;
+        while s != NONE {
+            let next = self.state.shapes[s as usize].next;
+            self.free_shape(s);
+            s = next;
+        }
+        self.state.contacts.retain(|c| c.body_a != index && c.body_b != index);
+        let b = &mut self.state.bodies[index as usize];
+        let generation = b.generation.wrapping_add(1);
+        *b = Body::vacant();
+        b.generation = generation;
+        self.state.free_bodies.push(index);
+        Ok(())
+    }
+
+    /// Wakes the body's island and the islands of bodies touching it.
+    fn wake_touching(&mut self, index: u32) {
+        let mut ids = Vec::new();
+        let b = &self.state.bodies[index as usize];
+        if b.sleep_island != NO_ISLAND {
+            ids.push(b.sleep_island);
+        }
+        for c in &self.state.contacts {
+            if c.body_a == index || c.body_b == index {
+                for o in [c.body_a, c.body_b] {
+                    let ob = &self.state.bodies[o as usize];
+                    if ob.sleep_island != NO_ISLAND {
+                        ids.push(ob.sleep_island);
+                    }
+                }
+            }
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        island::wake_islands(&mut self.state, &ids);
+    }
+
+    fn wake_body(&mut self, index: u32) {
+        let b = &self.state.bodies[index as usize];
+        if b.kind == BodyKind::Static {
+            return;
+        }
+        if b.sleep_island != NO_ISLAND {
+            let id = [b.sleep_island];
+            island::wake_islands(&mut self.state, &id);
+        }
+        self.state.bodies[index as usize].sleep_time = Scalar::ZERO;
+    }
+
+    /// Live bodies in slot order.
+    pub fn bodies(&self) -> impl Iterator<Item = BodyId> + '_ {
+        self.state.bodies.iter().enumerate().filter(|(_, b)| b.alive).map(|(i, b)| BodyId {
+            index: i as u32,
+            generation: b.generation,
+        })
+    }
+
+    /// Number of live bodies.
+    pub fn body_count(&self) -> usize {
+        self.state.bodies.iter().filter(|b| b.alive).count()
+    }
+
+    /// Number of contacts (pairs with overlapping fat boxes).
+    pub fn contact_count(&self) -> usize {
+        self.state.contacts.len()
+    }
+
+    /// Number of contacts with at least one manifold point.
+    pub fn touching_contact_count(&self) -> usize {
+        self.state.contacts.iter().filter(|c| c.touching).count()
+    }
+
+    /// Body kind.
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn body_kind(&self, id: BodyId) -> Result<BodyKind, WorldError> {
+        Ok(self.body_ref(id)?.kind)
+    }
+
+    /// Transform of the body origin.
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn transform(&self, id: BodyId) -> Result<Transform, WorldError> {
+        Ok(self.body_ref(id)?.transform)
+    }
+
+    /// Position of the body origin.
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn position(&self, id: BodyId) -> Result<Vec2, WorldError> {
+        Ok(self.body_ref(id)?.transform.p)
+    }
+
+    /// World centre of mass.
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn world_center(&self, id: BodyId) -> Result<Vec2, WorldError> {
+        Ok(self.body_ref(id)?.center)
+    }
+
+    /// Velocity of the centre of mass.
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn linear_velocity(&self, id: BodyId) -> Result<Vec2, WorldError> {
+        Ok(self.body_ref(id)?.linear_velocity)
+    }
+
+    /// Angular velocity (rad/s).
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn angular_velocity(&self, id: BodyId) -> Result<Scalar, WorldError> {
+        Ok(self.body_ref(id)?.angular_velocity)
+    }
+
+    /// Whether the body is awake (static bodies are never awake).
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn is_awake(&self, id: BodyId) -> Result<bool, WorldError> {
+        Ok(self.body_ref(id)?.awake)
+    }
+
+    /// Mass properties.
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn mass_data(&self, id: BodyId) -> Result<MassData, WorldError> {
+        let b = self.body_ref(id)?;
+        Ok(MassData {
+            mass: b.mass,
+            center: b.local_center,
+            rotational_inertia: b.inertia,
+        })
+    }
+
+    /// The user's id for the body.
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn user_data(&self, id: BodyId) -> Result<u64, WorldError> {
+        Ok(self.body_ref(id)?.user_data)
+    }
+
+    /// Sets the user's id for the body.
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn set_user_data(&mut self, id: BodyId, data: u64) -> Result<(), WorldError> {
+        let i = self.body_index(id)?;
+        self.state.bodies[i as usize].user_data = data;
+        Ok(())
+    }
+
+    /// Sets the velocity of the centre of mass; wakes the body.
+    ///
+    /// # Errors
+    /// A stale handle or a speed beyond the limit.
+    pub fn set_linear_velocity(&mut self, id: BodyId, v: Vec2) -> Result<(), WorldError> {
+        let i = self.body_index(id)?;
+        let max_v = self.state.settings.max_linear_speed;
+        if v.x.abs() > max_v || v.y.abs() > max_v {
+            return Err(WorldError::OutOfBounds("linear_velocity"));
+        }
+        if self.state.bodies[i as usize].kind == BodyKind::Static {
+            return Ok(());
+        }
+        self.wake_body(i);
+        self.state.bodies[i as usize].linear_velocity = v;
+        Ok(())
+    }
+
+    /// Sets the angular velocity; wakes the body.
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn set_angular_velocity(&mut self, id: BodyId, w: Scalar) -> Result<(), WorldError> {
+        let i = self.body_index(id)?;
+        let b = &self.state.bodies[i as usize];
+        if b.kind == BodyKind::Static || b.fixed_rotation {
+            return Ok(());
+        }
+        self.wake_body(i);
+        self.state.bodies[i as usize].angular_velocity = w.clamp(-MAX_ANGULAR_SPEED, MAX_ANGULAR_SPEED);
+        Ok(())
+    }
+
+    /// Applies a force at a world point for the next step; wakes the body.
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn apply_force(&mut self, id: BodyId, force: Vec2, point: Vec2) -> Result<(), WorldError> {
+        let i = self.body_index(id)?;
+        if self.state.bodies[i as usize].kind != BodyKind::Dynamic {
+            return Ok(());
+        }
+        self.wake_body(i);
+        let b = &mut self.state.bodies[i as usize];
+        b.force += force;
+        b.torque += (point - b.center).cross(force);
+        Ok(())
+    }
+
+    /// Applies a force at the centre of mass for the next step; wakes the body.
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn apply_force_to_center(&mut self, id: BodyId, force: Vec2) -> Result<(), WorldError> {
+        let c = self.body_ref(id)?.center;
+        self.apply_force(id, force, c)
+    }
+
+    /// Applies a torque for the next step; wakes the body.
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn apply_torque(&mut self, id: BodyId, torque: Scalar) -> Result<(), WorldError> {
+        let i = self.body_index(id)?;
+        if self.state.bodies[i as usize].kind != BodyKind::Dynamic {
+            return Ok(());
+        }
+        self.wake_body(i);
+        self.state.bodies[i as usize].torque += torque;
+        Ok(())
+    }
+
+    /// Applies an impulse at a world point, changing velocity at once; wakes the body.
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn apply_linear_impulse(&mut self, id: BodyId, impulse: Vec2, point: Vec2) -> Result<(), WorldError> {
+        let i = self.body_index(id)?;
+        if self.state.bodies[i as usize].kind != BodyKind::Dynamic {
+            return Ok(());
+        }
+        self.wake_body(i);
+        let b = &mut self.state.bodies[i as usize];
+        b.linear_velocity = clamp_speed(b.linear_velocity.mul_add(b.inv_mass, impulse), self.state.settings.max_linear_speed);
+        let dw = b.inv_inertia * (point - b.center).cross(impulse);
+        b.angular_velocity = (b.angular_velocity + dw).clamp(-MAX_ANGULAR_SPEED, MAX_ANGULAR_SPEED);
+        Ok(())
+    }
+
+    /// Applies an angular impulse; wakes the body.
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn apply_angular_impulse(&mut self, id: BodyId, impulse: Scalar) -> Result<(), WorldError> {
+        let i = self.body_index(id)?;
+        if self.state.bodies[i as usize].kind != BodyKind::Dynamic {
+            return Ok(());
+        }
+        self.wake_body(i);
+        let b = &mut self.state.bodies[i as usize];
+        b.angular_velocity = (b.angular_velocity + b.inv_inertia * impulse).clamp(-MAX_ANGULAR_SPEED, MAX_ANGULAR_SPEED);
+        Ok(())
+    }
+
+    /// Teleports a body; wakes it and what touched it.
+    ///
+    /// # Errors
+    /// A stale handle or a position outside the world bounds.
+    pub fn set_transform(&mut self, id: BodyId, position: Vec2, rotation: Rot) -> Result<(), WorldError> {
+        let i = self.body_index(id)?;
+        if position.x.abs() > WORLD_BOUND || position.y.abs() > WORLD_BOUND {
+            return Err(WorldError::OutOfBounds("position"));
+        }
+        self.wake_touching(i);
+        self.wake_body(i);
+        let b = &mut self.state.bodies[i as usize];
+        b.transform = Transform::new(position, rotation.normalize());
+        b.center = b.transform.apply(b.local_center);
+        self.refresh_shapes(i, true);
+        Ok(())
+    }
+
+    /// Wakes or puts to sleep a body (and its island when waking).
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn set_awake(&mut self, id: BodyId, awake: bool) -> Result<(), WorldError> {
+        let i = self.body_index(id)?;
+        if awake {
+            self.wake_body(i);
+        } else {
+            let b = &mut self.state.bodies[i as usize];
+            if b.kind != BodyKind::Static && b.awake {
+                b.awake = false;
+                b.linear_velocity = Vec2::ZERO;
+                b.angular_velocity = Scalar::ZERO;
+                b.sleep_island = i;
+            }
+        }
+        Ok(())
+    }
+
+    // ----- shapes -----
+
+    /// Attaches a shape to a body and updates its mass.
+    ///
+    /// # Errors
+    /// A stale body handle, a non-positive density on a dynamic body, or a
+    /// negative friction or restitution.
+    pub fn create_shape(&mut self, body: BodyId, def: &ShapeDef, geometry: ShapeGeometry) -> Result<ShapeId, WorldError> {
+        let bi = self.body_index(body)?;
+        let b = self.state.bodies[bi as usize];
+        if b.kind == BodyKind::Dynamic && def.density <= Scalar::ZERO && !matches!(geometry, ShapeGeometry::Segment(_)) {
+            return Err(WorldError::BadDensity);
+        }
+        if def.density < Scalar::ZERO {
+            return Err(WorldError::BadDensity);
+        }
+        if def.friction < Scalar::ZERO {
+            return Err(WorldError::Negative("friction"));
+        }
+        if def.restitution < Scalar::ZERO {
+            return Err(WorldError::Negative("restitution"));
+        }
+        let aabb = geometry.aabb(b.transform);
+        for v in [aabb.lower, aabb.upper] {
+            if v.x.abs() > WORLD_BOUND || v.y.abs() > WORLD_BOUND {
+                return Err(WorldError::OutOfBounds("shape"));
+            }
+        }
+        let index = match self.state.free_shapes.pop() {
+            Some(i) => i,
+            None => {
+                self.state.shapes.push(Shape::vacant());
+                (self.state.shapes.len() - 1) as u32
+            }
+        };
+        let generation = self.state.shapes[index as usize].generation;
+        let fat = if b.kind == BodyKind::Static { aabb } else { aabb.expand(AABB_MARGIN) };
+        let tree = if b.kind == BodyKind::Static {
+            &mut self.state.static_tree
+        } else {
+            &mut self.state.dynamic_tree
+        };
+        let proxy = tree.create_proxy(fat, index);
+        self.state.shapes[index as usize] = Shape {
+            generation,
+            alive: true,
+            body: bi,
+            geometry,
+            def: *def,
+            fat_aabb: fat,
+            next: b.first_shape,
+            moved: true,
+            proxy,
+        };
+        self.state.moved.push(index);
+        self.state.bodies[bi as usize].first_shape = index;
+        self.update_mass(bi);
+        self.wake_body(bi);
+        Ok(ShapeId { index, generation })
+    }
+
+    fn shape_index(&self, id: ShapeId) -> Result<u32, WorldError> {
+        match self.state.shapes.get(id.index as usize) {
+            Some(s) if s.alive && s.generation == id.generation => Ok(id.index),
+            _ => Err(WorldError::InvalidShape(id)),
+        }
+    }
+
+    /// Detaches and destroys a shape; updates the body's mass.
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn destroy_shape(&mut self, id: ShapeId) -> Result<(), WorldError> {
+        let si = self.shape_index(id)?;
+        let bi = self.state.shapes[si as usize].body;
+        self.wake_touching(bi);
+        // Unlink from the body's list.
+        let mut link = self.state.bodies[bi as usize].first_shape;
+        if link == si {
+            self.state.bodies[bi as usize].first_shape = self.state.shapes[si as usize].next;
+        } else {
+            while link != NONE {
+                let next = self.state.shapes[link as usize].next;
+                if next == si {
+                    self.state.shapes[link as usize].next = self.state.shapes[si as usize].next;
+                    break;
+                }
+                link = next;
+            }
+        }
+        self.state.contacts.retain(|c| c.shape_a != si && c.shape_b != si);
+        self.free_shape(si);
+        self.update_mass(bi);
+        Ok(())
+    }
+
+    fn free_shape(&mut self, si: u32) {
+        let s = self.state.shapes[si as usize];
+        let is_static = self.state.bodies[s.body as usize].kind == BodyKind::Static;
+        let tree = if is_static {
+            &mut self.state.static_tree
+        } else {
+            &mut self.state.dynamic_tree
+        };
+        tree.destroy_proxy(s.proxy);
+        if s.moved {
+            self.state.moved.retain(|&m| m != si);
+        }
+        let generation = s.generation.wrapping_add(1);
+        self.state.shapes[si as usize] = Shape::vacant();
+        self.state.shapes[si as usize].generation = generation;
+        self.state.free_shapes.push(si);
+    }
+
+    /// Shapes of a body, most recently attached first.
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn body_shapes(&self, id: BodyId) -> Result<Vec<ShapeId>, WorldError> {
+        let b = self.body_ref(id)?;
+        let mut out = Vec::new();
+        let mut s = b.first_shape;
+        while s != NONE {
+            let sh = &self.state.shapes[s as usize];
+            out.push(ShapeId {
+                index: s,
+                generation: sh.generation,
+            });
+            s = sh.next;
+        }
+        Ok(out)
+    }
+
+    /// Geometry of a shape in its body's frame.
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn shape_geometry(&self, id: ShapeId) -> Result<ShapeGeometry, WorldError> {
+        Ok(self.state.shapes[self.shape_index(id)? as usize].geometry)
+    }
+
+    /// Material and filter of a shape.
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn shape_def(&self, id: ShapeId) -> Result<ShapeDef, WorldError> {
+        Ok(self.state.shapes[self.shape_index(id)? as usize].def)
+    }
+
+    /// The body a shape is attached to.
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn shape_body(&self, id: ShapeId) -> Result<BodyId, WorldError> {
+        let b = self.state.shapes[self.shape_index(id)? as usize].body;
+        Ok(BodyId {
+            index: b,
+            generation: self.state.bodies[b as usize].generation,
+        })
+    }
+
+    /// Touching contact points, in canonical order.
+    pub fn contacts(&self) -> impl Iterator<Item = ContactView> + '_ {
+        self.state.contacts.iter().filter(|c| c.touching).flat_map(move |c| {
+            let sid = |i: u32| ShapeId {
+                index: i,
+                generation: self.state.shapes[i as usize].generation,
+            };
+            let (a, b) = (sid(c.shape_a), sid(c.shape_b));
+            let n = c.manifold.normal;
+            c.manifold.points().iter().map(move |p| ContactView {
+                shape_a: a,
+                shape_b: b,
+                point: p.point,
+                normal: n,
+                separation: p.separation,
+                normal_impulse: p.normal_impulse,
+            })
+        })
+    }
+
+    /// Recomputes mass, centre and inertia from the body's shapes.
+    fn update_mass(&mut self, bi: u32) {
+        let mut total = Scalar::ZERO;
+        let mut weighted = Vec2::ZERO;
+        let mut inertia = Scalar::ZERO;
+        let mut extent_shapes = Vec::new();
+        let b = self.state.bodies[bi as usize];
+        let mut s = b.first_shape;
+        while s != NONE {
+            let sh = &self.state.shapes[s as usize];
+            extent_shapes.push(sh.geometry);
+            if b.kind == BodyKind::Dynamic && sh.def.density > Scalar::ZERO {
+                let md = sh.geometry.mass(sh.def.density);
+                total += md.mass;
+                weighted = weighted.mul_add(md.mass, md.center);
+                inertia += md.rotational_inertia + md.mass * md.center.dot(md.center);
+            }
+            s = sh.next;
+        }
+        let b = &mut self.state.bodies[bi as usize];
+        b.mass = Scalar::ZERO;
+        b.inv_mass = Scalar::ZERO;
+        b.inertia = Scalar::ZERO;
+        b.inv_inertia = Scalar::ZERO;
+        b.local_center = Vec2::ZERO;
+        if b.kind == BodyKind::Dynamic {
+            if total > Scalar::ZERO {
+                let c = Vec2::new(weighted.x / total, weighted.y / total);
+                b.mass = total;
+                b.inv_mass = Scalar::ONE / total;
+                b.local_center = c;
+                let i = inertia - total * c.dot(c);
+                if i > Scalar::ZERO && !b.fixed_rotation {
+                    b.inertia = i;
+                    b.inv_inertia = Scalar::ONE / i;
+                }
+            } else {
+                // A dynamic body without mass still falls: unit mass, no rotation.
+                b.mass = Scalar::ONE;
+                b.inv_mass = Scalar::ONE;
+            }
+        }
+        b.center = b.transform.apply(b.local_center);
+        let mut ext = Scalar::ZERO;
+        for g in &extent_shapes {
+            ext = ext.max(g.extent_from(b.local_center));
+        }
+        b.max_extent = ext;
+    }
+
+    /// Recomputes fat boxes of a body's shapes after it moved.
+    fn refresh_shapes(&mut self, bi: u32, force: bool) {
+        let b = self.state.bodies[bi as usize];
+        let margin = if b.kind == BodyKind::Static { Scalar::ZERO } else { AABB_MARGIN };
+        let mut s = b.first_shape;
+        while s != NONE {
+            let sh = &mut self.state.shapes[s as usize];
+            let aabb = sh.geometry.aabb(b.transform);
+            if force || !sh.fat_aabb.contains(&aabb) {
+                sh.fat_aabb = aabb.expand(margin);
+                let tree = if b.kind == BodyKind::Static {
+                    &mut self.state.static_tree
+                } else {
+                    &mut self.state.dynamic_tree
+                };
+                tree.move_proxy(sh.proxy, sh.fat_aabb);
+                if !sh.moved {
+                    sh.moved = true;
+                    self.state.moved.push(s);
+                }
+            }
+            s = sh.next;
+        }
+    }
+
+    // ----- stepping -----
+
+    /// Advances the world by one step of `1 / tick_rate` seconds.
+    pub fn step(&mut self) {
+        self.update_pairs();
+        self.update_contacts();
+        self.solve();
+        self.state.tick += 1;
+    }
+
+    /// Stage 1: new pairs for shapes whose fat box moved.
+    fn update_pairs(&mut self) {
+        if self.state.moved.is_empty() {
+            return;
+        }
+        let st = &mut self.state;
+        let sc = &mut self.scratch;
+        let mut moved = core::mem::take(&mut st.moved);
+        moved.sort_unstable();
+        sc.pairs.clear();
+        for &si in &moved {
+            let shape = st.shapes[si as usize];
+            st.shapes[si as usize].moved = false;
+            let body = st.bodies[shape.body as usize];
+            sc.candidates.clear();
+            let cands = &mut sc.candidates;
+            if body.kind != BodyKind::Static {
+                st.static_tree.query(&shape.fat_aabb, |o| cands.push(o));
+            }
+            st.dynamic_tree.query(&shape.fat_aabb, |o| cands.push(o));
+            for &o in sc.candidates.iter() {
+                if o == si {
+                    continue;
+                }
+                let other = &st.shapes[o as usize];
+                if other.body == shape.body {
+                    continue;
+                }
+                let ob = &st.bodies[other.body as usize];
+                if body.kind != BodyKind::Dynamic && ob.kind != BodyKind::Dynamic {
+                    continue;
+                }
+                if !shape.def.filter.should_collide(&other.def.filter) {
+                    continue;
+                }
+                let (a, b) = if si < o { (si, o) } else { (o, si) };
+                sc.pairs.push(pair_key(a, b));
+            }
+        }
+        moved.clear();
+        st.moved = moved;
+        if sc.pairs.is_empty() {
+            return;
+        }
+        sc.pairs.sort_unstable();
+        sc.pairs.dedup();
+        sc.new_contacts.clear();
+        for &key in &sc.pairs {
+            if st.contacts.binary_search_by_key(&key, |c| c.key()).is_ok() {
+                continue;
+            }
+            let (a, b) = ((key >> 32) as u32, key as u32);
+            let (sa, sb) = (&st.shapes[a as usize], &st.shapes[b as usize]);
+            sc.new_contacts.push(Contact {
+                shape_a: a,
+                shape_b: b,
+                body_a: sa.body,
+                body_b: sb.body,
+                manifold: Manifold::default(),
+                friction: (sa.def.friction * sb.def.friction).sqrt(),
+                restitution: sa.def.restitution.max(sb.def.restitution),
+                touching: false,
+            });
+        }
+        if sc.new_contacts.is_empty() {
+            return;
+        }
+        // Merge the sorted new contacts into the sorted list.
+        sc.merged.clear();
+        sc.merged.reserve(st.contacts.len() + sc.new_contacts.len());
+        let (mut i, mut j) = (0, 0);
+        while i < st.contacts.len() && j < sc.new_contacts.len() {
+            if st.contacts[i].key() < sc.new_contacts[j].key() {
+                sc.merged.push(st.contacts[i]);
+                i += 1;
+            } else {
+                sc.merged.push(sc.new_contacts[j]);
+                j += 1;
+            }
+        }
+        sc.merged.extend_from_slice(&st.contacts[i..]);
+        sc.merged.extend_from_slice(&sc.new_contacts[j..]);
+        core::mem::swap(&mut st.contacts, &mut sc.merged);
+    }
+
+    /// Stage 2: manifolds for contacts with an awake body.
+    fn update_contacts(&mut self) {
+        let st = &mut self.state;
+        let sc = &mut self.scratch;
+        sc.remove.clear();
+        sc.remove.resize(st.contacts.len(), false);
+        sc.wake.clear();
+        let mut any_removed = false;
+        for (k, c) in st.contacts.iter_mut().enumerate() {
+            let ba = &st.bodies[c.body_a as usize];
+            let bb = &st.bodies[c.body_b as usize];
+            let active_a = ba.awake && ba.kind != BodyKind::Static;
+            let active_b = bb.awake && bb.kind != BodyKind::Static;
+            if !active_a && !active_b {
+                continue;
+            }
+            let sa = &st.shapes[c.shape_a as usize];
+            let sb = &st.shapes[c.shape_b as usize];
+            if !sa.fat_aabb.overlaps(&sb.fat_aabb) {
+                sc.remove[k] = true;
+                any_removed = true;
+                continue;
+            }
+            let mut m = collide(&sa.geometry, ba.transform, &sb.geometry, bb.transform);
+            match_impulses(&mut m, &c.manifold);
+            let touching = m.count > 0;
+            if touching && !c.touching {
+                for b in [ba, bb] {
+                    if b.kind != BodyKind::Static && !b.awake && b.sleep_island != NO_ISLAND {
+                        sc.wake.push(b.sleep_island);
+                    }
+                }
+            }
+            c.manifold = m;
+            c.touching = touching;
+        }
+        if any_removed {
+            let mut k = 0;
+            let remove = &sc.remove;
+            st.contacts.retain(|_| {
+                k += 1;
+                !remove[k - 1]
+            });
+        }
+        if !sc.wake.is_empty() {
+            sc.wake.sort_unstable();
+            sc.wake.dedup();
+            let wake = core::mem::take(&mut sc.wake);
+            island::wake_islands(st, &wake);
+            sc.wake = wake;
+        }
+    }
+
+    /// Stages 3–5: solve, finalize, sleep.
+    fn solve(&mut self) {
+        let st = &mut self.state;
+        let sc = &mut self.scratch;
+        let set = st.settings;
+        let dt = Scalar::ONE / Scalar::from_int(set.tick_rate as i32);
+        let n = set.substeps;
+        let h = dt / Scalar::from_int(n as i32);
+        let inv_h = Scalar::from_int((set.tick_rate * n) as i32);
+
+        // Solver slots for awake non-static bodies; slot 0 is the static dummy.
+        sc.slot_of.clear();
+        sc.slot_of.resize(st.bodies.len(), 0);
+        sc.states.clear();
+        sc.states.push(BodyState::STATIC);
+        sc.awake.clear();
+        for (i, b) in st.bodies.iter().enumerate() {
+            if b.is_simulated() {
+                sc.slot_of[i] = sc.states.len() as u32;
+                sc.awake.push(i as u32);
+                sc.states.push(BodyState {
+                    v: b.linear_velocity,
+                    w: b.angular_velocity,
+                    dp: Vec2::ZERO,
+                    dq: Rot::IDENTITY,
+                    inv_mass: b.inv_mass,
+                    inv_inertia: b.inv_inertia,
+                });
+            }
+        }
+        if sc.awake.is_empty() {
+            return;
+        }
+
+        // Prepare contact constraints.
+        let substep_rate = inv_h;
+        let hertz = set.contact_hertz.min(substep_rate.shr(3));
+        let soft = solver::make_soft(hertz, set.contact_damping_ratio, h);
+        let static_soft = solver::make_soft(hertz.shl(1), set.contact_damping_ratio, h);
+        sc.constraints.clear();
+        for (ci, c) in st.contacts.iter().enumerate() {
+            if !c.touching {
+                continue;
+            }
+            let (a, b) = (sc.slot_of[c.body_a as usize], sc.slot_of[c.body_b as usize]);
+            if a == 0 && b == 0 {
+                continue;
+            }
+            let ba = &st.bodies[c.body_a as usize];
+            let bb = &st.bodies[c.body_b as usize];
+            let (sa, sb) = (&sc.states[a as usize], &sc.states[b as usize]);
+            let (ma, ia, mb, ib) = (sa.inv_mass, sa.inv_inertia, sb.inv_mass, sb.inv_inertia);
+            let normal = c.manifold.normal;
+            let tangent = normal.right_perp();
+            let mut cc = ContactConstraint {
+                contact: ci as u32,
+                a,
+                b,
+                normal,
+                friction: c.friction,
+                restitution: c.restitution,
+                softness: if ma.is_zero() || mb.is_zero() { static_soft } else { soft },
+                points: [ConstraintPoint::default(); 2],
+                count: c.manifold.count,
+            };
+            for (k, mp) in c.manifold.points().iter().enumerate() {
+                let ra = mp.point - ba.center;
+                let rb = mp.point - bb.center;
+                let rna = ra.cross(normal);
+                let rnb = rb.cross(normal);
+                let kn = ma + mb + ia * rna * rna + ib * rnb * rnb;
+                let rta = ra.cross(tangent);
+                let rtb = rb.cross(tangent);
+                let kt = ma + mb + ia * rta * rta + ib * rtb * rtb;
+                let dv = (sb.v + Vec2::scalar_cross(sb.w, rb)) - (sa.v + Vec2::scalar_cross(sa.w, ra));
+                cc.points[k] = ConstraintPoint {
+                    anchor_a: ra,
+                    anchor_b: rb,
+                    base_separation: mp.separation - (rb - ra).dot(normal),
+                    relative_velocity: normal.dot(dv),
+                    normal_impulse: mp.normal_impulse,
+                    tangent_impulse: mp.tangent_impulse,
+                    max_normal_impulse: Scalar::ZERO,
+                    normal_mass: kn.recip(),
+                    tangent_mass: kt.recip(),
+                };
+            }
+            sc.constraints.push(cc);
+        }
+
+        // Per-body velocity increments for the step.
+        let max_v = set.max_linear_speed;
+        let mut deltas: Vec<(Vec2, Scalar, Scalar, Scalar)> = Vec::with_capacity(sc.awake.len());
+        for &bi in &sc.awake {
+            let b = &st.bodies[bi as usize];
+            if b.kind == BodyKind::Dynamic {
+                let dv = (set.gravity * b.gravity_scale).mul_add(b.inv_mass, b.force) * h;
+                let dw = h * b.inv_inertia * b.torque;
+                let ld = if b.linear_damping.is_zero() { Scalar::ONE } else { Scalar::ONE / (Scalar::ONE + h * b.linear_damping) };
+                let ad = if b.angular_damping.is_zero() { Scalar::ONE } else { Scalar::ONE / (Scalar::ONE + h * b.angular_damping) };
+                deltas.push((dv, dw, ld, ad));
+            } else {
+                deltas.push((Vec2::ZERO, Scalar::ZERO, Scalar::ONE, Scalar::ONE));
+            }
+        }
+
+        for _ in 0..n {
+            // Integrate velocities.
+            for (k, d) in deltas.iter().enumerate() {
+                let s = &mut sc.states[k + 1];
+                if s.inv_mass.is_zero() && s.inv_inertia.is_zero() && d.0 == Vec2::ZERO {
+                    continue;
+                }
+                s.v = clamp_speed(d.0 + s.v * d.2, max_v);
+                s.w = (d.1 + s.w * d.3).clamp(-MAX_ANGULAR_SPEED, MAX_ANGULAR_SPEED);
+            }
+            solver::warm_start(&sc.constraints, &mut sc.states);
+            solver::solve_contacts(&mut sc.constraints, &mut sc.states, inv_h, set.contact_push_max_velocity, true);
+            // Integrate positions.
+            for s in sc.states[1..].iter_mut() {
+                s.dq = s.dq.integrate(h * s.w);
+                s.dp = s.dp.mul_add(h, s.v);
+            }
+            solver::solve_contacts(&mut sc.constraints, &mut sc.states, inv_h, set.contact_push_max_velocity, false);
+        }
+        solver::apply_restitution(&mut sc.constraints, &mut sc.states, set.restitution_threshold);
+
+        // Store impulses for warm starting.
+        for cc in &sc.constraints {
+            let m = &mut st.contacts[cc.contact as usize].manifold;
+            for k in 0..cc.count as usize {
+                m.points[k].normal_impulse = cc.points[k].normal_impulse;
+                m.points[k].tangent_impulse = cc.points[k].tangent_impulse;
+                m.points[k].max_normal_impulse = cc.points[k].max_normal_impulse;
+            }
+        }
+
+        // Finalize bodies.
+        let sleep_on = set.enable_sleep;
+        for (k, &bi) in sc.awake.iter().enumerate() {
+            let s = sc.states[k + 1];
+            let b = &mut st.bodies[bi as usize];
+            b.linear_velocity = s.v;
+            b.angular_velocity = s.w;
+            b.force = Vec2::ZERO;
+            b.torque = Scalar::ZERO;
+            b.center += s.dp;
+            b.transform.q = s.dq.mul(b.transform.q).normalize();
+            b.transform.p = b.center - b.transform.q.rotate(b.local_center);
+            if !sleep_on || !b.enable_sleep {
+                b.sleep_time = Scalar::ZERO;
+            } else {
+                // Compare squared speeds: no square root needed.
+                let wr = b.max_extent * s.w;
+                let speed2 = s.v.dot(s.v).max(wr * wr);
+                if speed2 > b.sleep_threshold * b.sleep_threshold {
+                    b.sleep_time = Scalar::ZERO;
+                } else {
+                    b.sleep_time += dt;
+                }
+            }
+        }
+        for k in 0..sc.awake.len() {
+            let bi = sc.awake[k];
+            let b = st.bodies[bi as usize];
+            let mut s = b.first_shape;
+            while s != NONE {
+                let sh = &mut st.shapes[s as usize];
+                let aabb = sh.geometry.aabb(b.transform);
+                if !sh.fat_aabb.contains(&aabb) {
+                    sh.fat_aabb = aabb.expand(AABB_MARGIN);
+                    st.dynamic_tree.move_proxy(sh.proxy, sh.fat_aabb);
+                    if !sh.moved {
+                        sh.moved = true;
+                        st.moved.push(s);
+                    }
+                }
+                s = sh.next;
+            }
+        }
+        if sleep_on {
+            island::update_sleep(st, &sc.awake, &sc.slot_of, &mut sc.parent, &mut sc.min_time, &mut sc.min_index);
+        }
+    }
+
+    /// Rebuilds the broad-phase trees from the fat boxes (after decoding).
+    pub(crate) fn rebuild_trees(&mut self) {
+        let st = &mut self.state;
+        st.static_tree = DynamicTree::new();
+        st.dynamic_tree = DynamicTree::new();
+        for (i, s) in st.shapes.iter_mut().enumerate() {
+            if !s.alive {
+                continue;
+            }
+            let tree = if st.bodies[s.body as usize].kind == BodyKind::Static {
+                &mut st.static_tree
+            } else {
+                &mut st.dynamic_tree
+            };
+            s.proxy = tree.create_proxy(s.fat_aabb, i as u32);
+        }
+    }
+}
+
+/// Fat-box margin around moving shapes.
+pub(crate) const AABB_MARGIN: Scalar = Scalar::milli(50);
+
+/// Largest angular speed: a quarter turn per step at 60 Hz (0.25π·60 rad/s).
+pub(crate) const MAX_ANGULAR_SPEED: Scalar = Scalar::from_bits(202_373_162_578); // 47.1238898 · 2³²
+
+/// Limits a velocity to `max` without overflowing on huge inputs.
+#[inline]
+fn clamp_speed(v: Vec2, max: Scalar) -> Vec2 {
+    let (ax, ay) = (v.x.abs(), v.y.abs());
+    if ax <= max.shr(1) && ay <= max.shr(1) {
+        return v; // |v| ≤ max/√2: fast path, no squares.
+    }
+    // Scale down before squaring so the square cannot overflow.
+    let small = Vec2::new(v.x.shr(10), v.y.shr(10));
+    let len = small.length().shl(10);
+    if len <= max {
+        return v;
+    }
+    Vec2::new(v.x * max / len, v.y * max / len)
+}
+
+impl Aabb {
+    /// Whether every coordinate is inside the world bounds.
+    pub fn within_world(&self) -> bool {
+        self.lower.x.abs() <= WORLD_BOUND
+            && self.lower.y.abs() <= WORLD_BOUND
+            && self.upper.x.abs() <= WORLD_BOUND
+            && self.upper.y.abs() <= WORLD_BOUND
+    }
+}

@@ -1,0 +1,230 @@
+//! State hash and snapshots.
+//!
+//! # Canonical encoding
+//!
+//! The world state is encoded with bincode 2 in its *fixed-int,
+//! little-endian* configuration (the `CONFIG` constant below): every integer
+//! is written at its full width in little-endian byte order (`u32` → 4 bytes,
+//! `u64` → 8, `bool` → 1, a `Scalar` → its 8-byte Q32.32 bits, a `Vec` → its
+//! length as `u64` then its elements, an enum → its variant index as `u32`
+//! then its fields), fields in declaration order. The state is, in order:
+//!
+//! 1. `settings` — gravity, tick rate, substeps, contact hertz, damping
+//!    ratio, push-out speed, restitution threshold, speed limit, sleep switch,
+//!    time to sleep;
+//! 2. `tick` — steps taken (`u64`);
+//! 3. `bodies` — every body slot, live or free: generation, alive, kind,
+//!    transform, centre of mass (world and local), velocities, pending force
+//!    and torque, mass and inertia (and inverses), damping, gravity scale,
+//!    sleep threshold, sleep timer, extent, awake, sleep switch, fixed
+//!    rotation, sleeping-island id, user data, first shape;
+//! 4. `free_bodies` — the body id pool (order matters: the last is reused first);
+//! 5. `shapes` — every shape slot: generation, alive, body, geometry,
+//!    material (density, friction, restitution, filter, user data), fat box,
+//!    next shape, pending-pair flag;
+//! 6. `free_shapes` — the shape id pool;
+//! 7. `contacts` — sorted by shape pair: shapes, bodies, manifold (normal,
+//!    points with anchors, separation, warm-start impulses, feature ids),
+//!    mixed friction and restitution, touching flag;
+//! 8. `moved` — shapes waiting for the next pair search.
+//!
+//! The broad-phase trees are not state (queries are sorted) and are skipped.
+//! [`World::state_hash`] is XXH3-64 (seed 0) of exactly these bytes, streamed
+//! without building the buffer, so the hash is defined byte for byte and is
+//! the same on every platform. A snapshot's bytes are the same encoding.
+
+use crate::dynamics::{World, WorldState};
+use crate::math::WORLD_BOUND;
+use bincode::config::{Configuration, Fixint, LittleEndian, NoLimit};
+use xxhash_rust::xxh3::Xxh3;
+
+/// The canonical encoding (no size limit; decoding adds one).
+const CONFIG: Configuration<LittleEndian, Fixint, NoLimit> =
+    bincode::config::standard().with_fixed_int_encoding().with_little_endian();
+
+/// Largest snapshot accepted by [`Snapshot::from_bytes`]: 64 MiB.
+pub const MAX_SNAPSHOT_BYTES: usize = 64 << 20;
+
+/// A saved world state: `restore` + N steps equals N steps, bit for bit.
+///
+/// In memory it is a plain copy of the state (fast enough for rollback every
+/// frame); [`Snapshot::to_bytes`] gives the canonical binary form.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    state: WorldState,
+}
+
+/// Why snapshot bytes were refused.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    /// The bytes do not decode (truncated, oversized, or malformed).
+    #[error("snapshot does not decode: {0}")]
+    Decode(#[from] bincode::error::DecodeError),
+    /// Bytes left over after the state.
+    #[error("snapshot has {0} trailing bytes")]
+    Trailing(usize),
+    /// The decoded state is inconsistent.
+    #[error("snapshot is inconsistent: {0}")]
+    Invalid(&'static str),
+}
+
+struct HashWriter(Xxh3);
+
+impl bincode::enc::write::Writer for HashWriter {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) -> Result<(), bincode::error::EncodeError> {
+        self.0.update(bytes);
+        Ok(())
+    }
+}
+
+impl World {
+    /// XXH3-64 of the canonical encoding of the state (see the module docs).
+    pub fn state_hash(&self) -> u64 {
+        let mut w = HashWriter(Xxh3::new());
+        // Encoding plain data into a hasher cannot fail.
+        bincode::serde::encode_into_writer(&self.state, &mut w, CONFIG).expect("state encodes");
+        w.0.digest()
+    }
+
+    /// Saves the complete state.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            state: self.state.clone(),
+        }
+    }
+
+    /// Replaces the state with a saved one (reusing allocations).
+    pub fn restore(&mut self, snapshot: &Snapshot) {
+        self.state.clone_from(&snapshot.state);
+    }
+
+    /// A world continuing from a snapshot.
+    pub fn from_snapshot(snapshot: &Snapshot) -> World {
+        World::from_state(snapshot.state.clone())
+    }
+}
+
+impl Snapshot {
+    /// Tick at which the snapshot was taken.
+    pub fn tick(&self) -> u64 {
+        self.state.tick
+    }
+
+    /// The canonical bytes (the same bytes the state hash covers).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        bincode::serde::encode_to_vec(&self.state, CONFIG).expect("state encodes")
+    }
+
+    /// Decodes and validates untrusted bytes (at most [`MAX_SNAPSHOT_BYTES`]).
+    ///
+    /// # Errors
+    /// Oversized, truncated or malformed input, or a state whose indices do
+    /// not hang together.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Snapshot, SnapshotError> {
+        let config = CONFIG.with_limit::<MAX_SNAPSHOT_BYTES>();
+        let (state, used): (WorldState, usize) = bincode::serde::decode_from_slice(bytes, config)?;
+        if used != bytes.len() {
+            return Err(SnapshotError::Trailing(bytes.len() - used));
+        }
+        validate(&state)?;
+        let mut world = World::from_state(state);
+        world.rebuild_trees();
+        Ok(Snapshot { state: world.state })
+    }
+}
+
+/// Checks every index in a decoded state so stepping it cannot panic.
+fn validate(st: &WorldState) -> Result<(), SnapshotError> {
+    use crate::dynamics::BodyKind;
+    use crate::geometry::ShapeGeometry;
+    let bad = |m: &'static str| Err(SnapshotError::Invalid(m));
+    let s = &st.settings;
+    if s.tick_rate == 0 || s.tick_rate > 10_000 || s.substeps == 0 || s.substeps > 64 {
+        return bad("settings");
+    }
+    let nb = st.bodies.len();
+    let ns = st.shapes.len();
+    if nb > u32::MAX as usize / 2 || ns > u32::MAX as usize / 2 {
+        return bad("too many slots");
+    }
+    let mut seen = vec![false; ns];
+    for (i, b) in st.bodies.iter().enumerate() {
+        if !b.alive {
+            continue;
+        }
+        if b.transform.p.x.abs() > WORLD_BOUND || b.transform.p.y.abs() > WORLD_BOUND {
+            return bad("body outside world bounds");
+        }
+        let mut link = b.first_shape;
+        let mut steps = 0;
+        while link != u32::MAX {
+            let Some(sh) = st.shapes.get(link as usize) else {
+                return bad("body shape index");
+            };
+            if !sh.alive || sh.body as usize != i || seen[link as usize] {
+                return bad("body shape list");
+            }
+            seen[link as usize] = true;
+            steps += 1;
+            if steps > ns {
+                return bad("shape list cycle");
+            }
+            link = sh.next;
+        }
+    }
+    for (i, sh) in st.shapes.iter().enumerate() {
+        if sh.alive != seen[i] {
+            return bad("shape not on its body's list");
+        }
+        if let ShapeGeometry::Polygon(p) = &sh.geometry {
+            if p.count < 2 || p.count as usize > crate::geometry::MAX_POLYGON_VERTICES {
+                return bad("polygon vertex count");
+            }
+        }
+    }
+    let check_pool = |free: &[u32], alive: &dyn Fn(usize) -> bool, len: usize| -> bool {
+        let mut used = vec![false; len];
+        free.iter().all(|&f| {
+            let f = f as usize;
+            let ok = f < len && !alive(f) && !used[f];
+            if ok {
+                used[f] = true;
+            }
+            ok
+        })
+    };
+    if !check_pool(&st.free_bodies, &|i| st.bodies[i].alive, nb) {
+        return bad("free body list");
+    }
+    if !check_pool(&st.free_shapes, &|i| st.shapes[i].alive, ns) {
+        return bad("free shape list");
+    }
+    let mut prev = None;
+    for c in &st.contacts {
+        let (a, b) = (c.shape_a as usize, c.shape_b as usize);
+        if a >= b || b >= ns || !st.shapes[a].alive || !st.shapes[b].alive {
+            return bad("contact shapes");
+        }
+        if st.shapes[a].body != c.body_a || st.shapes[b].body != c.body_b {
+            return bad("contact bodies");
+        }
+        if c.manifold.count > 2 {
+            return bad("manifold point count");
+        }
+        if st.bodies[c.body_a as usize].kind == BodyKind::Static && st.bodies[c.body_b as usize].kind == BodyKind::Static {
+            return bad("contact between static bodies");
+        }
+        let key = c.key();
+        if prev.is_some_and(|p| p >= key) {
+            return bad("contacts not sorted");
+        }
+        prev = Some(key);
+    }
+    for &m in &st.moved {
+        if m as usize >= ns || !st.shapes[m as usize].alive || !st.shapes[m as usize].moved {
+            return bad("moved shape list");
+        }
+    }
+    Ok(())
+}
