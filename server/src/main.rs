@@ -1,1 +1,28 @@
-fn main() {}
+//! `bitroom-server`: the authoritative server and its tools.
+//!
+//! Thin by design: parse the arguments, call into the library modules.
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+mod sim_cmd;
+
+#[derive(Parser, Debug)]
+#[command(name = "bitroom-server", version, about = "bitroom: deterministic multiplayer physics rooms")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a scene headless: final state hash, ms/step, JSON states, rendering, benchmarks.
+    Sim(sim_cmd::SimArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Sim(args) => sim_cmd::run(args),
+    }
+}

@@ -1,11 +1,266 @@
-//! Built-in named scenes (being written).
+//! Built-in named scenes, shared by tests, benchmarks and the CLI.
+//!
+//! The benchmark scenes follow `docs/benchmark-scenes.md` (the Box2D v3
+//! benchmark set) to the letter, so timings are comparable.
 
-use crate::dynamics::World;
+use crate::dynamics::{BodyDef, BodyKind, ShapeDef, World, WorldDef};
+use crate::geometry::{Polygon, Segment, ShapeGeometry};
+use crate::math::{fx, Rot, Scalar, Vec2};
 
 /// Names of the built-in scenes.
-pub const SCENE_NAMES: &[&str] = &[];
+pub const SCENE_NAMES: &[&str] = &[
+    "pyramid",
+    "stack",
+    "ramp",
+    "dominoes",
+    "large_pyramid",
+    "many_pyramids",
+    "smash",
+];
 
 /// Builds a named scene, or `None` for an unknown name.
-pub fn build_named(_name: &str) -> Option<World> {
-    None
+pub fn build_named(name: &str) -> Option<World> {
+    let w = match name {
+        "pyramid" => pyramid(20),
+        "stack" => stack(10),
+        "ramp" => ramp(),
+        "dominoes" => dominoes(),
+        "large_pyramid" => large_pyramid(),
+        "many_pyramids" => many_pyramids(),
+        "smash" => smash(),
+        _ => return None,
+    };
+    Some(w)
+}
+
+fn s(v: f64) -> Scalar {
+    // Float edge: scene constants written as decimals, converted exactly once
+    // at build time (IEEE → fixed rounding is identical on every target).
+    Scalar::from_f64(v).expect("scene constant in range")
+}
+
+
+fn boxed(w: &mut World, kind: BodyKind, pos: Vec2, hx: Scalar, hy: Scalar, shape: &ShapeDef) -> crate::dynamics::BodyId {
+    let id = w
+        .create_body(&BodyDef {
+            kind,
+            position: pos,
+            ..BodyDef::default()
+        })
+        .expect("scene body in bounds");
+    w.create_shape(id, shape, ShapeGeometry::Polygon(Polygon::make_box(hx, hy)))
+        .expect("scene shape valid");
+    id
+}
+
+/// A static ground box: top surface at y = 0, `half_width` each side.
+fn ground(w: &mut World, half_width: i32) {
+    boxed(w, BodyKind::Static, Vec2::from_ints(0, -1), fx(half_width), fx(1), &ShapeDef::default());
+}
+
+/// A pyramid of 1 m boxes with `rows` in the bottom row, on a ground box.
+pub fn pyramid(rows: i32) -> World {
+    let mut w = World::default();
+    ground(&mut w, 40);
+    let half = Scalar::HALF;
+    let sd = ShapeDef::default();
+    for i in 0..rows {
+        let y = fx(i) + half;
+        for j in i..rows {
+            // Row i spans x = -rows/2 + 0.5 + 0.5 i ... with 1 m spacing.
+            let x = fx(j - i) + Scalar::HALF * fx(i + 1) - Scalar::HALF * fx(rows);
+            boxed(&mut w, BodyKind::Dynamic, Vec2::new(x, y), half, half, &sd);
+        }
+    }
+    w
+}
+
+/// A column of `count` 1 m boxes on a ground box.
+pub fn stack(count: i32) -> World {
+    let mut w = World::default();
+    ground(&mut w, 20);
+    let sd = ShapeDef::default();
+    for i in 0..count {
+        boxed(&mut w, BodyKind::Dynamic, Vec2::new(Scalar::ZERO, fx(i) + Scalar::HALF), Scalar::HALF, Scalar::HALF, &sd);
+    }
+    w
+}
+
+/// Five 20° ramps with friction 0.0 … 0.8; a box on each.
+///
+/// tan 20° ≈ 0.364, so boxes with friction below that slide and those above hold.
+pub fn ramp() -> World {
+    let mut w = World::default();
+    ground(&mut w, 60);
+    let angle = s(20.0_f64.to_radians());
+    let rot = Rot::from_angle(angle);
+    let frictions = [0.0, 0.2, 0.4, 0.6, 0.8];
+    for (k, &mu) in frictions.iter().enumerate() {
+        let x0 = fx(-40 + 20 * k as i32);
+        let material = ShapeDef {
+            friction: s(mu),
+            ..ShapeDef::default()
+        };
+        let ramp = w
+            .create_body(&BodyDef::fixed(Vec2::new(x0, fx(5))))
+            .expect("ramp body");
+        w.create_shape(ramp, &material, ShapeGeometry::Polygon(Polygon::make_offset_box(fx(7), s(0.25), Vec2::ZERO, rot)))
+            .expect("ramp shape");
+        // Box resting on the upper part of the ramp surface.
+        let along = fx(4);
+        let normal = Vec2::new(-rot.s, rot.c);
+        let p = Vec2::new(x0, fx(5)) + rot.rotate(Vec2::new(along, Scalar::ZERO)) + normal * s(0.75);
+        let b = w
+            .create_body(&BodyDef {
+                kind: BodyKind::Dynamic,
+                position: p,
+                rotation: rot,
+                ..BodyDef::default()
+            })
+            .expect("ramp box");
+        w.create_shape(b, &material, ShapeGeometry::Polygon(Polygon::make_box(Scalar::HALF, Scalar::HALF)))
+            .expect("ramp box shape");
+    }
+    w
+}
+
+/// A row of 40 dominoes; the first is tipped over by an initial spin.
+pub fn dominoes() -> World {
+    let mut w = World::default();
+    ground(&mut w, 60);
+    let sd = ShapeDef {
+        friction: s(0.6),
+        ..ShapeDef::default()
+    };
+    for i in 0..40 {
+        let b = w
+            .create_body(&BodyDef {
+                kind: BodyKind::Dynamic,
+                position: Vec2::new(fx(-20) + s(1.0) * fx(i), s(1.0)),
+                angular_velocity: if i == 0 { s(-3.0) } else { Scalar::ZERO },
+                ..BodyDef::default()
+            })
+            .expect("domino");
+        w.create_shape(b, &sd, ShapeGeometry::Polygon(Polygon::make_box(s(0.1), s(1.0))))
+            .expect("domino shape");
+    }
+    w
+}
+
+/// Box2D benchmark `large_pyramid`: 5050 boxes in a 100-row pyramid, sleep off.
+pub fn large_pyramid() -> World {
+    let mut w = World::new(WorldDef {
+        enable_sleep: false,
+        ..WorldDef::default()
+    })
+    .expect("settings");
+    boxed(&mut w, BodyKind::Static, Vec2::from_ints(0, -1), fx(100), fx(1), &ShapeDef::default());
+    let base = 100;
+    let sd = ShapeDef::default();
+    for i in 0..base {
+        let y = fx(i) + Scalar::HALF;
+        for j in i..base {
+            let x = Scalar::HALF * fx(i + 1) + fx(j - i) - fx(50);
+            boxed(&mut w, BodyKind::Dynamic, Vec2::new(x, y), Scalar::HALF, Scalar::HALF, &sd);
+        }
+    }
+    w
+}
+
+/// Box2D benchmark `many_pyramids`: 20 × 20 pyramids of 55 boxes on 20 segments, sleep off.
+pub fn many_pyramids() -> World {
+    let mut w = World::new(WorldDef {
+        enable_sleep: false,
+        ..WorldDef::default()
+    })
+    .expect("settings");
+    let (rows, cols, base) = (20, 20, 10);
+    let ground = w.create_body(&BodyDef::fixed(Vec2::ZERO)).expect("ground");
+    for r in 0..rows {
+        let y = fx(11 * r);
+        let seg = Segment::new(Vec2::new(fx(-110), y), Vec2::new(fx(110), y)).expect("segment");
+        w.create_shape(ground, &ShapeDef::default(), ShapeGeometry::Segment(seg))
+            .expect("segment shape");
+    }
+    let sd = ShapeDef::default();
+    for r in 0..rows {
+        let y0 = fx(11 * r);
+        for c in 0..cols {
+            let cx = fx(-110 + 11 * c + 1);
+            for i in 0..base {
+                for k in i..base {
+                    let x = cx + fx(k) - Scalar::HALF * fx(i);
+                    let y = y0 + fx(i) + Scalar::HALF;
+                    boxed(&mut w, BodyKind::Dynamic, Vec2::new(x, y), Scalar::HALF, Scalar::HALF, &sd);
+                }
+            }
+        }
+    }
+    w
+}
+
+/// Box2D benchmark `smash`: a heavy ram hits a sleeping 120 × 80 wall, zero gravity.
+pub fn smash() -> World {
+    let mut w = World::new(WorldDef {
+        gravity: Vec2::ZERO,
+        ..WorldDef::default()
+    })
+    .expect("settings");
+    let ram = w
+        .create_body(&BodyDef {
+            kind: BodyKind::Dynamic,
+            position: Vec2::from_ints(-20, 0),
+            linear_velocity: Vec2::from_ints(40, 0),
+            ..BodyDef::default()
+        })
+        .expect("ram");
+    w.create_shape(
+        ram,
+        &ShapeDef {
+            density: fx(8),
+            ..ShapeDef::default()
+        },
+        ShapeGeometry::Polygon(Polygon::make_box(fx(4), fx(4))),
+    )
+    .expect("ram shape");
+    let d = s(0.4);
+    let sd = ShapeDef::default();
+    for i in 0..120 {
+        for j in 0..80 {
+            let b = w
+                .create_body(&BodyDef {
+                    kind: BodyKind::Dynamic,
+                    position: Vec2::new(fx(30) + d * fx(i), d * fx(j - 40)),
+                    awake: false,
+                    ..BodyDef::default()
+                })
+                .expect("wall box");
+            w.create_shape(b, &sd, ShapeGeometry::Polygon(Polygon::make_box(s(0.2), s(0.2))))
+                .expect("wall shape");
+        }
+    }
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_named_scene_builds_with_the_specified_counts() {
+        let counts = [
+            ("pyramid", 211),
+            ("stack", 11),
+            ("ramp", 11),
+            ("dominoes", 41),
+            ("large_pyramid", 5051),
+            ("many_pyramids", 22001),
+            ("smash", 9601),
+        ];
+        for (name, n) in counts {
+            let w = build_named(name).unwrap();
+            assert_eq!(w.body_count(), n, "{name}");
+        }
+        assert!(build_named("nope").is_none());
+    }
 }

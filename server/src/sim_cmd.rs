@@ -1,0 +1,175 @@
+//! `bitroom-server sim`: run a scene headless.
+
+use bitroom_sim::scene::{build_named, parse_scene, SCENE_NAMES};
+use bitroom_sim::World;
+use clap::Args;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// Arguments of `sim`.
+#[derive(Args, Debug)]
+pub struct SimArgs {
+    /// A built-in scene name or a path to a JSON scene file.
+    #[arg(long)]
+    scene: String,
+    /// Steps to run.
+    #[arg(long, default_value_t = 600)]
+    steps: u64,
+    /// Print each requested state as a JSON line (tick, hash, bodies).
+    #[arg(long)]
+    json: bool,
+    /// Print the state hash every K steps (and with --json, the state).
+    #[arg(long, value_name = "K")]
+    hash_every: Option<u64>,
+    /// Draw the final state to a PNG or SVG file.
+    #[arg(long, value_name = "OUT")]
+    render: Option<PathBuf>,
+    /// Benchmark mode: time every step and report min / median ms per step.
+    #[arg(long)]
+    bench: bool,
+}
+
+/// Exit code for bad input (unknown scene, invalid file).
+const EXIT_BAD_INPUT: u8 = 2;
+
+/// Loads a scene by name or from a file.
+///
+/// # Errors
+/// A message naming the problem.
+pub fn load_scene(spec: &str) -> Result<World, String> {
+    if let Some(w) = build_named(spec) {
+        return Ok(w);
+    }
+    let path = std::path::Path::new(spec);
+    if !path.exists() {
+        return Err(format!(
+            "unknown scene {spec:?}: not a built-in name ({}) and no such file",
+            SCENE_NAMES.join(", ")
+        ));
+    }
+    const MAX: u64 = 16 << 20;
+    let meta = std::fs::metadata(path).map_err(|e| format!("{spec}: {e}"))?;
+    if meta.len() > MAX {
+        return Err(format!("{spec}: scene file is {} bytes, the limit is {MAX}", meta.len()));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{spec}: {e}"))?;
+    parse_scene(&text).map_err(|e| format!("{spec}: {e}"))
+}
+
+pub fn run(args: SimArgs) -> ExitCode {
+    let mut world = match load_scene(&args.scene) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let every = args.hash_every.filter(|&k| k > 0);
+    let report = |w: &World, out: &mut dyn Write| {
+        if args.json {
+            let _ = writeln!(out, "{}", crate::sim_cmd::state_json(w));
+        } else {
+            let _ = writeln!(out, "tick {} hash {:016x}", w.tick(), w.state_hash());
+        }
+    };
+    if args.json && every.is_some() {
+        report(&world, &mut out);
+    }
+    let mut times = Vec::with_capacity(if args.bench { args.steps as usize } else { 0 });
+    let start = Instant::now();
+    for _ in 0..args.steps {
+        if args.bench {
+            let t = Instant::now();
+            world.step();
+            times.push(t.elapsed().as_secs_f64() * 1e3);
+        } else {
+            world.step();
+        }
+        if let Some(k) = every {
+            if world.tick() % k == 0 {
+                report(&world, &mut out);
+            }
+        }
+    }
+    let total = start.elapsed().as_secs_f64() * 1e3;
+    if args.json && every.is_none() {
+        report(&world, &mut out);
+    }
+    let per_step = if args.steps > 0 { total / args.steps as f64 } else { 0.0 };
+    let summary = format!(
+        "scene {} steps {} bodies {} contacts {} hash {:016x} ms/step {:.3}",
+        args.scene,
+        args.steps,
+        world.body_count(),
+        world.touching_contact_count(),
+        world.state_hash(),
+        per_step
+    );
+    if args.json {
+        eprintln!("{summary}");
+    } else {
+        let _ = writeln!(out, "{summary}");
+    }
+    if args.bench && !times.is_empty() {
+        // The first step is excluded (initial pair finding), as in Box2D's driver.
+        let mut t: Vec<f64> = times[1.min(times.len() - 1)..].to_vec();
+        t.sort_by(|a, b| a.total_cmp(b));
+        let min = t[0];
+        let median = t[t.len() / 2];
+        let mean = t.iter().sum::<f64>() / t.len() as f64;
+        let _ = writeln!(
+            out,
+            "bench {}: steps {} min {:.3} ms median {:.3} ms mean {:.3} ms (first step excluded)",
+            args.scene,
+            t.len(),
+            min,
+            median,
+            mean
+        );
+    }
+    if let Some(path) = &args.render {
+        if let Err(e) = crate::sim_cmd::render(&world, path) {
+            eprintln!("error: render {}: {e}", path.display());
+            return ExitCode::from(1);
+        }
+        eprintln!("wrote {}", path.display());
+    }
+    ExitCode::SUCCESS
+}
+
+/// One JSON line describing the state (floats only here, for output).
+pub fn state_json(w: &World) -> String {
+    let bodies: Vec<serde_json::Value> = w
+        .bodies()
+        .map(|id| {
+            let xf = w.transform(id).expect("live body");
+            let v = w.linear_velocity(id).expect("live body");
+            serde_json::json!({
+                "id": id.index,
+                "generation": id.generation,
+                "x": xf.p.x.to_f64(),
+                "y": xf.p.y.to_f64(),
+                "angle": xf.q.angle().to_f64(),
+                "vx": v.x.to_f64(),
+                "vy": v.y.to_f64(),
+                "w": w.angular_velocity(id).expect("live body").to_f64(),
+                "awake": w.is_awake(id).expect("live body"),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "tick": w.tick(),
+        "hash": format!("{:016x}", w.state_hash()),
+        "bodies": bodies,
+    })
+    .to_string()
+}
+
+/// Draws the world (being written).
+pub fn render(_w: &World, _path: &std::path::Path) -> Result<(), String> {
+    Err("rendering not implemented yet".into())
+}
