@@ -119,7 +119,7 @@ compare_golden() { # label mode
 # Run one golden test configuration. Extra cargo args follow the label.
 run_target() { # label cargo-args...
   local label=$1; shift
-  local start=$SECONDS rc=0 logf="$OUT/$label.log" note=""
+  local start=$SECONDS rc=0 logf="$OUT/$label.log" note
   log "[$label] cargo test -p $PKG --test $GOLDEN_TEST $*"
   (cd "$ROOT" && cargo test -p "$PKG" --test "$GOLDEN_TEST" "$@" -- "${TEST_ARGS[@]}") 2>&1 | tee "$logf" || rc=$?
   extract_golden "$logf" >"$OUT/$label.golden"
@@ -130,14 +130,19 @@ run_target() { # label cargo-args...
     record "$label" FAIL "$secs" "no GOLDEN lines printed (exit $rc)"
     return
   fi
+  local differ=0
   if [[ $label != "$REF_LABEL" ]] && ! compare_golden "$label" full; then
-    record "$label" MISMATCH "$secs" "$n lines, see $OUT/$label.diff"
-    return
+    differ=1
   fi
   if [[ $rc -ne 0 ]]; then
     note="tests failed (exit $rc)"
-    [[ $label == "$REF_LABEL" ]] && note="$note; reference itself is red"
+    [[ $differ -eq 1 ]] && note="$note; GOLDEN diff in $OUT/$label.diff"
+    [[ $label == "$REF_LABEL" ]] && note="$note; the reference itself is red"
     record "$label" FAIL "$secs" "$note"
+    return
+  fi
+  if [[ $differ -eq 1 ]]; then
+    record "$label" MISMATCH "$secs" "tests passed but GOLDEN lines differ, see $OUT/$label.diff"
     return
   fi
   record "$label" PASS "$secs" "$n GOLDEN lines"

@@ -2,11 +2,14 @@
 //
 //   CARGO_TARGET_WASM32_WASIP1_RUNNER="node --no-warnings /abs/path/.ci/wasi-runner.mjs"
 //
-// Cargo invokes it as `runner <file.wasm> <args...>` with the package dir as
-// cwd.  argv and the environment are passed through to the guest; the host
-// cwd is preopened as "." and the host root as "/", so both relative paths and
-// absolute ones (e.g. built from env!("CARGO_MANIFEST_DIR")) resolve.  Exits
-// with the guest's exit code; a trap (panic=abort on wasm) exits 134.
+// Cargo invokes it as `runner <file.wasm> <args...>` (cwd = package dir).
+// argv and the environment are passed through to the guest, and the host root
+// is preopened as "/", so absolute paths such as
+// concat!(env!("CARGO_MANIFEST_DIR"), "/../scenes/x.json") work.  Relative
+// paths do NOT follow the host cwd: wasi-libc always starts with cwd "/" (and
+// a "." preopen would share the empty prefix with "/" and shadow it), so tests
+// should use absolute paths or include_str!/include_bytes!.
+// Exits with the guest's exit code; a trap (e.g. panic=abort) exits 134.
 import { readFile } from "node:fs/promises";
 import process from "node:process";
 import { WASI } from "node:wasi";
@@ -21,7 +24,7 @@ const wasi = new WASI({
   version: "preview1",
   args: [wasmPath, ...args],
   env: process.env,
-  preopens: { ".": process.cwd(), "/": "/" },
+  preopens: { "/": "/" },
   returnOnExit: true,
 });
 

@@ -55,7 +55,7 @@ impl Scalar {
     pub const MAX: Scalar = Scalar::from_bits(i64::MAX);
     /// Smallest representable value.
     pub const MIN: Scalar = Scalar::from_bits(i64::MIN);
-    /// π, correctly rounded to Q32.32.
+    /// π, truncated to Q32.32 (half a unit below π).
     pub const PI: Scalar = Scalar(I32F32::PI);
     /// 2π.
     pub const TAU: Scalar = Scalar(I32F32::TAU);

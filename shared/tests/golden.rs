@@ -1,0 +1,99 @@
+//! Golden state hashes: each named scene's hash after a fixed number of steps.
+//!
+//! These constants are the determinism contract. The cross-platform check
+//! (`.ci/cross-check.sh`) runs this file on x86_64 (debug and release),
+//! i686, aarch64 (qemu), wasm32-wasip1 (node) and s390x big-endian (Miri,
+//! the `miri_` tests only), and also diffs the printed `GOLDEN` lines.
+//!
+//! Changing a value here is a deliberate decision: say why in the commit
+//! message. To print fresh values: `BITROOM_BLESS=1 cargo test -p bitroom-sim
+//! --release --test golden -- --nocapture`.
+
+use bitroom_sim::scene::build_named;
+
+/// (scene, steps, expected hash)
+const GOLDEN: &[(&str, u64, u64)] = &[
+    ("stack", 300, 0xe9ecd18e461da051),
+    ("pyramid", 300, 0x1cb3f7ff6af40677),
+    ("ramp", 300, 0xa825d96064bcda23),
+    ("dominoes", 300, 0xc8f69c6dead65bd1),
+    ("smash", 120, 0x04de8f9783366b2f),
+    ("large_pyramid", 40, 0xdddd86375d472b28),
+    ("many_pyramids", 10, 0x961c4550f8d96e50),
+];
+
+fn run(scene: &str, steps: u64) -> u64 {
+    let mut w = build_named(scene).expect("named scene");
+    // Fold in intermediate hashes too, so a transient divergence that
+    // later heals still fails.
+    let mut acc = 0u64;
+    for i in 1..=steps {
+        w.step();
+        if i % 50 == 0 {
+            acc = acc.rotate_left(7) ^ w.state_hash();
+        }
+    }
+    acc.rotate_left(7) ^ w.state_hash()
+}
+
+fn check(scene: &str) {
+    let &(_, steps, expected) = GOLDEN.iter().find(|g| g.0 == scene).expect("listed");
+    let got = run(scene, steps);
+    println!("GOLDEN {scene} {steps} {got:016x}");
+    if std::env::var_os("BITROOM_BLESS").is_some() {
+        return;
+    }
+    assert_eq!(got, expected, "golden hash of {scene} after {steps} steps changed: got {got:#018x}");
+}
+
+#[test]
+fn golden_stack() {
+    check("stack");
+}
+
+#[test]
+fn golden_pyramid() {
+    check("pyramid");
+}
+
+#[test]
+fn golden_ramp() {
+    check("ramp");
+}
+
+#[test]
+fn golden_dominoes() {
+    check("dominoes");
+}
+
+#[test]
+fn golden_smash() {
+    check("smash");
+}
+
+#[test]
+fn golden_large_pyramid() {
+    check("large_pyramid");
+}
+
+#[test]
+fn golden_many_pyramids() {
+    check("many_pyramids");
+}
+
+/// Small enough for Miri (big-endian s390x emulation): a short stack run.
+#[test]
+fn miri_stack_short() {
+    let mut w = build_named("stack").expect("named scene");
+    for _ in 0..20 {
+        w.step();
+    }
+    let got = w.state_hash();
+    println!("GOLDEN stack-miri 20 {got:016x}");
+    if std::env::var_os("BITROOM_BLESS").is_some() {
+        return;
+    }
+    assert_eq!(got, MIRI_STACK_20, "golden hash of the short stack run changed: got {got:#018x}");
+}
+
+const MIRI_STACK_20: u64 = 0x2ef10a8e3654e3c0;
