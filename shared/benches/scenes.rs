@@ -1,1 +1,62 @@
-fn main(){}
+//! Criterion benchmarks over the named scenes.
+//!
+//! Each benchmark builds the scene through the same builders the tests and
+//! the CLI use, takes the first (untimed) step as Box2D's driver does, and
+//! then times single steps. Run: `cargo bench -p bitroom-sim --bench scenes`.
+//! For the Box2D-comparable protocol (N−1 timed steps, min over repeats) use
+//! `bitroom-server sim --scene NAME --steps N --bench`.
+
+use bitroom_sim::scene::build_named;
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+
+fn step_scene(c: &mut Criterion, name: &str, warm: u64) {
+    let mut group = c.benchmark_group("step");
+    group.sample_size(20);
+    // Start from a state `warm` steps in, so the step measured is typical.
+    let mut base = build_named(name).expect("scene");
+    for _ in 0..warm.max(1) {
+        base.step();
+    }
+    let snap = base.snapshot();
+    group.bench_function(name, |b| {
+        b.iter_batched_ref(
+            || bitroom_sim::World::from_snapshot(&snap),
+            |w| w.step(),
+            BatchSize::LargeInput,
+        )
+    });
+    group.finish();
+}
+
+fn snapshot_1000(c: &mut Criterion) {
+    // A 1000-body world: pyramid rows until ~1000 boxes, settled a little.
+    let mut w = bitroom_sim::scene::builders::pyramid(44);
+    for _ in 0..60 {
+        w.step();
+    }
+    let snap = w.snapshot();
+    let bytes = snap.to_bytes();
+    let mut group = c.benchmark_group("snapshot_1000_bodies");
+    group.bench_function("save", |b| b.iter(|| w.snapshot()));
+    group.bench_function("restore", |b| b.iter(|| w.restore(&snap)));
+    group.bench_function("encode", |b| b.iter(|| snap.to_bytes()));
+    group.bench_function("decode", |b| b.iter(|| bitroom_sim::Snapshot::from_bytes(&bytes).expect("valid")));
+    group.bench_function("state_hash", |b| b.iter(|| w.state_hash()));
+    group.finish();
+}
+
+fn scenes(c: &mut Criterion) {
+    for (name, warm) in [
+        ("stack", 60),
+        ("pyramid", 60),
+        ("dominoes", 60),
+        ("large_pyramid", 1),
+        ("many_pyramids", 1),
+        ("smash", 90),
+    ] {
+        step_scene(c, name, warm);
+    }
+}
+
+criterion_group!(benches, scenes, snapshot_1000);
+criterion_main!(benches);
