@@ -5,10 +5,15 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod render;
 mod sim_cmd;
 
 #[derive(Parser, Debug)]
-#[command(name = "bitroom-server", version, about = "bitroom: deterministic multiplayer physics rooms")]
+#[command(
+    name = "bitroom-server",
+    version,
+    about = "bitroom: deterministic multiplayer physics rooms"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

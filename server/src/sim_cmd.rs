@@ -52,13 +52,23 @@ pub fn load_scene(spec: &str) -> Result<World, String> {
     const MAX: u64 = 16 << 20;
     let meta = std::fs::metadata(path).map_err(|e| format!("{spec}: {e}"))?;
     if meta.len() > MAX {
-        return Err(format!("{spec}: scene file is {} bytes, the limit is {MAX}", meta.len()));
+        return Err(format!(
+            "{spec}: scene file is {} bytes, the limit is {MAX}",
+            meta.len()
+        ));
     }
     let text = std::fs::read_to_string(path).map_err(|e| format!("{spec}: {e}"))?;
     parse_scene(&text).map_err(|e| format!("{spec}: {e}"))
 }
 
 pub fn run(args: SimArgs) -> ExitCode {
+    if let Some(path) = &args.render {
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        if !matches!(ext, "png" | "svg") {
+            eprintln!("error: --render {}: use a .png or .svg file name", path.display());
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    }
     let mut world = match load_scene(&args.scene) {
         Ok(w) => w,
         Err(e) => {
@@ -99,7 +109,11 @@ pub fn run(args: SimArgs) -> ExitCode {
     if args.json && every.is_none() {
         report(&world, &mut out);
     }
-    let per_step = if args.steps > 0 { total / args.steps as f64 } else { 0.0 };
+    let per_step = if args.steps > 0 {
+        total / args.steps as f64
+    } else {
+        0.0
+    };
     let summary = format!(
         "scene {} steps {} bodies {} contacts {} hash {:016x} ms/step {:.3}",
         args.scene,
@@ -169,7 +183,7 @@ pub fn state_json(w: &World) -> String {
     .to_string()
 }
 
-/// Draws the world (being written).
-pub fn render(_w: &World, _path: &std::path::Path) -> Result<(), String> {
-    Err("rendering not implemented yet".into())
+/// Draws the world to a PNG or SVG file, chosen by extension.
+pub fn render(w: &World, path: &std::path::Path) -> Result<(), String> {
+    crate::render::render_to_file(w, path)
 }

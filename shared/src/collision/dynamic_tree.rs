@@ -206,7 +206,7 @@ impl DynamicTree {
         while index != NULL {
             index = self.balance(index);
             let n = self.nodes[index as usize];
-                let (c1, c2) = (self.nodes[n.child1 as usize], self.nodes[n.child2 as usize]);
+            let (c1, c2) = (self.nodes[n.child1 as usize], self.nodes[n.child2 as usize]);
             let node = &mut self.nodes[index as usize];
             node.height = 1 + c1.height.max(c2.height);
             node.aabb = c1.aabb.union(&c2.aabb);
@@ -306,7 +306,10 @@ mod tests {
         // Move some, remove some.
         for (i, (p, b)) in boxes.iter_mut().enumerate() {
             if i % 3 == 0 {
-                *b = Aabb::new(b.lower + Vec2::from_ints(5, 1), b.upper + Vec2::from_ints(5, 1));
+                *b = Aabb::new(
+                    b.lower + Vec2::from_ints(5, 1),
+                    b.upper + Vec2::from_ints(5, 1),
+                );
                 t.move_proxy(*p, *b);
             }
         }

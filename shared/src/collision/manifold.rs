@@ -98,16 +98,28 @@ pub fn collide(a: &ShapeGeometry, xf_a: Transform, b: &ShapeGeometry, xf_b: Tran
         (G::Capsule(a), G::Circle(b)) => collide_capsule_circle(a, xf_a, b, xf_b),
         (G::Polygon(a), G::Circle(b)) => collide_polygon_circle(a, xf_a, b, xf_b),
         (G::Segment(s), G::Circle(b)) => {
-            let cap = Capsule { c1: s.p1, c2: s.p2, radius: Scalar::ZERO };
+            let cap = Capsule {
+                c1: s.p1,
+                c2: s.p2,
+                radius: Scalar::ZERO,
+            };
             collide_capsule_circle(&cap, xf_a, b, xf_b)
         }
         (G::Capsule(a), G::Capsule(b)) => collide_capsules(a, xf_a, b, xf_b),
         (G::Segment(s), G::Capsule(b)) => {
-            let cap = Capsule { c1: s.p1, c2: s.p2, radius: Scalar::ZERO };
+            let cap = Capsule {
+                c1: s.p1,
+                c2: s.p2,
+                radius: Scalar::ZERO,
+            };
             collide_capsules(&cap, xf_a, b, xf_b)
         }
         (G::Capsule(a), G::Segment(s)) => {
-            let cap = Capsule { c1: s.p1, c2: s.p2, radius: Scalar::ZERO };
+            let cap = Capsule {
+                c1: s.p1,
+                c2: s.p2,
+                radius: Scalar::ZERO,
+            };
             collide_capsules(a, xf_a, &cap, xf_b)
         }
         (G::Circle(_), _) | (G::Capsule(_), G::Polygon(_)) | (G::Segment(_), G::Polygon(_)) => {
@@ -162,7 +174,12 @@ pub fn collide_circles(a: &Circle, xf_a: Transform, b: &Circle, xf_b: Transform)
 }
 
 /// Capsule (or segment with radius 0) against circle.
-pub fn collide_capsule_circle(a: &Capsule, xf_a: Transform, b: &Circle, xf_b: Transform) -> Manifold {
+pub fn collide_capsule_circle(
+    a: &Capsule,
+    xf_a: Transform,
+    b: &Circle,
+    xf_b: Transform,
+) -> Manifold {
     let xf = xf_a.inv_mul(xf_b);
     let pb = xf.apply(b.center);
     let (p1, p2) = (a.c1, a.c2);
@@ -190,7 +207,12 @@ pub fn collide_capsule_circle(a: &Capsule, xf_a: Transform, b: &Circle, xf_b: Tr
 }
 
 /// Polygon (possibly rounded) against circle.
-pub fn collide_polygon_circle(a: &Polygon, xf_a: Transform, b: &Circle, xf_b: Transform) -> Manifold {
+pub fn collide_polygon_circle(
+    a: &Polygon,
+    xf_a: Transform,
+    b: &Circle,
+    xf_b: Transform,
+) -> Manifold {
     let mut m = Manifold::default();
     let xf = xf_a.inv_mul(xf_b);
     let c = xf.apply(b.center);
@@ -350,10 +372,12 @@ pub fn collide_capsules(a: &Capsule, xf_a: Transform, b: &Capsule, xf_b: Transfo
     // Endpoint regions: is either segment entirely beyond the other's ends?
     let fp2 = (p2 - p1).dot(u1);
     let fq2 = (q2 - p1).dot(u1);
-    let outside_a = (fp2 <= Scalar::ZERO && fq2 <= Scalar::ZERO) || (fp2 >= length1 && fq2 >= length1);
+    let outside_a =
+        (fp2 <= Scalar::ZERO && fq2 <= Scalar::ZERO) || (fp2 >= length1 && fq2 >= length1);
     let fp1 = (p1 - p2).dot(u2);
     let fq1 = (q1 - p2).dot(u2);
-    let outside_b = (fp1 <= Scalar::ZERO && fq1 <= Scalar::ZERO) || (fp1 >= length2 && fq1 >= length2);
+    let outside_b =
+        (fp1 <= Scalar::ZERO && fq1 <= Scalar::ZERO) || (fp1 >= length2 && fq1 >= length2);
 
     if !outside_a && !outside_b {
         // Reference edge by separating axis, biased toward A.
@@ -361,8 +385,10 @@ pub fn collide_capsules(a: &Capsule, xf_a: Transform, b: &Capsule, xf_b: Transfo
             let n = u.left_perp();
             let s1 = (p - pa).dot(n);
             let s2 = (q - pa).dot(n);
+            // Separation along +n is the smaller projection; along −n it is
+            // the smaller of the negated projections. Keep the larger axis.
             let sp = s1.min(s2);
-            let sn = (-s1).max(-s2);
+            let sn = (-s1).min(-s2);
             if sp > sn {
                 (sp, n)
             } else {
@@ -424,7 +450,11 @@ pub fn collide_capsules(a: &Capsule, xf_a: Transform, b: &Capsule, xf_b: Transfo
         let i1 = usize::from(sd.fraction1 == Scalar::ONE);
         let i2 = usize::from(sd.fraction2 == Scalar::ONE);
         m.normal = n;
-        m.push(ca.lerp(cb, Scalar::HALF), distance - radius, make_id(i1, i2));
+        m.push(
+            ca.lerp(cb, Scalar::HALF),
+            distance - radius,
+            make_id(i1, i2),
+        );
     }
     m.finish(xf_a, xf_b, origin)
 }
@@ -469,7 +499,13 @@ fn find_max_separation(p1: &LocalPolygon, p2: &LocalPolygon) -> (usize, Scalar) 
 }
 
 /// Clips incident edge `edge2` of `poly2` against reference edge `edge1` of `poly1`.
-fn clip_polygons(poly1: &LocalPolygon, poly2: &LocalPolygon, edge1: usize, edge2: usize, flip: bool) -> Manifold {
+fn clip_polygons(
+    poly1: &LocalPolygon,
+    poly2: &LocalPolygon,
+    edge1: usize,
+    edge2: usize,
+    flip: bool,
+) -> Manifold {
     let mut m = Manifold::default();
     let (i11, i12) = (edge1, poly1.next(edge1));
     let (i21, i22) = (edge2, poly2.next(edge2));
@@ -587,8 +623,16 @@ pub fn collide_polygons(a: &Polygon, xf_a: Transform, b: &Polygon, xf_b: Transfo
             }
             let c1 = sd.closest1.mul_add(poly1.radius, normal);
             let c2 = sd.closest2.mul_sub(poly2.radius, normal);
-            let j1 = if sd.fraction1 == Scalar::ZERO { i11 } else { i12 };
-            let j2 = if sd.fraction2 == Scalar::ZERO { i21 } else { i22 };
+            let j1 = if sd.fraction1 == Scalar::ZERO {
+                i11
+            } else {
+                i12
+            };
+            let j2 = if sd.fraction2 == Scalar::ZERO {
+                i21
+            } else {
+                i22
+            };
             let mut m = Manifold::default();
             let id = if flip {
                 normal = -normal;
@@ -642,8 +686,16 @@ mod tests {
         let a = Polygon::make_box(fx(1), fx(1));
         let m = collide_polygons(&a, xf(fx(0), fx(0)), &a, xf(fx(3), fx(0)));
         assert_eq!(m.count, 0);
-        let c = Circle { center: Vec2::ZERO, radius: fx(1) };
-        let m = collide_circles(&c, xf(fx(0), fx(0)), &c, xf(fx(2) + Scalar::milli(10), fx(0)));
+        let c = Circle {
+            center: Vec2::ZERO,
+            radius: fx(1),
+        };
+        let m = collide_circles(
+            &c,
+            xf(fx(0), fx(0)),
+            &c,
+            xf(fx(2) + Scalar::milli(10), fx(0)),
+        );
         assert_eq!(m.count, 1, "speculative contact within 2 cm");
         assert!((m.points[0].separation - Scalar::milli(10)).abs() < Scalar::from_bits(64));
     }
@@ -651,21 +703,43 @@ mod tests {
     #[test]
     fn circle_on_polygon_face_and_corner() {
         let a = Polygon::make_box(fx(1), fx(1));
-        let c = Circle { center: Vec2::ZERO, radius: Scalar::HALF };
-        let m = collide_polygon_circle(&a, xf(fx(0), fx(0)), &c, xf(Scalar::ZERO, Scalar::ratio(3, 2)));
+        let c = Circle {
+            center: Vec2::ZERO,
+            radius: Scalar::HALF,
+        };
+        let m = collide_polygon_circle(
+            &a,
+            xf(fx(0), fx(0)),
+            &c,
+            xf(Scalar::ZERO, Scalar::ratio(3, 2)),
+        );
         assert_eq!(m.count, 1);
         assert_eq!(m.normal, Vec2::new(Scalar::ZERO, Scalar::ONE));
         assert_eq!(m.points[0].separation, Scalar::ZERO);
         // Near the corner (1, 1), diagonal.
-        let m = collide_polygon_circle(&a, xf(fx(0), fx(0)), &c, xf(Scalar::ratio(13, 10), Scalar::ratio(13, 10)));
+        let m = collide_polygon_circle(
+            &a,
+            xf(fx(0), fx(0)),
+            &c,
+            xf(Scalar::ratio(13, 10), Scalar::ratio(13, 10)),
+        );
         assert_eq!(m.count, 1);
         assert!(m.normal.x > Scalar::ratio(7, 10) && m.normal.y > Scalar::ratio(7, 10));
     }
 
     #[test]
     fn capsules_parallel_give_two_points() {
-        let c = Capsule { c1: Vec2::from_ints(-1, 0), c2: Vec2::from_ints(1, 0), radius: Scalar::HALF };
-        let m = collide_capsules(&c, xf(fx(0), fx(0)), &c, xf(Scalar::HALF, Scalar::ONE - Scalar::milli(5)));
+        let c = Capsule {
+            c1: Vec2::from_ints(-1, 0),
+            c2: Vec2::from_ints(1, 0),
+            radius: Scalar::HALF,
+        };
+        let m = collide_capsules(
+            &c,
+            xf(fx(0), fx(0)),
+            &c,
+            xf(Scalar::HALF, Scalar::ONE - Scalar::milli(5)),
+        );
         assert_eq!(m.count, 2);
         assert_eq!(m.normal, Vec2::new(Scalar::ZERO, Scalar::ONE));
         // Far apart along the axis: no contact.
@@ -674,12 +748,34 @@ mod tests {
     }
 
     #[test]
+    fn capsule_standing_on_a_long_segment_is_supported() {
+        // Regression: a capsule standing almost upright on a long segment
+        // picked the capsule's side as the reference face and fell through.
+        let seg = Capsule { c1: Vec2::from_ints(-110, 0), c2: Vec2::from_ints(110, 0), radius: Scalar::ZERO };
+        let cap = Capsule { c1: Vec2::from_ints(0, -1), c2: Vec2::from_ints(0, 1), radius: Scalar::ratio(1, 4) };
+        let tilt = Rot::from_angle(Scalar::ratio(1, 50));
+        let xf_b = Transform::new(Vec2::new(Scalar::ZERO, Scalar::ratio(5, 4) - Scalar::milli(3)), tilt);
+        let m = collide_capsules(&seg, xf(fx(0), fx(0)), &cap, xf_b);
+        assert_eq!(m.count, 1);
+        assert!(m.normal.y > Scalar::ratio(99, 100), "{:?}", m.normal);
+        assert!(m.points[0].separation < Scalar::ZERO && m.points[0].separation > -Scalar::milli(10));
+    }
+
+    #[test]
     fn long_segment_against_box_does_not_overflow() {
-        let seg = crate::geometry::Segment { p1: Vec2::from_ints(-110, 0), p2: Vec2::from_ints(110, 0) };
+        let seg = crate::geometry::Segment {
+            p1: Vec2::from_ints(-110, 0),
+            p2: Vec2::from_ints(110, 0),
+        };
         let bx = Polygon::make_box(Scalar::HALF, Scalar::HALF);
         let g = ShapeGeometry::Segment(seg);
         let b = ShapeGeometry::Polygon(bx);
-        let m = collide(&b, xf(fx(50), Scalar::HALF + Scalar::milli(15)), &g, xf(fx(0), fx(0)));
+        let m = collide(
+            &b,
+            xf(fx(50), Scalar::HALF + Scalar::milli(15)),
+            &g,
+            xf(fx(0), fx(0)),
+        );
         assert_eq!(m.count, 2);
         assert_eq!(m.normal, Vec2::new(Scalar::ZERO, -Scalar::ONE));
     }

@@ -5,6 +5,6 @@ mod manifold;
 
 pub use dynamic_tree::DynamicTree;
 pub use manifold::{
-    collide, collide_capsule_circle, collide_capsules, collide_circles, collide_polygon_circle, collide_polygons,
-    Manifold, ManifoldPoint, LINEAR_SLOP, SPECULATIVE_DISTANCE,
+    collide, collide_capsule_circle, collide_capsules, collide_circles, collide_polygon_circle,
+    collide_polygons, Manifold, ManifoldPoint, LINEAR_SLOP, SPECULATIVE_DISTANCE,
 };

@@ -25,7 +25,14 @@ fn find(parent: &mut [u32], mut i: u32) -> u32 {
 ///
 /// `awake` maps solver slot `k + 1` to body index `awake[k]`; `slot_of`
 /// maps body index to solver slot (0 for bodies not being solved).
-pub(crate) fn update_sleep(state: &mut WorldState, awake: &[u32], slot_of: &[u32], parent: &mut Vec<u32>, min_time: &mut Vec<Scalar>, min_index: &mut Vec<u32>) {
+pub(crate) fn update_sleep(
+    state: &mut WorldState,
+    awake: &[u32],
+    slot_of: &[u32],
+    parent: &mut Vec<u32>,
+    min_time: &mut Vec<Scalar>,
+    min_index: &mut Vec<u32>,
+) {
     let n = awake.len() + 1;
     parent.clear();
     parent.extend(0..n as u32);
@@ -48,7 +55,11 @@ pub(crate) fn update_sleep(state: &mut WorldState, awake: &[u32], slot_of: &[u32
             }
         } else {
             // A moving kinematic body keeps what it touches awake.
-            let (kin, dynb) = if ka == BodyKind::Kinematic { (c.body_a, c.body_b) } else { (c.body_b, c.body_a) };
+            let (kin, dynb) = if ka == BodyKind::Kinematic {
+                (c.body_a, c.body_b)
+            } else {
+                (c.body_b, c.body_a)
+            };
             let k = &state.bodies[kin as usize];
             if k.linear_velocity != Vec2::ZERO || !k.angular_velocity.is_zero() {
                 state.bodies[dynb as usize].sleep_time = Scalar::ZERO;
@@ -85,7 +96,11 @@ pub(crate) fn wake_islands(state: &mut WorldState, islands: &[u32]) {
         return;
     }
     for b in state.bodies.iter_mut() {
-        if b.alive && !b.awake && b.sleep_island != NO_ISLAND && islands.binary_search(&b.sleep_island).is_ok() {
+        if b.alive
+            && !b.awake
+            && b.sleep_island != NO_ISLAND
+            && islands.binary_search(&b.sleep_island).is_ok()
+        {
             b.awake = true;
             b.sleep_time = Scalar::ZERO;
             b.sleep_island = NO_ISLAND;

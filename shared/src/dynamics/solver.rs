@@ -144,7 +144,8 @@ pub(crate) fn solve_contacts(
             // Current separation from the motion accumulated so far.
             let prx = sb.dq.rotate(cp.anchor_b) - sa.dq.rotate(cp.anchor_a);
             let s = (dp + prx).dot(normal) + cp.base_separation;
-            let (mut bias, mut mass_scale, mut impulse_scale) = (Scalar::ZERO, Scalar::ONE, Scalar::ZERO);
+            let (mut bias, mut mass_scale, mut impulse_scale) =
+                (Scalar::ZERO, Scalar::ONE, Scalar::ZERO);
             if s > Scalar::ZERO {
                 // Speculative: allow approach up to contact.
                 bias = s * inv_h;
@@ -156,7 +157,8 @@ pub(crate) fn solve_contacts(
             let (ra, rb) = (cp.anchor_a, cp.anchor_b);
             let dv = (sb.v + Vec2::scalar_cross(sb.w, rb)) - (sa.v + Vec2::scalar_cross(sa.w, ra));
             let vn = dv.dot(normal);
-            let impulse = -cp.normal_mass * mass_scale * (vn + bias) - impulse_scale * cp.normal_impulse;
+            let impulse =
+                -cp.normal_mass * mass_scale * (vn + bias) - impulse_scale * cp.normal_impulse;
             let new_impulse = (cp.normal_impulse + impulse).max(Scalar::ZERO);
             let applied = new_impulse - cp.normal_impulse;
             cp.normal_impulse = new_impulse;
@@ -187,7 +189,11 @@ pub(crate) fn solve_contacts(
 }
 
 /// Bounce: drive the approach speed to `−e · v_before` where it exceeded the threshold.
-pub(crate) fn apply_restitution(constraints: &mut [ContactConstraint], states: &mut [BodyState], threshold: Scalar) {
+pub(crate) fn apply_restitution(
+    constraints: &mut [ContactConstraint],
+    states: &mut [BodyState],
+    threshold: Scalar,
+) {
     for c in constraints.iter_mut() {
         if c.restitution.is_zero() {
             continue;
@@ -222,7 +228,11 @@ mod tests {
 
     #[test]
     fn softness_is_between_rigid_and_free() {
-        let s = make_soft(Scalar::from_int(30), Scalar::from_int(10), Scalar::ratio(1, 240));
+        let s = make_soft(
+            Scalar::from_int(30),
+            Scalar::from_int(10),
+            Scalar::ratio(1, 240),
+        );
         assert!(s.mass_scale > Scalar::ZERO && s.mass_scale < Scalar::ONE);
         assert!(s.impulse_scale > Scalar::ZERO && s.impulse_scale < Scalar::ONE);
         // a2/(1+a2) + 1/(1+a2) = 1 up to rounding.

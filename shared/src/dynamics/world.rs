@@ -285,7 +285,9 @@ impl World {
             self.free_shape(s);
             s = next;
         }
-        self.state.contacts.retain(|c| c.body_a != index && c.body_b != index);
+        self.state
+            .contacts
+            .retain(|c| c.body_a != index && c.body_b != index);
         let b = &mut self.state.bodies[index as usize];
         let generation = b.generation.wrapping_add(1);
         *b = Body::vacant();
@@ -330,10 +332,15 @@ impl World {
 
     /// Live bodies in slot order.
     pub fn bodies(&self) -> impl Iterator<Item = BodyId> + '_ {
-        self.state.bodies.iter().enumerate().filter(|(_, b)| b.alive).map(|(i, b)| BodyId {
-            index: i as u32,
-            generation: b.generation,
-        })
+        self.state
+            .bodies
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.alive)
+            .map(|(i, b)| BodyId {
+                index: i as u32,
+                generation: b.generation,
+            })
     }
 
     /// Number of live bodies.
@@ -467,7 +474,8 @@ impl World {
             return Ok(());
         }
         self.wake_body(i);
-        self.state.bodies[i as usize].angular_velocity = w.clamp(-MAX_ANGULAR_SPEED, MAX_ANGULAR_SPEED);
+        self.state.bodies[i as usize].angular_velocity =
+            w.clamp(-MAX_ANGULAR_SPEED, MAX_ANGULAR_SPEED);
         Ok(())
     }
 
@@ -514,14 +522,22 @@ impl World {
     ///
     /// # Errors
     /// A stale handle.
-    pub fn apply_linear_impulse(&mut self, id: BodyId, impulse: Vec2, point: Vec2) -> Result<(), WorldError> {
+    pub fn apply_linear_impulse(
+        &mut self,
+        id: BodyId,
+        impulse: Vec2,
+        point: Vec2,
+    ) -> Result<(), WorldError> {
         let i = self.body_index(id)?;
         if self.state.bodies[i as usize].kind != BodyKind::Dynamic {
             return Ok(());
         }
         self.wake_body(i);
         let b = &mut self.state.bodies[i as usize];
-        b.linear_velocity = clamp_speed(b.linear_velocity.mul_add(b.inv_mass, impulse), self.state.settings.max_linear_speed);
+        b.linear_velocity = clamp_speed(
+            b.linear_velocity.mul_add(b.inv_mass, impulse),
+            self.state.settings.max_linear_speed,
+        );
         let dw = b.inv_inertia * (point - b.center).cross(impulse);
         b.angular_velocity = (b.angular_velocity + dw).clamp(-MAX_ANGULAR_SPEED, MAX_ANGULAR_SPEED);
         Ok(())
@@ -538,7 +554,8 @@ impl World {
         }
         self.wake_body(i);
         let b = &mut self.state.bodies[i as usize];
-        b.angular_velocity = (b.angular_velocity + b.inv_inertia * impulse).clamp(-MAX_ANGULAR_SPEED, MAX_ANGULAR_SPEED);
+        b.angular_velocity = (b.angular_velocity + b.inv_inertia * impulse)
+            .clamp(-MAX_ANGULAR_SPEED, MAX_ANGULAR_SPEED);
         Ok(())
     }
 
@@ -546,7 +563,12 @@ impl World {
     ///
     /// # Errors
     /// A stale handle or a position outside the world bounds.
-    pub fn set_transform(&mut self, id: BodyId, position: Vec2, rotation: Rot) -> Result<(), WorldError> {
+    pub fn set_transform(
+        &mut self,
+        id: BodyId,
+        position: Vec2,
+        rotation: Rot,
+    ) -> Result<(), WorldError> {
         let i = self.body_index(id)?;
         if position.x.abs() > WORLD_BOUND || position.y.abs() > WORLD_BOUND {
             return Err(WorldError::OutOfBounds("position"));
@@ -587,10 +609,18 @@ impl World {
     /// # Errors
     /// A stale body handle, a non-positive density on a dynamic body, or a
     /// negative friction or restitution.
-    pub fn create_shape(&mut self, body: BodyId, def: &ShapeDef, geometry: ShapeGeometry) -> Result<ShapeId, WorldError> {
+    pub fn create_shape(
+        &mut self,
+        body: BodyId,
+        def: &ShapeDef,
+        geometry: ShapeGeometry,
+    ) -> Result<ShapeId, WorldError> {
         let bi = self.body_index(body)?;
         let b = self.state.bodies[bi as usize];
-        if b.kind == BodyKind::Dynamic && def.density <= Scalar::ZERO && !matches!(geometry, ShapeGeometry::Segment(_)) {
+        if b.kind == BodyKind::Dynamic
+            && def.density <= Scalar::ZERO
+            && !matches!(geometry, ShapeGeometry::Segment(_))
+        {
             return Err(WorldError::BadDensity);
         }
         if def.density < Scalar::ZERO {
@@ -616,7 +646,11 @@ impl World {
             }
         };
         let generation = self.state.shapes[index as usize].generation;
-        let fat = if b.kind == BodyKind::Static { aabb } else { aabb.expand(AABB_MARGIN) };
+        let fat = if b.kind == BodyKind::Static {
+            aabb
+        } else {
+            aabb.expand(AABB_MARGIN)
+        };
         let tree = if b.kind == BodyKind::Static {
             &mut self.state.static_tree
         } else {
@@ -670,7 +704,9 @@ impl World {
                 link = next;
             }
         }
-        self.state.contacts.retain(|c| c.shape_a != si && c.shape_b != si);
+        self.state
+            .contacts
+            .retain(|c| c.shape_a != si && c.shape_b != si);
         self.free_shape(si);
         self.update_mass(bi);
         Ok(())
@@ -743,22 +779,26 @@ impl World {
 
     /// Touching contact points, in canonical order.
     pub fn contacts(&self) -> impl Iterator<Item = ContactView> + '_ {
-        self.state.contacts.iter().filter(|c| c.touching).flat_map(move |c| {
-            let sid = |i: u32| ShapeId {
-                index: i,
-                generation: self.state.shapes[i as usize].generation,
-            };
-            let (a, b) = (sid(c.shape_a), sid(c.shape_b));
-            let n = c.manifold.normal;
-            c.manifold.points().iter().map(move |p| ContactView {
-                shape_a: a,
-                shape_b: b,
-                point: p.point,
-                normal: n,
-                separation: p.separation,
-                normal_impulse: p.normal_impulse,
+        self.state
+            .contacts
+            .iter()
+            .filter(|c| c.touching)
+            .flat_map(move |c| {
+                let sid = |i: u32| ShapeId {
+                    index: i,
+                    generation: self.state.shapes[i as usize].generation,
+                };
+                let (a, b) = (sid(c.shape_a), sid(c.shape_b));
+                let n = c.manifold.normal;
+                c.manifold.points().iter().map(move |p| ContactView {
+                    shape_a: a,
+                    shape_b: b,
+                    point: p.point,
+                    normal: n,
+                    separation: p.separation,
+                    normal_impulse: p.normal_impulse,
+                })
             })
-        })
     }
 
     /// Recomputes mass, centre and inertia from the body's shapes.
@@ -814,7 +854,11 @@ impl World {
     /// Recomputes fat boxes of a body's shapes after it moved.
     fn refresh_shapes(&mut self, bi: u32, force: bool) {
         let b = self.state.bodies[bi as usize];
-        let margin = if b.kind == BodyKind::Static { Scalar::ZERO } else { AABB_MARGIN };
+        let margin = if b.kind == BodyKind::Static {
+            Scalar::ZERO
+        } else {
+            AABB_MARGIN
+        };
         let mut s = b.first_shape;
         while s != NONE {
             let sh = &mut self.state.shapes[s as usize];
@@ -1057,7 +1101,11 @@ impl World {
                 normal,
                 friction: c.friction,
                 restitution: c.restitution,
-                softness: if ma.is_zero() || mb.is_zero() { static_soft } else { soft },
+                softness: if ma.is_zero() || mb.is_zero() {
+                    static_soft
+                } else {
+                    soft
+                },
                 points: [ConstraintPoint::default(); 2],
                 count: c.manifold.count,
             };
@@ -1070,7 +1118,8 @@ impl World {
                 let rta = ra.cross(tangent);
                 let rtb = rb.cross(tangent);
                 let kt = ma + mb + ia * rta * rta + ib * rtb * rtb;
-                let dv = (sb.v + Vec2::scalar_cross(sb.w, rb)) - (sa.v + Vec2::scalar_cross(sa.w, ra));
+                let dv =
+                    (sb.v + Vec2::scalar_cross(sb.w, rb)) - (sa.v + Vec2::scalar_cross(sa.w, ra));
                 cc.points[k] = ConstraintPoint {
                     anchor_a: ra,
                     anchor_b: rb,
@@ -1094,8 +1143,16 @@ impl World {
             if b.kind == BodyKind::Dynamic {
                 let dv = (set.gravity * b.gravity_scale).mul_add(b.inv_mass, b.force) * h;
                 let dw = h * b.inv_inertia * b.torque;
-                let ld = if b.linear_damping.is_zero() { Scalar::ONE } else { Scalar::ONE / (Scalar::ONE + h * b.linear_damping) };
-                let ad = if b.angular_damping.is_zero() { Scalar::ONE } else { Scalar::ONE / (Scalar::ONE + h * b.angular_damping) };
+                let ld = if b.linear_damping.is_zero() {
+                    Scalar::ONE
+                } else {
+                    Scalar::ONE / (Scalar::ONE + h * b.linear_damping)
+                };
+                let ad = if b.angular_damping.is_zero() {
+                    Scalar::ONE
+                } else {
+                    Scalar::ONE / (Scalar::ONE + h * b.angular_damping)
+                };
                 deltas.push((dv, dw, ld, ad));
             } else {
                 deltas.push((Vec2::ZERO, Scalar::ZERO, Scalar::ONE, Scalar::ONE));
@@ -1113,15 +1170,31 @@ impl World {
                 s.w = (d.1 + s.w * d.3).clamp(-MAX_ANGULAR_SPEED, MAX_ANGULAR_SPEED);
             }
             solver::warm_start(&sc.constraints, &mut sc.states);
-            solver::solve_contacts(&mut sc.constraints, &mut sc.states, inv_h, set.contact_push_max_velocity, true);
+            solver::solve_contacts(
+                &mut sc.constraints,
+                &mut sc.states,
+                inv_h,
+                set.contact_push_max_velocity,
+                true,
+            );
             // Integrate positions.
             for s in sc.states[1..].iter_mut() {
                 s.dq = s.dq.integrate(h * s.w);
                 s.dp = s.dp.mul_add(h, s.v);
             }
-            solver::solve_contacts(&mut sc.constraints, &mut sc.states, inv_h, set.contact_push_max_velocity, false);
+            solver::solve_contacts(
+                &mut sc.constraints,
+                &mut sc.states,
+                inv_h,
+                set.contact_push_max_velocity,
+                false,
+            );
         }
-        solver::apply_restitution(&mut sc.constraints, &mut sc.states, set.restitution_threshold);
+        solver::apply_restitution(
+            &mut sc.constraints,
+            &mut sc.states,
+            set.restitution_threshold,
+        );
 
         // Store impulses for warm starting.
         for cc in &sc.constraints {
@@ -1143,7 +1216,7 @@ impl World {
             b.force = Vec2::ZERO;
             b.torque = Scalar::ZERO;
             b.center += s.dp;
-            b.transform.q = s.dq.mul(b.transform.q).normalize();
+            b.transform.q = s.dq.mul_rot(b.transform.q).normalize();
             b.transform.p = b.center - b.transform.q.rotate(b.local_center);
             if !sleep_on || !b.enable_sleep {
                 b.sleep_time = Scalar::ZERO;
@@ -1177,7 +1250,14 @@ impl World {
             }
         }
         if sleep_on {
-            island::update_sleep(st, &sc.awake, &sc.slot_of, &mut sc.parent, &mut sc.min_time, &mut sc.min_index);
+            island::update_sleep(
+                st,
+                &sc.awake,
+                &sc.slot_of,
+                &mut sc.parent,
+                &mut sc.min_time,
+                &mut sc.min_index,
+            );
         }
     }
 

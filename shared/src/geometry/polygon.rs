@@ -154,10 +154,10 @@ impl Polygon {
             v[..n].copy_from_slice(self.points());
         } else {
             let sqrt2 = Scalar::from_bits(6_074_001_000); // √2 · 2³²
-            for i in 0..n {
+            for (i, out) in v[..n].iter_mut().enumerate() {
                 let prev = if i == 0 { n - 1 } else { i - 1 };
                 let mid = (self.normals[prev] + self.normals[i]).normalize();
-                v[i] = self.vertices[i].mul_add(sqrt2 * self.radius, mid);
+                *out = self.vertices[i].mul_add(sqrt2 * self.radius, mid);
             }
         }
         polygon_mass(&v[..n], density)
@@ -222,7 +222,11 @@ mod tests {
         assert!(m.center.length() < Scalar::from_bits(8), "{:?}", m.center);
         // I = m (w² + h²) / 12 = 4 (4 + 1) / 12 = 5/3
         let err = (m.rotational_inertia - Scalar::ratio(5, 3)).abs();
-        assert!(err < Scalar::from_bits(1 << 8), "{:?}", m.rotational_inertia);
+        assert!(
+            err < Scalar::from_bits(1 << 8),
+            "{:?}",
+            m.rotational_inertia
+        );
     }
 
     #[test]
@@ -234,10 +238,16 @@ mod tests {
         );
         // A dart: reflex corner.
         let dart = [sq(0, 0), sq(4, 0), sq(1, 1), sq(0, 4)];
-        assert!(matches!(Polygon::new(&dart, Scalar::ZERO), Err(GeometryError::NotConvex(_))));
+        assert!(matches!(
+            Polygon::new(&dart, Scalar::ZERO),
+            Err(GeometryError::NotConvex(_))
+        ));
         // Collinear points are not strictly convex.
         let col = [sq(0, 0), sq(1, 0), sq(2, 0), sq(1, 1)];
-        assert!(matches!(Polygon::new(&col, Scalar::ZERO), Err(GeometryError::NotConvex(_))));
+        assert!(matches!(
+            Polygon::new(&col, Scalar::ZERO),
+            Err(GeometryError::NotConvex(_))
+        ));
         // Clockwise input is accepted and re-wound.
         let cw = [sq(0, 0), sq(0, 1), sq(1, 1), sq(1, 0)];
         let p = Polygon::new(&cw, Scalar::ZERO).unwrap();

@@ -45,6 +45,10 @@ pub struct Segment {
 }
 
 /// The geometry of a shape, in its body's frame.
+///
+/// Stored inline (a polygon is ~280 bytes) so shapes are plain `Copy` data
+/// that snapshot with a memcpy; boxing would cost an allocation per shape.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub enum ShapeGeometry {
     /// A disc.
@@ -275,7 +279,9 @@ mod tests {
         let c = ShapeGeometry::Circle(Circle::new(Vec2::ZERO, fx(1)).unwrap());
         let m = c.mass(fx(1));
         assert_eq!(m.mass, Scalar::PI);
-        let cap = ShapeGeometry::Capsule(Capsule::new(Vec2::from_ints(-1, 0), Vec2::from_ints(1, 0), fx(1)).unwrap());
+        let cap = ShapeGeometry::Capsule(
+            Capsule::new(Vec2::from_ints(-1, 0), Vec2::from_ints(1, 0), fx(1)).unwrap(),
+        );
         let m = cap.mass(fx(1));
         // π r² + 2 r L = π + 4
         assert!((m.mass - (Scalar::PI + fx(4))).abs() < Scalar::from_bits(1 << 6));

@@ -103,7 +103,12 @@ mod tests {
             assert!(s * s <= m, "{m}");
             assert!((s as u128 + 1) * (s as u128 + 1) > m as u128, "{m}");
         }
-        for m in [1u64 << 62, u64::MAX, (1 << 62) + 1, (u32::MAX as u64).pow(2)] {
+        for m in [
+            1u64 << 62,
+            u64::MAX,
+            (1 << 62) + 1,
+            (u32::MAX as u64).pow(2),
+        ] {
             let s = isqrt_normalised(m);
             assert_eq!(s, m.isqrt());
         }
@@ -124,7 +129,10 @@ mod tests {
             let got = sqrt(Scalar::from_bits(bits)).to_bits() as u128;
             let exact = ((bits as u128) << 32).isqrt();
             let tol = (exact >> 31).max(1);
-            assert!(got <= exact && exact - got <= tol, "bits={bits} got={got} exact={exact}");
+            assert!(
+                got <= exact && exact - got <= tol,
+                "bits={bits} got={got} exact={exact}"
+            );
         }
         assert_eq!(sqrt(Scalar::from_int(4)), Scalar::from_int(2));
         assert_eq!(sqrt(Scalar::from_int(-4)), Scalar::ZERO);

@@ -157,8 +157,8 @@ pub fn sin_cos(angle: Scalar) -> (Scalar, Scalar) {
     let bits = angle.to_bits();
     let p = phase(bits.unsigned_abs());
     let o = (p >> 61) as i64; // octant 0..8
-    // Position inside the octant in Q2.62, mirrored in odd octants so that
-    // the polynomials only ever see x = u·π/4 ∈ [0, π/4].
+                              // Position inside the octant in Q2.62, mirrored in odd octants so that
+                              // the polynomials only ever see x = u·π/4 ∈ [0, π/4].
     let f = ((p << 3) >> 2) as i64;
     let odd = mask(o & 1 != 0);
     let u = neg_if(f, odd) + (odd & ONE_Q62);
@@ -253,7 +253,11 @@ mod tests {
         const L1: u64 = 0x7f09_d5f4_7d4d_3770;
         const L0: u64 = 0x36d8_a566_4f10_e410;
         let mask = u64::MAX as u128;
-        let (p0, p1, p2) = (m as u128 * L0 as u128, m as u128 * L1 as u128, m as u128 * L2 as u128);
+        let (p0, p1, p2) = (
+            m as u128 * L0 as u128,
+            m as u128 * L1 as u128,
+            m as u128 * L2 as u128,
+        );
         let s1 = (p0 >> 64) + (p1 & mask);
         let s2 = (s1 >> 64) + (p1 >> 64) + (p2 & mask);
         let s3 = (s2 >> 64) + (p2 >> 64);
@@ -265,7 +269,9 @@ mod tests {
     fn sin_cos_err(a: Scalar) -> f64 {
         let (s, c) = sin_cos(a);
         let x = a.to_f64();
-        (s.to_f64() - x.sin()).abs().max((c.to_f64() - x.cos()).abs())
+        (s.to_f64() - x.sin())
+            .abs()
+            .max((c.to_f64() - x.cos()).abs())
     }
 
     #[test]
@@ -339,7 +345,11 @@ mod tests {
             let p = if bits < 0 { p.wrapping_neg() } else { p } as i64;
             let x = p as f64 * (PI / 9_223_372_036_854_775_808.0);
             let (s, c) = sin_cos(Scalar::from_bits(bits));
-            worst = worst.max((s.to_f64() - x.sin()).abs().max((c.to_f64() - x.cos()).abs()));
+            worst = worst.max(
+                (s.to_f64() - x.sin())
+                    .abs()
+                    .max((c.to_f64() - x.cos()).abs()),
+            );
         }
         for bits in [i64::MIN, i64::MAX, i64::MIN + 1] {
             let (s, c) = sin_cos(Scalar::from_bits(bits));
@@ -397,7 +407,10 @@ mod tests {
         assert_eq!(atan2(z, -Scalar::EPSILON), Scalar::PI);
         // π/4 · 2³² = 3373259426.13…, 3π/4 · 2³² = 10119778278.39…
         assert_eq!(atan2(one, one), Scalar::from_bits(3_373_259_426));
-        assert_eq!(atan2(Scalar::MIN, Scalar::MIN), Scalar::from_bits(-10_119_778_278));
+        assert_eq!(
+            atan2(Scalar::MIN, Scalar::MIN),
+            Scalar::from_bits(-10_119_778_278)
+        );
         assert_eq!(atan2(m, m), atan2(one, one));
         assert_eq!(atan2(Scalar::MIN, z), -Scalar::FRAC_PI_2);
         assert_eq!(atan2(z, Scalar::MIN), Scalar::PI);
@@ -420,10 +433,16 @@ mod tests {
         let pi = Scalar::PI;
         assert_eq!(normalize_angle(pi), pi);
         assert_eq!(normalize_angle(-pi), pi);
-        assert_eq!(normalize_angle(-pi + Scalar::EPSILON), -pi + Scalar::EPSILON);
+        assert_eq!(
+            normalize_angle(-pi + Scalar::EPSILON),
+            -pi + Scalar::EPSILON
+        );
         // PI + 1 unit = π + 0.48 units ≡ −π + 0.48 units: nearest allowed is PI.
         assert_eq!(normalize_angle(pi + Scalar::EPSILON), pi);
-        assert_eq!(normalize_angle(pi + Scalar::from_bits(2)), -pi + Scalar::EPSILON);
+        assert_eq!(
+            normalize_angle(pi + Scalar::from_bits(2)),
+            -pi + Scalar::EPSILON
+        );
         assert_eq!(normalize_angle(Scalar::ZERO), Scalar::ZERO);
         assert_eq!(normalize_angle(Scalar::TAU), Scalar::ZERO);
         assert_eq!(normalize_angle(-Scalar::TAU), Scalar::ZERO);
@@ -443,7 +462,10 @@ mod tests {
             let (s0, c0) = sin_cos(a);
             let (s1, c1) = sin_cos(n);
             let eps = Scalar::from_bits(2);
-            assert!((s0 - s1).abs() <= eps && (c0 - c1).abs() <= eps, "{a} -> {n}");
+            assert!(
+                (s0 - s1).abs() <= eps && (c0 - c1).abs() <= eps,
+                "{a} -> {n}"
+            );
         }
     }
 

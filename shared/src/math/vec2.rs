@@ -264,7 +264,7 @@ impl Rot {
 
     /// `self · o`.
     #[inline]
-    pub fn mul(self, o: Rot) -> Rot {
+    pub fn mul_rot(self, o: Rot) -> Rot {
         Rot {
             c: self.c * o.c - self.s * o.s,
             s: self.s * o.c + self.c * o.s,
@@ -417,7 +417,10 @@ mod tests {
 
     #[test]
     fn transform_round_trip() {
-        let t = Transform::new(Vec2::from_ints(3, -2), Rot::from_angle(Scalar::ratio(7, 10)));
+        let t = Transform::new(
+            Vec2::from_ints(3, -2),
+            Rot::from_angle(Scalar::ratio(7, 10)),
+        );
         let p = Vec2::new(fx(5), Scalar::ratio(-3, 4));
         let back = t.inv_apply(t.apply(p));
         assert!((back - p).length() < Scalar::from_bits(1 << 8));
