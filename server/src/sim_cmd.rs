@@ -65,7 +65,10 @@ pub fn run(args: SimArgs) -> ExitCode {
     if let Some(path) = &args.render {
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
         if !matches!(ext, "png" | "svg") {
-            eprintln!("error: --render {}: use a .png or .svg file name", path.display());
+            eprintln!(
+                "error: --render {}: use a .png or .svg file name",
+                path.display()
+            );
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     }

@@ -39,8 +39,9 @@ use bincode::config::{Configuration, Fixint, LittleEndian, NoLimit};
 use xxhash_rust::xxh3::Xxh3;
 
 /// The canonical encoding (no size limit; decoding adds one).
-const CONFIG: Configuration<LittleEndian, Fixint, NoLimit> =
-    bincode::config::standard().with_fixed_int_encoding().with_little_endian();
+const CONFIG: Configuration<LittleEndian, Fixint, NoLimit> = bincode::config::standard()
+    .with_fixed_int_encoding()
+    .with_little_endian();
 
 /// Largest snapshot accepted by [`Snapshot::from_bytes`]: 64 MiB.
 pub const MAX_SNAPSHOT_BYTES: usize = 64 << 20;
@@ -212,7 +213,9 @@ fn validate(st: &WorldState) -> Result<(), SnapshotError> {
         if c.manifold.count > 2 {
             return bad("manifold point count");
         }
-        if st.bodies[c.body_a as usize].kind == BodyKind::Static && st.bodies[c.body_b as usize].kind == BodyKind::Static {
+        if st.bodies[c.body_a as usize].kind == BodyKind::Static
+            && st.bodies[c.body_b as usize].kind == BodyKind::Static
+        {
             return bad("contact between static bodies");
         }
         let key = c.key();

@@ -751,14 +751,27 @@ mod tests {
     fn capsule_standing_on_a_long_segment_is_supported() {
         // Regression: a capsule standing almost upright on a long segment
         // picked the capsule's side as the reference face and fell through.
-        let seg = Capsule { c1: Vec2::from_ints(-110, 0), c2: Vec2::from_ints(110, 0), radius: Scalar::ZERO };
-        let cap = Capsule { c1: Vec2::from_ints(0, -1), c2: Vec2::from_ints(0, 1), radius: Scalar::ratio(1, 4) };
+        let seg = Capsule {
+            c1: Vec2::from_ints(-110, 0),
+            c2: Vec2::from_ints(110, 0),
+            radius: Scalar::ZERO,
+        };
+        let cap = Capsule {
+            c1: Vec2::from_ints(0, -1),
+            c2: Vec2::from_ints(0, 1),
+            radius: Scalar::ratio(1, 4),
+        };
         let tilt = Rot::from_angle(Scalar::ratio(1, 50));
-        let xf_b = Transform::new(Vec2::new(Scalar::ZERO, Scalar::ratio(5, 4) - Scalar::milli(3)), tilt);
+        let xf_b = Transform::new(
+            Vec2::new(Scalar::ZERO, Scalar::ratio(5, 4) - Scalar::milli(3)),
+            tilt,
+        );
         let m = collide_capsules(&seg, xf(fx(0), fx(0)), &cap, xf_b);
         assert_eq!(m.count, 1);
         assert!(m.normal.y > Scalar::ratio(99, 100), "{:?}", m.normal);
-        assert!(m.points[0].separation < Scalar::ZERO && m.points[0].separation > -Scalar::milli(10));
+        assert!(
+            m.points[0].separation < Scalar::ZERO && m.points[0].separation > -Scalar::milli(10)
+        );
     }
 
     #[test]

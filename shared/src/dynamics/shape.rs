@@ -23,7 +23,8 @@ impl Default for ShapeDef {
     fn default() -> ShapeDef {
         ShapeDef {
             density: Scalar::ONE,
-            friction: Scalar::ratio(6, 10),
+            // 0.6 rounded to nearest, the same bits a scene file's 0.6 gives.
+            friction: Scalar::from_bits(2_576_980_378),
             restitution: Scalar::ZERO,
             filter: Filter::default(),
             user_data: 0,

@@ -670,8 +670,9 @@ impl World {
         };
         self.state.moved.push(index);
         self.state.bodies[bi as usize].first_shape = index;
+        // Adding a shape does not wake a body created asleep (the smash wall
+        // is built asleep); contacts wake it when something touches it.
         self.update_mass(bi);
-        self.wake_body(bi);
         Ok(ShapeId { index, generation })
     }
 
@@ -1284,7 +1285,7 @@ impl World {
 pub(crate) const AABB_MARGIN: Scalar = Scalar::milli(50);
 
 /// Largest angular speed: a quarter turn per step at 60 Hz (0.25π·60 rad/s).
-pub(crate) const MAX_ANGULAR_SPEED: Scalar = Scalar::from_bits(202_373_162_578); // 47.1238898 · 2³²
+pub(crate) const MAX_ANGULAR_SPEED: Scalar = Scalar::from_bits(202395565568); // 15π = 47.1238898 rad/s, rounded
 
 /// Limits a velocity to `max` without overflowing on huge inputs.
 #[inline]

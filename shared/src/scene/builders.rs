@@ -39,8 +39,14 @@ fn s(v: f64) -> Scalar {
     Scalar::from_f64(v).expect("scene constant in range")
 }
 
-
-fn boxed(w: &mut World, kind: BodyKind, pos: Vec2, hx: Scalar, hy: Scalar, shape: &ShapeDef) -> crate::dynamics::BodyId {
+fn boxed(
+    w: &mut World,
+    kind: BodyKind,
+    pos: Vec2,
+    hx: Scalar,
+    hy: Scalar,
+    shape: &ShapeDef,
+) -> crate::dynamics::BodyId {
     let id = w
         .create_body(&BodyDef {
             kind,
@@ -55,7 +61,14 @@ fn boxed(w: &mut World, kind: BodyKind, pos: Vec2, hx: Scalar, hy: Scalar, shape
 
 /// A static ground box: top surface at y = 0, `half_width` each side.
 fn ground(w: &mut World, half_width: i32) {
-    boxed(w, BodyKind::Static, Vec2::from_ints(0, -1), fx(half_width), fx(1), &ShapeDef::default());
+    boxed(
+        w,
+        BodyKind::Static,
+        Vec2::from_ints(0, -1),
+        fx(half_width),
+        fx(1),
+        &ShapeDef::default(),
+    );
 }
 
 /// A pyramid of 1 m boxes with `rows` in the bottom row, on a ground box.
@@ -81,7 +94,14 @@ pub fn stack(count: i32) -> World {
     ground(&mut w, 20);
     let sd = ShapeDef::default();
     for i in 0..count {
-        boxed(&mut w, BodyKind::Dynamic, Vec2::new(Scalar::ZERO, fx(i) + Scalar::HALF), Scalar::HALF, Scalar::HALF, &sd);
+        boxed(
+            &mut w,
+            BodyKind::Dynamic,
+            Vec2::new(Scalar::ZERO, fx(i) + Scalar::HALF),
+            Scalar::HALF,
+            Scalar::HALF,
+            &sd,
+        );
     }
     w
 }
@@ -104,12 +124,17 @@ pub fn ramp() -> World {
         let ramp = w
             .create_body(&BodyDef::fixed(Vec2::new(x0, fx(5))))
             .expect("ramp body");
-        w.create_shape(ramp, &material, ShapeGeometry::Polygon(Polygon::make_offset_box(fx(7), s(0.25), Vec2::ZERO, rot)))
-            .expect("ramp shape");
+        w.create_shape(
+            ramp,
+            &material,
+            ShapeGeometry::Polygon(Polygon::make_offset_box(fx(7), s(0.25), Vec2::ZERO, rot)),
+        )
+        .expect("ramp shape");
         // Box resting on the upper part of the ramp surface.
         let along = fx(4);
         let normal = Vec2::new(-rot.s, rot.c);
-        let p = Vec2::new(x0, fx(5)) + rot.rotate(Vec2::new(along, Scalar::ZERO)) + normal * s(0.75);
+        let p =
+            Vec2::new(x0, fx(5)) + rot.rotate(Vec2::new(along, Scalar::ZERO)) + normal * s(0.75);
         let b = w
             .create_body(&BodyDef {
                 kind: BodyKind::Dynamic,
@@ -118,8 +143,12 @@ pub fn ramp() -> World {
                 ..BodyDef::default()
             })
             .expect("ramp box");
-        w.create_shape(b, &material, ShapeGeometry::Polygon(Polygon::make_box(Scalar::HALF, Scalar::HALF)))
-            .expect("ramp box shape");
+        w.create_shape(
+            b,
+            &material,
+            ShapeGeometry::Polygon(Polygon::make_box(Scalar::HALF, Scalar::HALF)),
+        )
+        .expect("ramp box shape");
     }
     w
 }
@@ -141,8 +170,12 @@ pub fn dominoes() -> World {
                 ..BodyDef::default()
             })
             .expect("domino");
-        w.create_shape(b, &sd, ShapeGeometry::Polygon(Polygon::make_box(s(0.1), s(1.0))))
-            .expect("domino shape");
+        w.create_shape(
+            b,
+            &sd,
+            ShapeGeometry::Polygon(Polygon::make_box(s(0.1), s(1.0))),
+        )
+        .expect("domino shape");
     }
     w
 }
@@ -154,14 +187,28 @@ pub fn large_pyramid() -> World {
         ..WorldDef::default()
     })
     .expect("settings");
-    boxed(&mut w, BodyKind::Static, Vec2::from_ints(0, -1), fx(100), fx(1), &ShapeDef::default());
+    boxed(
+        &mut w,
+        BodyKind::Static,
+        Vec2::from_ints(0, -1),
+        fx(100),
+        fx(1),
+        &ShapeDef::default(),
+    );
     let base = 100;
     let sd = ShapeDef::default();
     for i in 0..base {
         let y = fx(i) + Scalar::HALF;
         for j in i..base {
             let x = Scalar::HALF * fx(i + 1) + fx(j - i) - fx(50);
-            boxed(&mut w, BodyKind::Dynamic, Vec2::new(x, y), Scalar::HALF, Scalar::HALF, &sd);
+            boxed(
+                &mut w,
+                BodyKind::Dynamic,
+                Vec2::new(x, y),
+                Scalar::HALF,
+                Scalar::HALF,
+                &sd,
+            );
         }
     }
     w
@@ -191,7 +238,14 @@ pub fn many_pyramids() -> World {
                 for k in i..base {
                     let x = cx + fx(k) - Scalar::HALF * fx(i);
                     let y = y0 + fx(i) + Scalar::HALF;
-                    boxed(&mut w, BodyKind::Dynamic, Vec2::new(x, y), Scalar::HALF, Scalar::HALF, &sd);
+                    boxed(
+                        &mut w,
+                        BodyKind::Dynamic,
+                        Vec2::new(x, y),
+                        Scalar::HALF,
+                        Scalar::HALF,
+                        &sd,
+                    );
                 }
             }
         }
@@ -235,8 +289,12 @@ pub fn smash() -> World {
                     ..BodyDef::default()
                 })
                 .expect("wall box");
-            w.create_shape(b, &sd, ShapeGeometry::Polygon(Polygon::make_box(s(0.2), s(0.2))))
-                .expect("wall shape");
+            w.create_shape(
+                b,
+                &sd,
+                ShapeGeometry::Polygon(Polygon::make_box(s(0.2), s(0.2))),
+            )
+            .expect("wall shape");
         }
     }
     w
