@@ -40,7 +40,9 @@ fn snapshot_1000(c: &mut Criterion) {
     group.bench_function("save", |b| b.iter(|| w.snapshot()));
     group.bench_function("restore", |b| b.iter(|| w.restore(&snap)));
     group.bench_function("encode", |b| b.iter(|| snap.to_bytes()));
-    group.bench_function("decode", |b| b.iter(|| bitroom_sim::Snapshot::from_bytes(&bytes).expect("valid")));
+    group.bench_function("decode", |b| {
+        b.iter(|| bitroom_sim::Snapshot::from_bytes(&bytes).expect("valid"))
+    });
     group.bench_function("state_hash", |b| b.iter(|| w.state_hash()));
     group.finish();
 }

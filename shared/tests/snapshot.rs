@@ -1,0 +1,971 @@
+//! Snapshots: `restore` + N steps equals N steps, bit for bit; the byte form
+//! round-trips exactly; untrusted bytes are refused without panicking.
+
+use bitroom_sim::scene::build_named;
+use bitroom_sim::state::MAX_SNAPSHOT_BYTES;
+use bitroom_sim::{
+    fx, BodyDef, BodyId, BodyKind, Capsule, Circle, Polygon, Rot, Scalar, ShapeDef, ShapeGeometry,
+    Snapshot, SnapshotError, Vec2, World, WorldDef,
+};
+use proptest::prelude::*;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Steps `n` times, returning the state hash after each step.
+fn run(w: &mut World, n: usize) -> Vec<u64> {
+    run_sampled(w, n, 1)
+}
+
+/// Steps `n` times, returning the state hash after every `stride`-th step
+/// and after the last (hashing a 10⁴-body world is costly in debug builds).
+fn run_sampled(w: &mut World, n: usize, stride: usize) -> Vec<u64> {
+    let mut out = Vec::new();
+    for i in 1..=n {
+        w.step();
+        if i % stride == 0 || i == n {
+            out.push(w.state_hash());
+        }
+    }
+    out
+}
+
+fn steps(w: &mut World, n: usize) {
+    for _ in 0..n {
+        w.step();
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 8. Named scenes: every way of restoring continues identically
+// ---------------------------------------------------------------------------
+
+/// Snapshot at `k`, then checks that all restore paths reproduce the `n`
+/// hashes that followed, and that the byte form round-trips exactly.
+/// `check(at_k, at_k_plus_n)` adds scene-specific assertions.
+fn check_scene_round_trips(name: &str, k: usize, n: usize, check: impl Fn(&World, &World)) {
+    // Hash every step of small scenes; every 10th of the 9601-body smash.
+    let stride = if name == "smash" { 10 } else { 1 };
+    let mut w = build_named(name).unwrap();
+    steps(&mut w, k);
+    let snap = w.snapshot();
+    assert_eq!(snap.tick(), k as u64, "{name}");
+    let hash_k = w.state_hash();
+    let at_k = World::from_snapshot(&snap);
+    let expected = run_sampled(&mut w, n, stride);
+    check(&at_k, &w);
+    assert_ne!(
+        *expected.last().unwrap(),
+        hash_k,
+        "{name}: the scene did not change in {n} steps"
+    );
+
+    // The hash is XXH3-64 of exactly the snapshot bytes (documented contract).
+    let bytes = snap.to_bytes();
+    assert_eq!(
+        xxhash_rust::xxh3::xxh3_64(&bytes),
+        hash_k,
+        "{name}: state_hash is not the hash of the bytes"
+    );
+
+    // Restore into the same world after it moved on elsewhere.
+    steps(&mut w, 5);
+    w.restore(&snap);
+    assert_eq!(w.tick(), k as u64);
+    assert_eq!(w.state_hash(), hash_k, "{name}: restore changed the state");
+    assert_eq!(
+        run_sampled(&mut w, n, stride),
+        expected,
+        "{name}: restore in place diverged"
+    );
+
+    // A new world from the snapshot.
+    let mut fresh = World::from_snapshot(&snap);
+    assert_eq!(fresh.state_hash(), hash_k);
+    assert_eq!(
+        run_sampled(&mut fresh, n, stride),
+        expected,
+        "{name}: from_snapshot diverged"
+    );
+
+    // Through the bytes.
+    let decoded = Snapshot::from_bytes(&bytes).unwrap();
+    assert_eq!(decoded.tick(), k as u64);
+    assert_eq!(
+        decoded.to_bytes(),
+        bytes,
+        "{name}: re-encoding the decoded snapshot changed the bytes"
+    );
+    let mut from_bytes = World::from_snapshot(&decoded);
+    assert_eq!(
+        run_sampled(&mut from_bytes, n, stride),
+        expected,
+        "{name}: from_bytes diverged"
+    );
+
+    // Restore the decoded snapshot into an unrelated world with other
+    // scratch sizes (an empty one), then re-encode what was restored.
+    let mut other = World::default();
+    other.restore(&decoded);
+    assert_eq!(
+        other.snapshot().to_bytes(),
+        bytes,
+        "{name}: restored state re-encodes differently"
+    );
+    assert_eq!(
+        run_sampled(&mut other, n, stride),
+        expected,
+        "{name}: restore into another world diverged"
+    );
+}
+
+fn awake_count(w: &World) -> usize {
+    w.bodies().filter(|&id| w.is_awake(id).unwrap()).count()
+}
+
+#[test]
+fn pyramid_snapshot_round_trips() {
+    // Snapshot while settling; replay until the pyramid sleeps.
+    check_scene_round_trips("pyramid", 20, 60, |a, _| assert!(awake_count(a) > 200));
+}
+
+#[test]
+fn stack_snapshot_round_trips() {
+    check_scene_round_trips("stack", 20, 60, |a, _| assert!(awake_count(a) == 10));
+}
+
+#[test]
+fn dominoes_snapshot_round_trips() {
+    // Snapshot mid-fall (the chain topples between steps 0 and ~200).
+    check_scene_round_trips("dominoes", 60, 120, |_, _| {});
+}
+
+#[test]
+fn smash_snapshot_round_trips() {
+    // The ram's face reaches the wall after 45.8 m / 40 m/s ≈ 68.7 steps:
+    // snapshot at 64, with only the ram awake, and replay 30 steps through
+    // the impact. Each wall box sleeps in its own island and the wake front
+    // spreads one contact layer per step (measured ~2800 awake by step 94).
+    check_scene_round_trips("smash", 64, 30, |a, b| {
+        assert_eq!(
+            awake_count(a),
+            1,
+            "only the ram should be awake before the impact"
+        );
+        assert!(awake_count(b) > 500, "the impact did not wake the wall");
+    });
+}
+
+/// A scene that settles to sleep, snapshotted asleep, then woken by an
+/// impulse: sleep state and sleeping-island ids must survive the snapshot.
+#[test]
+fn snapshot_across_sleep_and_wake() {
+    let mut w = build_named("stack").unwrap();
+    let ids: Vec<BodyId> = w.bodies().collect();
+    steps(&mut w, 300);
+    assert!(
+        ids[1..].iter().all(|&id| !w.is_awake(id).unwrap()),
+        "stack did not fall asleep in 5 s"
+    );
+    let snap = w.snapshot();
+    let poke = |w: &mut World| {
+        let top = *ids.last().unwrap();
+        let c = w.world_center(top).unwrap();
+        w.apply_linear_impulse(top, Vec2::from_ints(3, 0), c)
+            .unwrap();
+    };
+    poke(&mut w);
+    assert!(
+        ids[1..].iter().all(|&id| w.is_awake(id).unwrap()),
+        "the impulse did not wake the island"
+    );
+    let expected = run(&mut w, 200);
+    let awake_after = ids[1..]
+        .iter()
+        .filter(|&&id| w.is_awake(id).unwrap())
+        .count();
+
+    for restored in [
+        World::from_snapshot(&snap),
+        World::from_snapshot(&Snapshot::from_bytes(&snap.to_bytes()).unwrap()),
+    ] {
+        let mut r = restored;
+        assert!(ids[1..].iter().all(|&id| !r.is_awake(id).unwrap()));
+        poke(&mut r);
+        assert_eq!(run(&mut r, 200), expected, "woken restored world diverged");
+        assert_eq!(
+            ids[1..]
+                .iter()
+                .filter(|&&id| r.is_awake(id).unwrap())
+                .count(),
+            awake_after
+        );
+    }
+}
+
+/// Destroyed slots and the free lists are part of the state: handles issued
+/// after a restore match the ones issued after the snapshot.
+#[test]
+fn snapshot_preserves_free_lists_and_handles() {
+    let mut w = build_named("pyramid").unwrap();
+    let ids: Vec<BodyId> = w.bodies().collect();
+    steps(&mut w, 10);
+    for &id in &[ids[5], ids[40], ids[7]] {
+        w.destroy_body(id).unwrap();
+    }
+    let snap = w.snapshot();
+    let continue_run = |w: &mut World| -> (Vec<BodyId>, Vec<u64>) {
+        let mut made = Vec::new();
+        for i in 0..4 {
+            let b = w
+                .create_body(&BodyDef::dynamic(Vec2::from_ints(30 + 2 * i, 5)))
+                .unwrap();
+            w.create_shape(
+                b,
+                &ShapeDef::default(),
+                ShapeGeometry::Circle(Circle::new(Vec2::ZERO, Scalar::HALF).unwrap()),
+            )
+            .unwrap();
+            made.push(b);
+        }
+        (made, run(w, 60))
+    };
+    let expected = continue_run(&mut w);
+    // The last freed slot is reused first, with a bumped generation.
+    assert_eq!(expected.0[0].index, ids[7].index);
+    assert_ne!(expected.0[0], ids[7]);
+    let mut a = World::from_snapshot(&snap);
+    assert_eq!(continue_run(&mut a), expected);
+    let mut b = World::from_snapshot(&Snapshot::from_bytes(&snap.to_bytes()).unwrap());
+    assert!(!b.contains_body(ids[5]));
+    assert_eq!(continue_run(&mut b), expected);
+}
+
+// ---------------------------------------------------------------------------
+// 9. Property: restore at k + N steps == N steps straight, on random scenes
+// ---------------------------------------------------------------------------
+
+#[derive(Clone, Debug)]
+enum Geo {
+    /// Half-extents in cm.
+    Box(i64, i64),
+    /// Radius in cm.
+    Circle(i64),
+    /// Half-length and radius in cm.
+    Capsule(i64, i64),
+    /// Vertex count, circumradius in cm, rounding in cm, angle jitters in
+    /// thousandths of half the vertex spacing.
+    Poly(usize, i64, i64, Vec<i64>),
+}
+
+#[derive(Clone, Debug)]
+struct BodySpec {
+    geo: Geo,
+    kinematic: bool,
+    /// Position and velocity in cm and cm/s; angle and spin in mrad, mrad/s.
+    pos: (i64, i64),
+    angle: i64,
+    vel: (i64, i64),
+    spin: i64,
+    enable_sleep: bool,
+    awake: bool,
+    fixed_rotation: bool,
+    /// Friction and restitution in percent, density in tenths.
+    friction: i64,
+    restitution: i64,
+    density: i64,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Poke {
+    Impulse { body: usize, jx: i64, jy: i64 },
+    Destroy { body: usize },
+    Create { x: i64 },
+}
+
+#[derive(Clone, Debug)]
+struct SceneSpec {
+    bodies: Vec<BodySpec>,
+    world_sleep: bool,
+    /// Steps before the random restore point (lets calm scenes fall asleep).
+    warmup: usize,
+    /// An input applied at a step after the restore point, in both runs.
+    poke: Option<(usize, Poke)>,
+}
+
+fn geo_strategy() -> impl Strategy<Value = Geo> {
+    prop_oneof![
+        (10i64..100, 10i64..100).prop_map(|(a, b)| Geo::Box(a, b)),
+        (10i64..80).prop_map(Geo::Circle),
+        (5i64..100, 5i64..50).prop_map(|(l, r)| Geo::Capsule(l, r)),
+        (
+            3usize..=8,
+            20i64..100,
+            0i64..10,
+            prop::collection::vec(-900i64..900, 8)
+        )
+            .prop_map(|(n, r, round, j)| Geo::Poly(n, r, round, j)),
+    ]
+}
+
+fn body_strategy(calm: bool) -> impl Strategy<Value = BodySpec> {
+    let speed: i64 = if calm { 0 } else { 500 };
+    // Calm scenes start low so they come to rest within the warm-up.
+    let top: i64 = if calm { 400 } else { 1200 };
+    (
+        geo_strategy(),
+        prop::bool::weighted(0.08),
+        (-800i64..800, 50i64..top),
+        -3142i64..3142,
+        (-speed..=speed, -speed..=speed),
+        -3000i64..3000,
+        // One body that may not sleep keeps its whole island awake, so calm
+        // scenes make that rare.
+        prop::bool::weighted(if calm { 0.97 } else { 0.8 }),
+        prop::bool::weighted(0.9),
+        prop::bool::weighted(0.1),
+        (0i64..100, 0i64..100, 5i64..40),
+    )
+        .prop_map(
+            move |(
+                geo,
+                kinematic,
+                pos,
+                angle,
+                vel,
+                spin,
+                enable_sleep,
+                awake,
+                fixed_rotation,
+                (friction, restitution, density),
+            )| BodySpec {
+                geo,
+                kinematic,
+                pos,
+                angle,
+                vel,
+                spin: if calm { 0 } else { spin },
+                enable_sleep,
+                awake,
+                fixed_rotation,
+                friction,
+                restitution: if calm { 0 } else { restitution },
+                density,
+            },
+        )
+}
+
+fn poke_strategy() -> impl Strategy<Value = Poke> {
+    prop_oneof![
+        (0usize..64, -50i64..50, 0i64..80).prop_map(|(body, jx, jy)| Poke::Impulse {
+            body,
+            jx,
+            jy
+        }),
+        (0usize..64).prop_map(|body| Poke::Destroy { body }),
+        (-800i64..800).prop_map(|x| Poke::Create { x }),
+    ]
+}
+
+fn scene_strategy() -> impl Strategy<Value = SceneSpec> {
+    // Calm scenes start at rest with no bounce and get up to 5 s of warm-up,
+    // so many are (partly) asleep at the restore point.
+    prop::bool::ANY.prop_flat_map(|calm| {
+        (
+            prop::collection::vec(body_strategy(calm), 1..40),
+            prop::bool::weighted(0.85),
+            if calm { 0usize..300 } else { 0usize..30 },
+            prop::option::weighted(0.6, (0usize..120, poke_strategy())),
+        )
+            .prop_map(|(bodies, world_sleep, warmup, poke)| SceneSpec {
+                bodies,
+                world_sleep,
+                warmup,
+                poke,
+            })
+    })
+}
+
+fn cm(v: i64) -> Scalar {
+    Scalar::ratio(v, 100)
+}
+
+fn geometry(g: &Geo) -> ShapeGeometry {
+    match g {
+        Geo::Box(a, b) => ShapeGeometry::Polygon(Polygon::make_box(cm(*a), cm(*b))),
+        Geo::Circle(r) => ShapeGeometry::Circle(Circle::new(Vec2::ZERO, cm(*r)).unwrap()),
+        Geo::Capsule(l, r) => ShapeGeometry::Capsule(
+            Capsule::new(
+                Vec2::new(-cm(*l), Scalar::ZERO),
+                Vec2::new(cm(*l), Scalar::ZERO),
+                cm(*r),
+            )
+            .unwrap(),
+        ),
+        Geo::Poly(n, r, round, jitter) => {
+            // Points on a circle at increasing, distinct angles form a
+            // strictly convex polygon; jitter stays under half the spacing.
+            let step = std::f64::consts::TAU / *n as f64;
+            let pts: Vec<Vec2> = (0..*n)
+                .map(|i| {
+                    let a = step * i as f64 + step * 0.5 * jitter[i] as f64 / 1000.0;
+                    let r = *r as f64 / 100.0;
+                    Vec2::new(
+                        Scalar::from_f64(r * a.cos()).unwrap(),
+                        Scalar::from_f64(r * a.sin()).unwrap(),
+                    )
+                })
+                .collect();
+            ShapeGeometry::Polygon(Polygon::new(&pts, cm(*round)).unwrap())
+        }
+    }
+}
+
+fn build(spec: &SceneSpec) -> (World, Vec<BodyId>) {
+    let mut w = World::new(WorldDef {
+        enable_sleep: spec.world_sleep,
+        ..WorldDef::default()
+    })
+    .unwrap();
+    let ground = w
+        .create_body(&BodyDef::fixed(Vec2::from_ints(0, -1)))
+        .unwrap();
+    w.create_shape(
+        ground,
+        &ShapeDef::default(),
+        ShapeGeometry::Polygon(Polygon::make_box(fx(20), fx(1))),
+    )
+    .unwrap();
+    let mut ids = Vec::new();
+    for b in &spec.bodies {
+        let id = w
+            .create_body(&BodyDef {
+                kind: if b.kinematic {
+                    BodyKind::Kinematic
+                } else {
+                    BodyKind::Dynamic
+                },
+                position: Vec2::new(cm(b.pos.0), cm(b.pos.1)),
+                rotation: Rot::from_angle(Scalar::milli(b.angle)),
+                linear_velocity: Vec2::new(cm(b.vel.0), cm(b.vel.1)),
+                angular_velocity: Scalar::milli(b.spin),
+                enable_sleep: b.enable_sleep,
+                awake: b.awake,
+                fixed_rotation: b.fixed_rotation,
+                ..BodyDef::default()
+            })
+            .unwrap();
+        let def = ShapeDef {
+            density: Scalar::ratio(b.density, 10),
+            friction: cm(b.friction),
+            restitution: cm(b.restitution),
+            ..ShapeDef::default()
+        };
+        w.create_shape(id, &def, geometry(&b.geo)).unwrap();
+        ids.push(id);
+    }
+    (w, ids)
+}
+
+/// `n` steps from the restore point, applying the poke at its step.
+fn continue_scene(w: &mut World, ids: &[BodyId], spec: &SceneSpec, n: usize) -> Vec<u64> {
+    let mut out = Vec::with_capacity(n);
+    for j in 0..n {
+        if let Some((at, poke)) = spec.poke {
+            if at == j {
+                match poke {
+                    Poke::Impulse { body, jx, jy } => {
+                        let id = ids[body % ids.len()];
+                        let c = w.world_center(id).unwrap();
+                        w.apply_linear_impulse(id, Vec2::new(cm(jx), cm(jy)), c)
+                            .unwrap();
+                    }
+                    Poke::Destroy { body } => w.destroy_body(ids[body % ids.len()]).unwrap(),
+                    Poke::Create { x } => {
+                        let b = w
+                            .create_body(&BodyDef::dynamic(Vec2::new(cm(x), fx(4))))
+                            .unwrap();
+                        w.create_shape(
+                            b,
+                            &ShapeDef::default(),
+                            ShapeGeometry::Polygon(Polygon::make_box(Scalar::HALF, Scalar::HALF)),
+                        )
+                        .unwrap();
+                    }
+                }
+            }
+        }
+        w.step();
+        out.push(w.state_hash());
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        // Keep proptest from writing regression files into the source tree.
+        failure_persistence: None,
+        ..ProptestConfig::with_cases(24)
+    })]
+
+    #[test]
+    fn restore_then_n_steps_equals_n_steps_straight(spec in scene_strategy(), k in 0usize..120, n in 1usize..120) {
+        // Straight: one world, never snapshotted or restored.
+        let (mut straight, ids) = build(&spec);
+        steps(&mut straight, spec.warmup + k);
+        let expected = continue_scene(&mut straight, &ids, &spec, n);
+
+        // Snapshot at the same point in a second world.
+        let (mut w, ids2) = build(&spec);
+        prop_assert_eq!(&ids, &ids2);
+        steps(&mut w, spec.warmup + k);
+        let snap = w.snapshot();
+        let bytes = snap.to_bytes();
+
+        // Restored in place after stepping (and poking) elsewhere.
+        continue_scene(&mut w, &ids, &spec, n.min(37));
+        w.restore(&snap);
+        prop_assert_eq!(continue_scene(&mut w, &ids, &spec, n), expected.clone());
+
+        // A fresh world from the snapshot, and one from its bytes.
+        let mut fresh = World::from_snapshot(&snap);
+        prop_assert_eq!(continue_scene(&mut fresh, &ids, &spec, n), expected.clone());
+        let decoded = Snapshot::from_bytes(&bytes).unwrap();
+        prop_assert_eq!(decoded.to_bytes(), bytes);
+        let mut decoded_world = World::from_snapshot(&decoded);
+        prop_assert_eq!(continue_scene(&mut decoded_world, &ids, &spec, n), expected);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 10. Untrusted bytes
+// ---------------------------------------------------------------------------
+
+/// A small world with every kind of state in use: static, dynamic and
+/// kinematic bodies, all four shape kinds, touching contacts, a sleeping
+/// body, a freed body slot and a freed shape slot.
+fn small_world() -> World {
+    let mut w = World::default();
+    let g = w
+        .create_body(&BodyDef::fixed(Vec2::from_ints(0, -1)))
+        .unwrap();
+    w.create_shape(
+        g,
+        &ShapeDef::default(),
+        ShapeGeometry::Polygon(Polygon::make_box(fx(10), fx(1))),
+    )
+    .unwrap();
+    let seg = bitroom_sim::Segment::new(Vec2::from_ints(-10, 0), Vec2::from_ints(-5, 3)).unwrap();
+    w.create_shape(g, &ShapeDef::default(), ShapeGeometry::Segment(seg))
+        .unwrap();
+    let doomed = w
+        .create_body(&BodyDef::dynamic(Vec2::from_ints(5, 5)))
+        .unwrap();
+    w.create_shape(
+        doomed,
+        &ShapeDef::default(),
+        ShapeGeometry::Circle(Circle::new(Vec2::ZERO, Scalar::HALF).unwrap()),
+    )
+    .unwrap();
+    let b = w
+        .create_body(&BodyDef::dynamic(Vec2::new(Scalar::ZERO, Scalar::HALF)))
+        .unwrap();
+    w.create_shape(
+        b,
+        &ShapeDef::default(),
+        ShapeGeometry::Polygon(Polygon::make_box(Scalar::HALF, Scalar::HALF)),
+    )
+    .unwrap();
+    let c = w
+        .create_body(&BodyDef::dynamic(Vec2::from_ints(2, 1)))
+        .unwrap();
+    w.create_shape(
+        c,
+        &ShapeDef::default(),
+        ShapeGeometry::Circle(Circle::new(Vec2::ZERO, Scalar::HALF).unwrap()),
+    )
+    .unwrap();
+    let k = w
+        .create_body(&BodyDef {
+            kind: BodyKind::Kinematic,
+            position: Vec2::from_ints(-3, 2),
+            linear_velocity: Vec2::new(Scalar::ZERO, -Scalar::HALF),
+            ..BodyDef::default()
+        })
+        .unwrap();
+    let cap = Capsule::new(
+        Vec2::from_ints(-1, 0),
+        Vec2::from_ints(1, 0),
+        Scalar::ratio(1, 4),
+    )
+    .unwrap();
+    w.create_shape(k, &ShapeDef::default(), ShapeGeometry::Capsule(cap))
+        .unwrap();
+    let sleeper = w
+        .create_body(&BodyDef {
+            awake: false,
+            ..BodyDef::dynamic(Vec2::from_ints(6, 3))
+        })
+        .unwrap();
+    let tri = Polygon::new(
+        &[
+            Vec2::from_ints(0, 0),
+            Vec2::from_ints(1, 0),
+            Vec2::from_ints(0, 1),
+        ],
+        Scalar::ZERO,
+    )
+    .unwrap();
+    w.create_shape(sleeper, &ShapeDef::default(), ShapeGeometry::Polygon(tri))
+        .unwrap();
+    steps(&mut w, 20);
+    w.destroy_body(doomed).unwrap();
+    steps(&mut w, 2);
+    assert!(w.touching_contact_count() > 0);
+    w
+}
+
+/// Decodes untrusted bytes; if they are accepted, the world must step.
+/// Returns whether they were accepted; panics name the input.
+fn decode_and_step(bytes: &[u8], what: &str) -> bool {
+    let result = catch_unwind(AssertUnwindSafe(|| match Snapshot::from_bytes(bytes) {
+        Ok(snap) => {
+            let mut w = World::from_snapshot(&snap);
+            steps(&mut w, 10);
+            let _ = w.state_hash();
+            let _ = w.snapshot().to_bytes();
+            true
+        }
+        Err(_) => false,
+    }));
+    match result {
+        Ok(accepted) => accepted,
+        Err(_) => panic!("{what}: decoding or stepping panicked"),
+    }
+}
+
+#[test]
+fn empty_and_truncated_bytes_are_refused() {
+    assert!(Snapshot::from_bytes(&[]).is_err());
+    let bytes = small_world().snapshot().to_bytes();
+    assert!(Snapshot::from_bytes(&bytes).is_ok());
+    for len in 0..bytes.len() {
+        let r = catch_unwind(|| Snapshot::from_bytes(&bytes[..len]));
+        match r {
+            Ok(Err(_)) => {}
+            Ok(Ok(_)) => panic!("truncation to {len} of {} bytes was accepted", bytes.len()),
+            Err(_) => panic!("truncation to {len} bytes panicked"),
+        }
+    }
+}
+
+#[test]
+fn trailing_bytes_are_refused() {
+    let bytes = small_world().snapshot().to_bytes();
+    for extra in [1usize, 7, 100] {
+        let mut b = bytes.clone();
+        b.resize(bytes.len() + extra, 0);
+        match Snapshot::from_bytes(&b) {
+            Err(SnapshotError::Trailing(n)) => assert_eq!(n, extra),
+            other => panic!("{extra} trailing bytes: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn every_single_bit_flip_is_refused_or_steps_without_panicking() {
+    let bytes = small_world().snapshot().to_bytes();
+    let mut accepted = 0;
+    for i in 0..bytes.len() {
+        for bit in 0..8 {
+            let mut b = bytes.clone();
+            b[i] ^= 1 << bit;
+            accepted += usize::from(decode_and_step(&b, &format!("bit {bit} of byte {i}")));
+        }
+    }
+    // Most bits are physics values (any value decodes), so most flips must
+    // be accepted; this guards against a decoder that refuses everything.
+    assert!(
+        accepted > bytes.len() * 4,
+        "only {accepted} of {} flips accepted",
+        bytes.len() * 8
+    );
+}
+
+/// xorshift64*: a fixed pseudo-random sequence, so failures reproduce.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+#[test]
+fn random_byte_corruption_is_refused_or_steps_without_panicking() {
+    let bytes = small_world().snapshot().to_bytes();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for trial in 0..3000 {
+        let mut b = bytes.clone();
+        let count = 1 + rng.below(8);
+        let mut log = Vec::new();
+        for _ in 0..count {
+            let i = rng.below(b.len());
+            let v = rng.next() as u8;
+            b[i] = v;
+            log.push((i, v));
+        }
+        decode_and_step(&b, &format!("trial {trial}: bytes set {log:?}"));
+    }
+}
+
+/// Offset of the body-slot count: after the settings and the tick. An empty
+/// world's encoding is those plus six zero `u64` vector lengths.
+fn body_count_offset() -> usize {
+    let empty = World::default().snapshot().to_bytes();
+    assert!(
+        empty[empty.len() - 48..].iter().all(|&b| b == 0),
+        "layout changed: empty world does not end in six empty vectors"
+    );
+    empty.len() - 48
+}
+
+/// A `Vm*` field of /proc/self/status in KiB (Linux only).
+fn vm_kib(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn vm_peak_kib() -> Option<u64> {
+    vm_kib("VmPeak:")
+}
+
+const CHILD_ENV: &str = "BITROOM_SNAPSHOT_ALLOC_CHILD";
+
+/// Absurd vector lengths must be refused without reserving memory for them.
+///
+/// The memory check runs in a child process executing only this test, so
+/// other tests' threads cannot disturb the peak-virtual-memory reading.
+#[test]
+fn absurd_length_prefix_is_refused_without_huge_allocation() {
+    let off = body_count_offset();
+    let world = small_world();
+    let bytes = world.snapshot().to_bytes();
+    let slots = u64::from_le_bytes(bytes[off..off + 8].try_into().unwrap());
+    assert_eq!(
+        slots, 6,
+        "layout changed: body-slot count not at offset {off}"
+    );
+    let empty = World::default().snapshot().to_bytes();
+    let absurd = [
+        u64::MAX,
+        1 << 62,
+        1 << 40,
+        1 << 32,
+        MAX_SNAPSHOT_BYTES as u64,
+        10_000_000,
+        1_000_000,
+    ];
+    let before = vm_peak_kib();
+    for &len in &absurd {
+        let mut b = bytes.clone();
+        b[off..off + 8].copy_from_slice(&len.to_le_bytes());
+        assert!(
+            Snapshot::from_bytes(&b).is_err(),
+            "body count {len} accepted"
+        );
+        // Every vector length of an empty world.
+        for v in 0..6 {
+            let mut e = empty.clone();
+            let at = off + 8 * v;
+            e[at..at + 8].copy_from_slice(&len.to_le_bytes());
+            assert!(
+                Snapshot::from_bytes(&e).is_err(),
+                "vector {v} length {len} accepted"
+            );
+        }
+    }
+    if std::env::var_os(CHILD_ENV).is_some() {
+        // Alone in this process: the peak may only grow by a few MiB (serde
+        // preallocates at most 1 MiB per vector from an untrusted length).
+        // Reserving for even 10⁶ bodies would add ~200 MiB.
+        if let (Some(a), Some(b)) = (before, vm_peak_kib()) {
+            let grew = b.saturating_sub(a);
+            eprintln!("VmPeak grew by {grew} KiB");
+            assert!(
+                grew < 64 * 1024,
+                "decoding absurd lengths raised the peak virtual memory by {grew} KiB"
+            );
+            // Calibration: the probe does see a 256 MiB reservation (the
+            // peak may have had slack above the current size, so compare
+            // with the current size).
+            let size = vm_kib("VmSize:").unwrap();
+            let big = std::hint::black_box(Vec::<u8>::with_capacity(256 << 20));
+            let grew_big = vm_peak_kib().unwrap().saturating_sub(size);
+            assert!(
+                grew_big >= 200 * 1024,
+                "VmPeak probe is blind: a 256 MiB reservation raised it by {grew_big} KiB"
+            );
+            drop(big);
+        }
+        return;
+    }
+    if vm_peak_kib().is_none() {
+        return; // No /proc: the refusal checks above are all we can do.
+    }
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(exe)
+        .args([
+            "absurd_length_prefix_is_refused_without_huge_allocation",
+            "--exact",
+            "--test-threads=1",
+            "--nocapture",
+        ])
+        .env(CHILD_ENV, "1")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && text.contains("1 passed"),
+        "child check failed:\n{text}"
+    );
+}
+
+/// More than 64 MiB of genuine state is refused by the decoder's limit.
+#[test]
+fn snapshot_over_the_size_limit_is_refused() {
+    let mut w = World::default();
+    let per_body = {
+        let one = {
+            let mut v = World::default();
+            v.create_body(&BodyDef::dynamic(Vec2::ZERO)).unwrap();
+            v.snapshot().to_bytes().len()
+        };
+        one - World::default().snapshot().to_bytes().len()
+    };
+    // Shapeless bodies are the cheapest state to build.
+    let n = MAX_SNAPSHOT_BYTES / per_body + 1000;
+    for i in 0..n {
+        w.create_body(&BodyDef::dynamic(Vec2::new(
+            Scalar::ratio(i as i64 % 1000, 10),
+            Scalar::ratio(i as i64 / 1000, 10),
+        )))
+        .unwrap();
+    }
+    let bytes = w.snapshot().to_bytes();
+    assert!(bytes.len() > MAX_SNAPSHOT_BYTES);
+    assert!(
+        Snapshot::from_bytes(&bytes).is_err(),
+        "{} bytes accepted",
+        bytes.len()
+    );
+}
+
+// ---------------------------------------------------------------------------
+// 11. Figures (run with --ignored --nocapture)
+// ---------------------------------------------------------------------------
+
+/// Prints size and timing figures for the world's snapshot.
+fn report(w: &World, label: &str) {
+    use std::time::Instant;
+    let empty = World::default().snapshot().to_bytes().len();
+    let (body_bytes, shape_bytes) = {
+        let mut v = World::default();
+        let b = v.create_body(&BodyDef::dynamic(Vec2::ZERO)).unwrap();
+        let bare = v.snapshot().to_bytes().len() - empty;
+        let half = Scalar::HALF;
+        let geo = ShapeGeometry::Polygon(Polygon::make_box(half, half));
+        v.create_shape(b, &ShapeDef::default(), geo).unwrap();
+        (bare, v.snapshot().to_bytes().len() - empty - bare)
+    };
+    let snap = w.snapshot();
+    let bytes = snap.to_bytes();
+    let bodies = w.body_count();
+    let awake = awake_count(w);
+    let contact_bytes = bytes.len() - empty - bodies * (body_bytes + shape_bytes);
+    println!(
+        "{label}: {} bytes, {:.0} bytes/body; body slot {body_bytes} B, box shape slot {shape_bytes} B, \
+         {} contacts ({} touching) ≈ {:.0} B each; {awake} of {bodies} awake",
+        bytes.len(),
+        (bytes.len() - empty) as f64 / bodies as f64,
+        w.contact_count(),
+        w.touching_contact_count(),
+        contact_bytes as f64 / w.contact_count().max(1) as f64,
+    );
+    let iters = 200;
+    let time = |what: &str, f: &mut dyn FnMut()| {
+        f(); // warm up
+        let t = Instant::now();
+        for _ in 0..iters {
+            f();
+        }
+        println!(
+            "  {what}: {:.1} µs",
+            t.elapsed().as_secs_f64() * 1e6 / f64::from(iters)
+        );
+    };
+    let mut target = World::default();
+    time("snapshot() + restore()", &mut || {
+        let s = std::hint::black_box(w.snapshot());
+        target.restore(&s);
+    });
+    time("snapshot()", &mut || {
+        std::hint::black_box(w.snapshot());
+    });
+    time("restore()", &mut || {
+        target.restore(std::hint::black_box(&snap))
+    });
+    time("to_bytes() + from_bytes()", &mut || {
+        let b = snap.to_bytes();
+        std::hint::black_box(Snapshot::from_bytes(&b).unwrap());
+    });
+    time("to_bytes()", &mut || {
+        std::hint::black_box(snap.to_bytes());
+    });
+    time("from_bytes()", &mut || {
+        std::hint::black_box(Snapshot::from_bytes(&bytes).unwrap());
+    });
+    time("state_hash()", &mut || {
+        std::hint::black_box(w.state_hash());
+    });
+    assert_eq!(target.state_hash(), w.state_hash());
+}
+
+#[test]
+#[ignore = "measurement: prints sizes and timings"]
+fn measure_snapshot_size_and_speed() {
+    use std::time::Instant;
+    let mut w = World::default();
+    let g = w
+        .create_body(&BodyDef::fixed(Vec2::from_ints(0, -1)))
+        .unwrap();
+    let ground = ShapeGeometry::Polygon(Polygon::make_box(fx(40), fx(1)));
+    w.create_shape(g, &ShapeDef::default(), ground).unwrap();
+    // 1000 boxes in a 50 × 20 grid, 10 cm apart, the lowest 10 cm up.
+    for i in 0..1000 {
+        let (col, row) = (i % 50, i / 50);
+        let x = Scalar::ratio(11 * col - 270, 10);
+        let y = Scalar::ratio(11 * row + 6, 10);
+        let b = w.create_body(&BodyDef::dynamic(Vec2::new(x, y))).unwrap();
+        let geo = ShapeGeometry::Polygon(Polygon::make_box(Scalar::HALF, Scalar::HALF));
+        w.create_shape(b, &ShapeDef::default(), geo).unwrap();
+    }
+    let t = Instant::now();
+    steps(&mut w, 300);
+    println!(
+        "stepping: {:.3} ms/step over the first 300 steps",
+        t.elapsed().as_secs_f64() * 1e3 / 300.0
+    );
+    report(&w, "1000 boxes after 300 steps");
+    steps(&mut w, 600);
+    report(&w, "1000 boxes after 900 steps");
+}
