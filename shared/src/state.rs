@@ -69,12 +69,43 @@ pub enum SnapshotError {
     Invalid(&'static str),
 }
 
-struct HashWriter(Xxh3);
+/// Feeds the encoding into XXH3 in 4 KiB chunks: the encoder writes a few
+/// bytes at a time, and XXH3's streaming digest does not depend on how the
+/// input is chunked, so buffering only saves per-call overhead.
+struct HashWriter {
+    hasher: Xxh3,
+    buf: [u8; 4096],
+    len: usize,
+}
+
+impl HashWriter {
+    fn new() -> HashWriter {
+        HashWriter {
+            hasher: Xxh3::new(),
+            buf: [0; 4096],
+            len: 0,
+        }
+    }
+
+    fn digest(mut self) -> u64 {
+        self.hasher.update(&self.buf[..self.len]);
+        self.hasher.digest()
+    }
+}
 
 impl bincode::enc::write::Writer for HashWriter {
     #[inline]
     fn write(&mut self, bytes: &[u8]) -> Result<(), bincode::error::EncodeError> {
-        self.0.update(bytes);
+        if self.len + bytes.len() > self.buf.len() {
+            self.hasher.update(&self.buf[..self.len]);
+            self.len = 0;
+            if bytes.len() > self.buf.len() {
+                self.hasher.update(bytes);
+                return Ok(());
+            }
+        }
+        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
         Ok(())
     }
 }
@@ -82,10 +113,10 @@ impl bincode::enc::write::Writer for HashWriter {
 impl World {
     /// XXH3-64 of the canonical encoding of the state (see the module docs).
     pub fn state_hash(&self) -> u64 {
-        let mut w = HashWriter(Xxh3::new());
+        let mut w = HashWriter::new();
         // Encoding plain data into a hasher cannot fail.
         bincode::serde::encode_into_writer(&self.state, &mut w, CONFIG).expect("state encodes");
-        w.0.digest()
+        w.digest()
     }
 
     /// Saves the complete state.
@@ -95,7 +126,7 @@ impl World {
         }
     }
 
-    /// Replaces the state with a saved one (reusing allocations).
+    /// Replaces the state with a saved one, reusing this world's allocations.
     pub fn restore(&mut self, snapshot: &Snapshot) {
         self.state.clone_from(&snapshot.state);
     }

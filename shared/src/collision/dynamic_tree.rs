@@ -30,12 +30,29 @@ impl Node {
 }
 
 /// A dynamic bounding volume tree.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct DynamicTree {
     nodes: Vec<Node>,
     root: u32,
     free: Vec<u32>,
     stack: Vec<u32>,
+}
+
+impl Clone for DynamicTree {
+    fn clone(&self) -> DynamicTree {
+        DynamicTree {
+            nodes: self.nodes.clone(),
+            root: self.root,
+            free: self.free.clone(),
+            stack: Vec::new(),
+        }
+    }
+
+    fn clone_from(&mut self, o: &DynamicTree) {
+        self.nodes.clone_from(&o.nodes);
+        self.root = o.root;
+        self.free.clone_from(&o.free);
+    }
 }
 
 impl DynamicTree {

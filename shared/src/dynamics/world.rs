@@ -90,7 +90,7 @@ pub enum WorldError {
 
 /// Everything that affects the future of a world. Serialized for snapshots
 /// and hashed for [`World::state_hash`]; see `state.rs` for the encoding.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct WorldState {
     pub settings: WorldDef,
     pub tick: u64,
@@ -107,6 +107,39 @@ pub(crate) struct WorldState {
     pub static_tree: DynamicTree,
     #[serde(skip)]
     pub dynamic_tree: DynamicTree,
+}
+
+impl Clone for WorldState {
+    fn clone(&self) -> WorldState {
+        WorldState {
+            settings: self.settings,
+            tick: self.tick,
+            bodies: self.bodies.clone(),
+            free_bodies: self.free_bodies.clone(),
+            shapes: self.shapes.clone(),
+            free_shapes: self.free_shapes.clone(),
+            contacts: self.contacts.clone(),
+            moved: self.moved.clone(),
+            static_tree: self.static_tree.clone(),
+            dynamic_tree: self.dynamic_tree.clone(),
+        }
+    }
+
+    /// Field-wise `clone_from`: every vector keeps its allocation and the
+    /// plain-data elements are copied in bulk, so a rollback restore costs a
+    /// few memcpys and no allocation.
+    fn clone_from(&mut self, o: &WorldState) {
+        self.settings = o.settings;
+        self.tick = o.tick;
+        self.bodies.clone_from(&o.bodies);
+        self.free_bodies.clone_from(&o.free_bodies);
+        self.shapes.clone_from(&o.shapes);
+        self.free_shapes.clone_from(&o.free_shapes);
+        self.contacts.clone_from(&o.contacts);
+        self.moved.clone_from(&o.moved);
+        self.static_tree.clone_from(&o.static_tree);
+        self.dynamic_tree.clone_from(&o.dynamic_tree);
+    }
 }
 
 /// Scratch memory reused between steps; never state.
