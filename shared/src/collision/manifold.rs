@@ -160,14 +160,29 @@ pub fn collide_circles(a: &Circle, xf_a: Transform, b: &Circle, xf_b: Transform)
     let xf = xf_a.inv_mul(xf_b);
     let pa = a.center;
     let pb = xf.apply(b.center);
-    let (dist, n) = normalize_or(pb - pa, Vec2::new(Scalar::ZERO, Scalar::ONE));
-    let sep = dist - a.radius - b.radius;
+    let up = Vec2::new(Scalar::ZERO, Scalar::ONE);
+    point_between_discs(pa, a.radius, pb, b.radius, up, xf_a, xf_b)
+}
+
+/// One contact point between two discs at `pa` and `pb` (A's local frame);
+/// `fallback` is the normal when the centres coincide.
+fn point_between_discs(
+    pa: Vec2,
+    ra: Scalar,
+    pb: Vec2,
+    rb: Scalar,
+    fallback: Vec2,
+    xf_a: Transform,
+    xf_b: Transform,
+) -> Manifold {
+    let (dist, n) = normalize_or(pb - pa, fallback);
+    let sep = dist - ra - rb;
     let mut m = Manifold::default();
     if sep > SPECULATIVE_DISTANCE {
         return m;
     }
-    let ca = pa.mul_add(a.radius, n);
-    let cb = pb.mul_sub(b.radius, n);
+    let ca = pa.mul_add(ra, n);
+    let cb = pb.mul_sub(rb, n);
     m.normal = n;
     m.push(ca.lerp(cb, Scalar::HALF), sep, 0);
     m.finish(xf_a, xf_b, Vec2::ZERO)
@@ -193,17 +208,8 @@ pub fn collide_capsule_circle(
     } else {
         p1.mul_add(s1 / e.dot(e), e)
     };
-    let (dist, n) = normalize_or(pb - pa, e.left_perp().normalize());
-    let sep = dist - a.radius - b.radius;
-    let mut m = Manifold::default();
-    if sep > SPECULATIVE_DISTANCE {
-        return m;
-    }
-    let ca = pa.mul_add(a.radius, n);
-    let cb = pb.mul_sub(b.radius, n);
-    m.normal = n;
-    m.push(ca.lerp(cb, Scalar::HALF), sep, 0);
-    m.finish(xf_a, xf_b, Vec2::ZERO)
+    let side = e.left_perp().normalize();
+    point_between_discs(pa, a.radius, pb, b.radius, side, xf_a, xf_b)
 }
 
 /// Polygon (possibly rounded) against circle.

@@ -63,6 +63,23 @@ impl BodyState {
     };
 }
 
+impl BodyState {
+    /// Velocity of the point at offset `r` from the centre of mass.
+    #[inline(always)]
+    pub fn velocity_at(&self, r: Vec2) -> Vec2 {
+        self.v + Vec2::scalar_cross(self.w, r)
+    }
+}
+
+/// Applies impulse `p` at offsets `ra`, `rb`: `−p` to A, `+p` to B.
+#[inline(always)]
+fn apply_impulse(sa: &mut BodyState, sb: &mut BodyState, ra: Vec2, rb: Vec2, p: Vec2) {
+    sa.v = sa.v.mul_sub(sa.inv_mass, p);
+    sa.w -= sa.inv_inertia * ra.cross(p);
+    sb.v = sb.v.mul_add(sb.inv_mass, p);
+    sb.w += sb.inv_inertia * rb.cross(p);
+}
+
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct ConstraintPoint {
     pub anchor_a: Vec2,
@@ -118,10 +135,7 @@ pub(crate) fn warm_start(constraints: &[ContactConstraint], states: &mut [BodySt
         let tangent = c.normal.right_perp();
         for cp in &c.points[..c.count as usize] {
             let p = c.normal * cp.normal_impulse + tangent * cp.tangent_impulse;
-            sa.w -= sa.inv_inertia * cp.anchor_a.cross(p);
-            sa.v = sa.v.mul_sub(sa.inv_mass, p);
-            sb.w += sb.inv_inertia * cp.anchor_b.cross(p);
-            sb.v = sb.v.mul_add(sb.inv_mass, p);
+            apply_impulse(&mut sa, &mut sb, cp.anchor_a, cp.anchor_b, p);
         }
         store(states, c.a, c.b, &sa, &sb);
     }
@@ -155,7 +169,7 @@ pub(crate) fn solve_contacts(
                 impulse_scale = c.softness.impulse_scale;
             }
             let (ra, rb) = (cp.anchor_a, cp.anchor_b);
-            let dv = (sb.v + Vec2::scalar_cross(sb.w, rb)) - (sa.v + Vec2::scalar_cross(sa.w, ra));
+            let dv = sb.velocity_at(rb) - sa.velocity_at(ra);
             let vn = dv.dot(normal);
             let impulse =
                 -cp.normal_mass * mass_scale * (vn + bias) - impulse_scale * cp.normal_impulse;
@@ -164,14 +178,11 @@ pub(crate) fn solve_contacts(
             cp.normal_impulse = new_impulse;
             cp.max_normal_impulse = cp.max_normal_impulse.max(applied);
             let p = normal * applied;
-            sa.v = sa.v.mul_sub(sa.inv_mass, p);
-            sa.w -= sa.inv_inertia * ra.cross(p);
-            sb.v = sb.v.mul_add(sb.inv_mass, p);
-            sb.w += sb.inv_inertia * rb.cross(p);
+            apply_impulse(&mut sa, &mut sb, ra, rb, p);
         }
         for cp in &mut c.points[..c.count as usize] {
             let (ra, rb) = (cp.anchor_a, cp.anchor_b);
-            let dv = (sb.v + Vec2::scalar_cross(sb.w, rb)) - (sa.v + Vec2::scalar_cross(sa.w, ra));
+            let dv = sb.velocity_at(rb) - sa.velocity_at(ra);
             let vt = dv.dot(tangent);
             let impulse = -cp.tangent_mass * vt;
             let max_friction = c.friction * cp.normal_impulse;
@@ -179,10 +190,7 @@ pub(crate) fn solve_contacts(
             let applied = new_impulse - cp.tangent_impulse;
             cp.tangent_impulse = new_impulse;
             let p = tangent * applied;
-            sa.v = sa.v.mul_sub(sa.inv_mass, p);
-            sa.w -= sa.inv_inertia * ra.cross(p);
-            sb.v = sb.v.mul_add(sb.inv_mass, p);
-            sb.w += sb.inv_inertia * rb.cross(p);
+            apply_impulse(&mut sa, &mut sb, ra, rb, p);
         }
         store(states, c.a, c.b, &sa, &sb);
     }
@@ -205,7 +213,7 @@ pub(crate) fn apply_restitution(
                 continue;
             }
             let (ra, rb) = (cp.anchor_a, cp.anchor_b);
-            let dv = (sb.v + Vec2::scalar_cross(sb.w, rb)) - (sa.v + Vec2::scalar_cross(sa.w, ra));
+            let dv = sb.velocity_at(rb) - sa.velocity_at(ra);
             let vn = dv.dot(normal);
             let impulse = -cp.normal_mass * (vn + c.restitution * cp.relative_velocity);
             let new_impulse = (cp.normal_impulse + impulse).max(Scalar::ZERO);
@@ -213,10 +221,7 @@ pub(crate) fn apply_restitution(
             cp.normal_impulse = new_impulse;
             cp.max_normal_impulse = cp.max_normal_impulse.max(applied);
             let p = normal * applied;
-            sa.v = sa.v.mul_sub(sa.inv_mass, p);
-            sa.w -= sa.inv_inertia * ra.cross(p);
-            sb.v = sb.v.mul_add(sb.inv_mass, p);
-            sb.w += sb.inv_inertia * rb.cross(p);
+            apply_impulse(&mut sa, &mut sb, ra, rb, p);
         }
         store(states, c.a, c.b, &sa, &sb);
     }

@@ -1152,8 +1152,7 @@ impl World {
                 let rta = ra.cross(tangent);
                 let rtb = rb.cross(tangent);
                 let kt = ma + mb + ia * rta * rta + ib * rtb * rtb;
-                let dv =
-                    (sb.v + Vec2::scalar_cross(sb.w, rb)) - (sa.v + Vec2::scalar_cross(sa.w, ra));
+                let dv = sb.velocity_at(rb) - sa.velocity_at(ra);
                 cc.points[k] = ConstraintPoint {
                     anchor_a: ra,
                     anchor_b: rb,
