@@ -94,6 +94,19 @@ pub(crate) struct ConstraintPoint {
 }
 
 /// A contact prepared for solving.
+impl ConstraintPoint {
+    /// Adds `impulse` to the accumulated normal impulse, clamped so the
+    /// contact only pushes; returns the impulse actually applied.
+    #[inline(always)]
+    fn accumulate_normal(&mut self, impulse: Scalar) -> Scalar {
+        let new_impulse = (self.normal_impulse + impulse).max(Scalar::ZERO);
+        let applied = new_impulse - self.normal_impulse;
+        self.normal_impulse = new_impulse;
+        self.max_normal_impulse = self.max_normal_impulse.max(applied);
+        applied
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct ContactConstraint {
     /// Index of the contact in the world's contact list.
@@ -173,11 +186,7 @@ pub(crate) fn solve_contacts(
             let vn = dv.dot(normal);
             let impulse =
                 -cp.normal_mass * mass_scale * (vn + bias) - impulse_scale * cp.normal_impulse;
-            let new_impulse = (cp.normal_impulse + impulse).max(Scalar::ZERO);
-            let applied = new_impulse - cp.normal_impulse;
-            cp.normal_impulse = new_impulse;
-            cp.max_normal_impulse = cp.max_normal_impulse.max(applied);
-            let p = normal * applied;
+            let p = normal * cp.accumulate_normal(impulse);
             apply_impulse(&mut sa, &mut sb, ra, rb, p);
         }
         for cp in &mut c.points[..c.count as usize] {
@@ -216,11 +225,7 @@ pub(crate) fn apply_restitution(
             let dv = sb.velocity_at(rb) - sa.velocity_at(ra);
             let vn = dv.dot(normal);
             let impulse = -cp.normal_mass * (vn + c.restitution * cp.relative_velocity);
-            let new_impulse = (cp.normal_impulse + impulse).max(Scalar::ZERO);
-            let applied = new_impulse - cp.normal_impulse;
-            cp.normal_impulse = new_impulse;
-            cp.max_normal_impulse = cp.max_normal_impulse.max(applied);
-            let p = normal * applied;
+            let p = normal * cp.accumulate_normal(impulse);
             apply_impulse(&mut sa, &mut sb, ra, rb, p);
         }
         store(states, c.a, c.b, &sa, &sb);

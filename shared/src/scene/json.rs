@@ -15,7 +15,7 @@
 // Float edge: scene parsing only; conversion is exact IEEE rounding, identical on every target.
 
 use std::cell::Cell;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
@@ -900,7 +900,7 @@ fn world_def(w: Option<&WorldTracked>) -> Result<WorldDef, SceneError> {
 fn build_world(scene: &SceneJson) -> Result<World, SceneError> {
     let def = world_def(scene.world.as_ref())?;
     let mut world = World::new(def).map_err(|e| invalid(&Location::World, e.to_string()))?;
-    let mut ids: HashMap<&str, usize> = HashMap::new();
+    let mut ids: BTreeMap<&str, usize> = BTreeMap::new();
     for (index, body) in scene.bodies.0.iter().enumerate() {
         if let Some(id) = &body.id {
             if id.len() > MAX_ID_BYTES {
