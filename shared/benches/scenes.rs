@@ -60,5 +60,33 @@ fn scenes(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, scenes, snapshot_1000);
+fn math(c: &mut Criterion) {
+    use bitroom_sim::math::{atan2, sin_cos, sqrt};
+    use bitroom_sim::Scalar;
+    use std::hint::black_box;
+    // 1024 angles/arguments spread over the Q32.32 range used by the step.
+    let mut r = 0x9E37_79B9_7F4A_7C15u64;
+    let inputs: Vec<Scalar> = (0..1024)
+        .map(|_| {
+            r ^= r << 13;
+            r ^= r >> 7;
+            r ^= r << 17;
+            Scalar::from_bits(r as i64 >> 29)
+        })
+        .collect();
+    let mut group = c.benchmark_group("math");
+    let mut i = 0usize;
+    let mut next = move || {
+        i = (i + 1) & 1023;
+        inputs[i]
+    };
+    group.bench_function("sqrt", |b| b.iter(|| sqrt(black_box(next().abs()))));
+    group.bench_function("sin_cos", |b| b.iter(|| sin_cos(black_box(next()))));
+    group.bench_function("atan2", |b| {
+        b.iter(|| atan2(black_box(next()), black_box(next())))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, scenes, snapshot_1000, math);
 criterion_main!(benches);

@@ -98,28 +98,16 @@ pub fn collide(a: &ShapeGeometry, xf_a: Transform, b: &ShapeGeometry, xf_b: Tran
         (G::Capsule(a), G::Circle(b)) => collide_capsule_circle(a, xf_a, b, xf_b),
         (G::Polygon(a), G::Circle(b)) => collide_polygon_circle(a, xf_a, b, xf_b),
         (G::Segment(s), G::Circle(b)) => {
-            let cap = Capsule {
-                c1: s.p1,
-                c2: s.p2,
-                radius: Scalar::ZERO,
-            };
+            let cap = s.to_capsule();
             collide_capsule_circle(&cap, xf_a, b, xf_b)
         }
         (G::Capsule(a), G::Capsule(b)) => collide_capsules(a, xf_a, b, xf_b),
         (G::Segment(s), G::Capsule(b)) => {
-            let cap = Capsule {
-                c1: s.p1,
-                c2: s.p2,
-                radius: Scalar::ZERO,
-            };
+            let cap = s.to_capsule();
             collide_capsules(&cap, xf_a, b, xf_b)
         }
         (G::Capsule(a), G::Segment(s)) => {
-            let cap = Capsule {
-                c1: s.p1,
-                c2: s.p2,
-                radius: Scalar::ZERO,
-            };
+            let cap = s.to_capsule();
             collide_capsules(a, xf_a, &cap, xf_b)
         }
         (G::Circle(_), _) | (G::Capsule(_), G::Polygon(_)) | (G::Segment(_), G::Polygon(_)) => {

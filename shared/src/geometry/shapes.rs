@@ -157,6 +157,15 @@ impl Segment {
         Ok(Segment { p1, p2 })
     }
 
+    /// The segment as a capsule of radius zero (for capsule collision).
+    pub fn to_capsule(&self) -> Capsule {
+        Capsule {
+            c1: self.p1,
+            c2: self.p2,
+            radius: Scalar::ZERO,
+        }
+    }
+
     /// The segment as a two-vertex polygon (for polygon collision).
     pub fn to_polygon(&self) -> Polygon {
         Polygon::from_ccw(&[self.p1, self.p2], Scalar::ZERO)

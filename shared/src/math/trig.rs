@@ -468,40 +468,4 @@ mod tests {
             );
         }
     }
-
-    /// Rough timing; run with
-    /// `cargo test --release -p bitroom-sim --lib math::trig -- --ignored --nocapture`.
-    #[test]
-    #[ignore]
-    fn bench_ns_per_call() {
-        use std::hint::black_box;
-        use std::time::Instant;
-        let n = 20_000_000u32;
-        let mut r = 1u64;
-        let inputs: Vec<Scalar> = (0..1024)
-            .map(|_| Scalar::from_bits(xorshift(&mut r) as i64 >> 29))
-            .collect();
-        let t = Instant::now();
-        let mut acc = Scalar::ZERO;
-        for i in 0..n {
-            let (s, c) = sin_cos(black_box(inputs[i as usize & 1023]));
-            acc += s + c;
-        }
-        let sc = t.elapsed().as_nanos() as f64 / f64::from(n);
-        black_box(acc);
-        let t = Instant::now();
-        for i in 0..n {
-            let a = inputs[i as usize & 1023];
-            acc += atan2(black_box(a), black_box(inputs[(i as usize + 7) & 1023]));
-        }
-        let at = t.elapsed().as_nanos() as f64 / f64::from(n);
-        black_box(acc);
-        let t = Instant::now();
-        for i in 0..n {
-            acc += normalize_angle(black_box(inputs[i as usize & 1023]));
-        }
-        let na = t.elapsed().as_nanos() as f64 / f64::from(n);
-        black_box(acc);
-        println!("sin_cos {sc:.2} ns, atan2 {at:.2} ns, normalize_angle (out of range) {na:.2} ns");
-    }
 }

@@ -75,17 +75,25 @@ fn ground(w: &mut World, half_width: i32) {
 pub fn pyramid(rows: i32) -> World {
     let mut w = World::default();
     ground(&mut w, 40);
-    let half = Scalar::HALF;
+    // Centred on x = 0: the bottom row's first box sits at 0.5 − rows/2.
+    box_pyramid(&mut w, rows, Scalar::HALF * fx(1 - rows), Scalar::ZERO);
+    w
+}
+
+/// Adds a pyramid of 1 m boxes, `base` in the bottom row, the first bottom
+/// box centred at `x0`, the bottom row standing on height `y0`. Level `i`
+/// holds boxes `k = i..base` at `(x0 + k − i/2, y0 + i + 1/2)`, created level
+/// by level, left to right (the order the benchmark scenes specify).
+fn box_pyramid(w: &mut World, base: i32, x0: Scalar, y0: Scalar) {
     let sd = ShapeDef::default();
-    for i in 0..rows {
-        let y = fx(i) + half;
-        for j in i..rows {
-            // Row i spans x = -rows/2 + 0.5 + 0.5 i ... with 1 m spacing.
-            let x = fx(j - i) + Scalar::HALF * fx(i + 1) - Scalar::HALF * fx(rows);
-            boxed(&mut w, BodyKind::Dynamic, Vec2::new(x, y), half, half, &sd);
+    let half = Scalar::HALF;
+    for i in 0..base {
+        let y = y0 + fx(i) + half;
+        for k in i..base {
+            let x = x0 + fx(k) - half * fx(i);
+            boxed(w, BodyKind::Dynamic, Vec2::new(x, y), half, half, &sd);
         }
     }
-    w
 }
 
 /// A column of `count` 1 m boxes on a ground box.
@@ -195,22 +203,8 @@ pub fn large_pyramid() -> World {
         fx(1),
         &ShapeDef::default(),
     );
-    let base = 100;
-    let sd = ShapeDef::default();
-    for i in 0..base {
-        let y = fx(i) + Scalar::HALF;
-        for j in i..base {
-            let x = Scalar::HALF * fx(i + 1) + fx(j - i) - fx(50);
-            boxed(
-                &mut w,
-                BodyKind::Dynamic,
-                Vec2::new(x, y),
-                Scalar::HALF,
-                Scalar::HALF,
-                &sd,
-            );
-        }
-    }
+    // Row i spans x = −49.5 + i/2 … 49.5 − i/2.
+    box_pyramid(&mut w, 100, fx(-99) * Scalar::HALF, Scalar::ZERO);
     w
 }
 
@@ -229,25 +223,9 @@ pub fn many_pyramids() -> World {
         w.create_shape(ground, &ShapeDef::default(), ShapeGeometry::Segment(seg))
             .expect("segment shape");
     }
-    let sd = ShapeDef::default();
     for r in 0..rows {
-        let y0 = fx(11 * r);
         for c in 0..cols {
-            let cx = fx(-110 + 11 * c + 1);
-            for i in 0..base {
-                for k in i..base {
-                    let x = cx + fx(k) - Scalar::HALF * fx(i);
-                    let y = y0 + fx(i) + Scalar::HALF;
-                    boxed(
-                        &mut w,
-                        BodyKind::Dynamic,
-                        Vec2::new(x, y),
-                        Scalar::HALF,
-                        Scalar::HALF,
-                        &sd,
-                    );
-                }
-            }
+            box_pyramid(&mut w, base, fx(-110 + 11 * c + 1), fx(11 * r));
         }
     }
     w
