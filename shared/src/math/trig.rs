@@ -231,6 +231,8 @@ pub fn normalize_angle(a: Scalar) -> Scalar {
     Scalar::from_bits(if r <= -pi || r > pi { pi } else { r })
 }
 
+// Test-only float edge: f64 is the reference the error bounds are measured
+// against; nothing in this module steps.
 #[cfg(test)]
 mod tests {
     use super::*;
