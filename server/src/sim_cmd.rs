@@ -1,5 +1,8 @@
 //! `bitroom-server sim`: run a scene headless.
 
+use bitroom_sim::game::bots::{Bot, Strategy};
+use bitroom_sim::game::sandbox::Sandbox;
+use bitroom_sim::game::{Game, InputSet, SlotEvent, SyncTest};
 use bitroom_sim::scene::{build_named, parse_scene, SCENE_NAMES};
 use bitroom_sim::World;
 use clap::Args;
@@ -29,6 +32,16 @@ pub struct SimArgs {
     /// Benchmark mode: time every step and report min / median ms per step.
     #[arg(long)]
     bench: bool,
+    /// Sync test: play the sandbox game on the scene with bot players,
+    /// rolling back K ticks after every tick and comparing state hashes.
+    #[arg(long, value_name = "K")]
+    synctest: Option<u32>,
+    /// Bot players in --synctest mode.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u8).range(1..=32))]
+    players: u8,
+    /// Seed of the bots' inputs in --synctest mode.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
 }
 
 /// Exit code for bad input (unknown scene, invalid file).
@@ -79,6 +92,9 @@ pub fn run(args: SimArgs) -> ExitCode {
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     };
+    if let Some(k) = args.synctest {
+        return synctest(&args, world, k);
+    }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let every = args.hash_every.filter(|&k| k > 0);
@@ -189,4 +205,70 @@ pub fn state_json(w: &World) -> String {
 /// Draws the world to a PNG or SVG file, chosen by extension.
 pub fn render(w: &World, path: &std::path::Path) -> Result<(), String> {
     crate::render::render_to_file(w, path)
+}
+
+/// The sandbox rules on a loaded scene (the default arena keeps its own
+/// fingerprint so it matches `serve`).
+pub fn rules_for(scene: &str, world: World) -> Sandbox {
+    if scene == "arena" {
+        Sandbox::default()
+    } else {
+        Sandbox::with_world(scene, &(), world)
+    }
+}
+
+fn synctest(args: &SimArgs, world: World, k: u32) -> ExitCode {
+    if k == 0 {
+        eprintln!("error: --synctest needs K >= 1");
+        return ExitCode::from(EXIT_BAD_INPUT);
+    }
+    let rules = rules_for(&args.scene, world);
+    let players = args.players;
+    let mut test = SyncTest::new(Game::new(rules, players), k);
+    let mut bots: Vec<Bot> = (0..players)
+        .map(|i| {
+            let strategy =
+                [Strategy::Random, Strategy::Chaser, Strategy::Circle][usize::from(i) % 3];
+            Bot::new(strategy, args.seed.wrapping_add(u64::from(i)))
+        })
+        .collect();
+    let start = Instant::now();
+    for t in 1..=args.steps {
+        let mut set = InputSet::with_inputs(
+            bots.iter_mut()
+                .enumerate()
+                .map(|(i, b)| b.next_input(test.game(), i as u8))
+                .collect(),
+        );
+        // Players join one per tick from tick 1.
+        if t <= u64::from(players) {
+            set.events.push(SlotEvent::Join((t - 1) as u8));
+        }
+        test.step(set);
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let r = test.report();
+    println!(
+        "synctest scene {} K {} players {} ticks {} rollbacks {} states compared {} mismatches {} hash {:016x} ({:.1} ticks/s)",
+        args.scene,
+        k,
+        players,
+        r.ticks,
+        r.rollbacks,
+        r.checked,
+        r.mismatches.len(),
+        test.game().state_hash(),
+        r.ticks as f64 / secs.max(1e-9)
+    );
+    for m in r.mismatches.iter().take(10) {
+        println!(
+            "mismatch at tick {}: first {:016x} resimulated {:016x}",
+            m.tick, m.first, m.resimulated
+        );
+    }
+    if r.mismatches.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }

@@ -1,6 +1,7 @@
 //! bitroom-sim: deterministic fixed-point 2D rigid-body simulation.
 pub mod collision;
 pub mod dynamics;
+pub mod game;
 pub mod geometry;
 pub mod math;
 pub mod scene;

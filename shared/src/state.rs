@@ -39,7 +39,7 @@ use bincode::config::{Configuration, Fixint, LittleEndian, NoLimit};
 use xxhash_rust::xxh3::Xxh3;
 
 /// The canonical encoding (no size limit; decoding adds one).
-const CONFIG: Configuration<LittleEndian, Fixint, NoLimit> = bincode::config::standard()
+pub(crate) const CONFIG: Configuration<LittleEndian, Fixint, NoLimit> = bincode::config::standard()
     .with_fixed_int_encoding()
     .with_little_endian();
 
@@ -113,10 +113,12 @@ impl bincode::enc::write::Writer for HashWriter {
 impl World {
     /// XXH3-64 of the canonical encoding of the state (see the module docs).
     pub fn state_hash(&self) -> u64 {
-        let mut w = HashWriter::new();
-        // Encoding plain data into a hasher cannot fail.
-        bincode::serde::encode_into_writer(&self.state, &mut w, CONFIG).expect("state encodes");
-        w.digest()
+        hash_state(&self.state)
+    }
+
+    /// Saves into an existing snapshot, reusing its allocations.
+    pub fn snapshot_into(&self, into: &mut Snapshot) {
+        into.state.clone_from(&self.state);
     }
 
     /// Saves the complete state.
@@ -137,7 +139,19 @@ impl World {
     }
 }
 
+fn hash_state(state: &WorldState) -> u64 {
+    let mut w = HashWriter::new();
+    // Encoding plain data into a hasher cannot fail.
+    bincode::serde::encode_into_writer(state, &mut w, CONFIG).expect("state encodes");
+    w.digest()
+}
+
 impl Snapshot {
+    /// The state hash of the saved state (equal to the world's at the time).
+    pub fn state_hash(&self) -> u64 {
+        hash_state(&self.state)
+    }
+
     /// Tick at which the snapshot was taken.
     pub fn tick(&self) -> u64 {
         self.state.tick

@@ -84,6 +84,52 @@ fn golden_many_pyramids() {
     check("many_pyramids");
 }
 
+/// The sandbox game with four bot players (random, chaser, circle, random)
+/// on the default arena: covers the game layer, input application, aim
+/// trigonometry and grabbing, on top of the world.
+#[test]
+fn golden_sandbox_game() {
+    use bitroom_sim::game::bots::{Bot, Strategy};
+    use bitroom_sim::game::sandbox::Sandbox;
+    use bitroom_sim::game::{Game, InputSet, SlotEvent};
+    let mut game = Game::new(Sandbox::default(), 4);
+    let strategies = [
+        Strategy::Random,
+        Strategy::Chaser,
+        Strategy::Circle,
+        Strategy::Random,
+    ];
+    let mut bots: Vec<Bot> = (0..4)
+        .map(|i| Bot::new(strategies[i], 7 + i as u64))
+        .collect();
+    let mut acc = 0u64;
+    for t in 1..=SANDBOX_TICKS {
+        let inputs = (0..4u8)
+            .map(|i| bots[usize::from(i)].next_input(&game, i))
+            .collect();
+        let mut set = InputSet::with_inputs(inputs);
+        if t <= 4 {
+            set.events.push(SlotEvent::Join((t - 1) as u8));
+        }
+        game.step(&set);
+        if t % 50 == 0 {
+            acc = acc.rotate_left(7) ^ game.state_hash();
+        }
+    }
+    let got = acc.rotate_left(7) ^ game.state_hash();
+    println!("GOLDEN sandbox-game {SANDBOX_TICKS} {got:016x}");
+    if std::env::var_os("BITROOM_BLESS").is_some() {
+        return;
+    }
+    assert_eq!(
+        got, SANDBOX_GAME,
+        "golden hash of the sandbox game changed: got {got:#018x}"
+    );
+}
+
+const SANDBOX_TICKS: u64 = 240;
+const SANDBOX_GAME: u64 = 0x6809127fd120f96e;
+
 /// Small enough for Miri (big-endian s390x emulation): a short stack run.
 #[test]
 fn miri_stack_short() {

@@ -16,6 +16,7 @@ pub const SCENE_NAMES: &[&str] = &[
     "large_pyramid",
     "many_pyramids",
     "smash",
+    "arena",
 ];
 
 /// Builds a named scene, or `None` for an unknown name.
@@ -28,6 +29,7 @@ pub fn build_named(name: &str) -> Option<World> {
         "large_pyramid" => large_pyramid(),
         "many_pyramids" => many_pyramids(),
         "smash" => smash(),
+        "arena" => crate::game::sandbox::arena(&crate::game::sandbox::SandboxConfig::default()),
         _ => return None,
     };
     Some(w)
