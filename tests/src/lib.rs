@@ -1,2 +1,4 @@
-//! End-to-end tests across the bitroom crates live in `tests/tests/`.
-//! The simulated network harness will live here once the netcode lands.
+//! bitroom-tests: end-to-end tests across the crates, and the simulated
+//! network harness they share ([`netsim`]).
+
+pub mod netsim;

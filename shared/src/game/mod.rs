@@ -313,6 +313,21 @@ impl<R: Rules> Game<R> {
         self.slots.len() as u8
     }
 
+    /// The inputs applied at the current tick, one per slot (the default
+    /// input for free slots): the base for delta-coding the next tick's.
+    pub fn current_inputs(&self) -> Vec<PlayerInput> {
+        self.slots
+            .iter()
+            .map(|s| {
+                if s.active {
+                    s.prev_input
+                } else {
+                    PlayerInput::default()
+                }
+            })
+            .collect()
+    }
+
     /// The rules' game-wide state.
     pub fn state(&self) -> &R::State {
         &self.state

@@ -83,7 +83,7 @@ impl<R: Rules> Timeline<R> {
         let confirmed = game.tick();
         ring[(confirmed % cap as u64) as usize] = Some(game.snapshot());
         Timeline {
-            last_confirmed: vec![PlayerInput::default(); usize::from(game.slot_count())],
+            last_confirmed: game.slots().iter().map(|s| s.prev_input).collect(),
             game,
             ring,
             entries: BTreeMap::new(),
@@ -102,7 +102,7 @@ impl<R: Rules> Timeline<R> {
         self.confirmed = snap.tick();
         self.entries.clear();
         self.pending = None;
-        self.last_confirmed = vec![PlayerInput::default(); usize::from(snap.slot_count())];
+        self.last_confirmed = self.game.slots().iter().map(|s| s.prev_input).collect();
         self.save();
     }
 

@@ -1,0 +1,484 @@
+//! Wire messages and their codec.
+//!
+//! Every message is serde + bincode 2 in the fixed-int little-endian
+//! configuration, decoded with a size limit and refused when bytes are left
+//! over. Two channels:
+//!
+//! | channel | client → server | server → client |
+//! |---|---|---|
+//! | unreliable datagrams (≤ [`MAX_DATAGRAM`] bytes) | [`ClientDatagram`]: input batches (the last unacked inputs, redundantly), frame acks, pings | [`ServerDatagram`]: tick frames, pongs |
+//! | one reliable ordered stream, each message framed by a `u32` LE length (≤ [`MAX_RELIABLE`]) | [`ClientReliable`]: hello, desync report, leave | [`ServerReliable`]: welcome, snapshot chunks, kick |
+//!
+//! Per-tick traffic is input-driven: a tick frame carries the inputs that
+//! *changed* since the previous tick (a slot mask plus those inputs), the
+//! join / leave events, the state hash, an input ack and timing feedback,
+//! so downstream bandwidth depends on players, not on bodies.
+
+use bincode::config::{Configuration, Fixint, LittleEndian, NoLimit};
+use bitroom_sim::game::{PlayerInput, SlotEvent, MAX_SLOTS};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Protocol version; a mismatch refuses the client.
+pub const PROTOCOL_VERSION: u32 = 1;
+/// Largest datagram we send or accept (quinn's initial max is 1162).
+pub const MAX_DATAGRAM: usize = 1150;
+/// Largest reliable message (a snapshot chunk, a desync report).
+pub const MAX_RELIABLE: usize = 8 << 20;
+/// Snapshot bytes per chunk.
+pub const SNAPSHOT_CHUNK: usize = 256 << 10;
+/// Largest snapshot a client reassembles.
+pub const MAX_SNAPSHOT_TOTAL: usize = 64 << 20;
+/// Most inputs in one batch.
+pub const MAX_BATCH_INPUTS: usize = 32;
+/// Most join / leave events in one tick frame.
+pub const MAX_FRAME_EVENTS: usize = 64;
+/// Longest room name and player name (bytes).
+pub const MAX_NAME: usize = 64;
+
+const CONFIG: Configuration<LittleEndian, Fixint, NoLimit> = bincode::config::standard()
+    .with_fixed_int_encoding()
+    .with_little_endian();
+
+/// A message that did not decode.
+#[derive(Debug, thiserror::Error)]
+pub enum CodecError {
+    /// Longer than the channel allows.
+    #[error("message of {len} bytes exceeds the limit of {limit}")]
+    TooLarge {
+        /// Bytes received.
+        len: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// Malformed or truncated.
+    #[error("malformed message: {0}")]
+    Decode(#[from] bincode::error::DecodeError),
+    /// Bytes left over.
+    #[error("message has {0} trailing bytes")]
+    Trailing(usize),
+    /// Decoded but breaks a rule (named).
+    #[error("invalid message: {0}")]
+    Invalid(&'static str),
+}
+
+/// Client hello: the first reliable message.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    /// [`PROTOCOL_VERSION`] of the client.
+    pub version: u32,
+    /// Fingerprint of the client's rules and scene.
+    pub rules: u64,
+    /// Room to join (created on first join).
+    pub room: String,
+    /// Display name.
+    pub name: String,
+    /// Watch only: no slot, no inputs.
+    pub spectator: bool,
+    /// Token from an earlier welcome: reclaims that slot.
+    pub reconnect: Option<u64>,
+}
+
+/// A desync seen by a client: its hash differs from the server's.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DesyncReport {
+    /// The first tick whose hash differed.
+    pub tick: u64,
+    /// The client's hash.
+    pub client_hash: u64,
+    /// The server's hash.
+    pub server_hash: u64,
+    /// The client's game snapshot at that tick (empty if unavailable or too
+    /// large to send).
+    pub state: Vec<u8>,
+}
+
+/// Client → server, reliable.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ClientReliable {
+    /// Join request.
+    Hello(Hello),
+    /// Desync report; the server answers with a fresh snapshot.
+    Desync(DesyncReport),
+    /// The player leaves for good (the slot is freed at once).
+    Leave,
+}
+
+/// Which frames a client holds: every tick up to `through`, plus tick
+/// `through + 2 + i` for every set bit `i` of `later`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FrameAck {
+    /// Newest tick received with all before it.
+    pub through: u32,
+    /// Receipt of the 32 ticks after `through + 1`.
+    pub later: u32,
+}
+
+/// A player's recent inputs, sent every tick, redundantly until acked.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputBatch {
+    /// The slot the client plays (checked against its connection).
+    pub slot: u8,
+    /// Tick of `inputs[0]`.
+    pub first_tick: u32,
+    /// Consecutive inputs from `first_tick` (at most [`MAX_BATCH_INPUTS`]).
+    pub inputs: Vec<PlayerInput>,
+    /// Frames received.
+    pub ack: FrameAck,
+}
+
+/// Client → server, unreliable.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ClientDatagram {
+    /// Inputs plus frame acks.
+    Inputs(InputBatch),
+    /// Frame acks only (spectators, or a player before it has a slot).
+    Ack(FrameAck),
+    /// RTT probe; answered with a pong echoing `time`.
+    Ping {
+        /// Client's clock (µs), echoed back.
+        time: u64,
+    },
+}
+
+/// The changed inputs of a tick: `mask` bit `i` set means slot `i` changed,
+/// and `inputs` lists the new inputs in slot order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputChanges {
+    /// Changed slots.
+    pub mask: u32,
+    /// Their inputs, lowest slot first.
+    pub inputs: Vec<PlayerInput>,
+}
+
+/// The authoritative inputs and hash of one tick, per client.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TickFrame {
+    /// The tick (the state after stepping with these inputs).
+    pub tick: u32,
+    /// Game state hash at `tick`.
+    pub hash: u64,
+    /// Newest input tick the server holds from this client.
+    pub input_ack: u32,
+    /// How early this client's latest inputs arrived before they were
+    /// needed, in units of 100 µs (negative: late).
+    pub input_lead: i16,
+    /// Inputs that differ from the previous tick's.
+    pub changes: Option<InputChanges>,
+    /// Join / leave events of the tick.
+    pub events: Option<Vec<SlotEvent>>,
+}
+
+/// Server → client, unreliable.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ServerDatagram {
+    /// A tick frame (sent once, resent when not acked in time).
+    Frame(TickFrame),
+    /// Answer to a ping.
+    Pong {
+        /// The ping's `time`.
+        time: u64,
+    },
+}
+
+/// Accepted into a room.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Welcome {
+    /// The server's protocol version.
+    pub version: u32,
+    /// The slot assigned, `None` for spectators.
+    pub slot: Option<u8>,
+    /// Seats in the room.
+    pub slots: u8,
+    /// Server tick when the welcome was sent.
+    pub tick: u64,
+    /// Ticks per second.
+    pub tick_rate: u32,
+    /// Present it in a later hello to reclaim this slot.
+    pub token: u64,
+}
+
+/// One piece of a game snapshot.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotChunk {
+    /// Tick of the snapshot.
+    pub tick: u64,
+    /// Game state hash at that tick (checked after decoding).
+    pub state_hash: u64,
+    /// Size of the whole snapshot.
+    pub total_len: u32,
+    /// XXH3-64 of the whole snapshot's bytes.
+    pub bytes_hash: u64,
+    /// Where this chunk starts.
+    pub offset: u32,
+    /// The bytes.
+    pub data: Vec<u8>,
+}
+
+/// Why a connection is closed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum KickReason {
+    /// Protocol versions differ.
+    VersionMismatch {
+        /// Server's version.
+        server: u32,
+        /// Client's version.
+        client: u32,
+    },
+    /// Rules or scene differ (a different build or scene file).
+    RulesMismatch {
+        /// Server's fingerprint.
+        server: u64,
+        /// Client's fingerprint.
+        client: u64,
+    },
+    /// No free slot.
+    RoomFull,
+    /// The server has too many rooms.
+    TooManyRooms,
+    /// No hello in time.
+    HandshakeTimeout,
+    /// A message broke the protocol.
+    BadMessage(String),
+    /// Too many messages.
+    Flood,
+    /// The same slot was reclaimed by a new connection.
+    Replaced,
+    /// The room stopped.
+    RoomClosed(String),
+    /// The server is shutting down.
+    ServerShutdown,
+    /// The client left.
+    Left,
+}
+
+impl fmt::Display for KickReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KickReason::VersionMismatch { server, client } => write!(
+                f,
+                "protocol version mismatch: server speaks {server}, client speaks {client}"
+            ),
+            KickReason::RulesMismatch { server, client } => write!(
+                f,
+                "rules/scene mismatch: server {server:016x}, client {client:016x} (different build or scene)"
+            ),
+            KickReason::RoomFull => f.write_str("room is full"),
+            KickReason::TooManyRooms => f.write_str("server has too many rooms"),
+            KickReason::HandshakeTimeout => f.write_str("no hello before the handshake timeout"),
+            KickReason::BadMessage(m) => write!(f, "bad message: {m}"),
+            KickReason::Flood => f.write_str("too many messages"),
+            KickReason::Replaced => f.write_str("slot reclaimed by a newer connection"),
+            KickReason::RoomClosed(m) => write!(f, "room closed: {m}"),
+            KickReason::ServerShutdown => f.write_str("server shutting down"),
+            KickReason::Left => f.write_str("left"),
+        }
+    }
+}
+
+/// Server → client, reliable.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ServerReliable {
+    /// Accepted; a snapshot follows.
+    Welcome(Welcome),
+    /// A piece of a game snapshot (join or resync).
+    Snapshot(SnapshotChunk),
+    /// Closed, with the reason.
+    Kick(KickReason),
+}
+
+fn encode<T: Serialize>(msg: &T) -> Vec<u8> {
+    bincode::serde::encode_to_vec(msg, CONFIG).expect("messages encode")
+}
+
+fn decode<T: DeserializeOwned, const LIMIT: usize>(bytes: &[u8]) -> Result<T, CodecError> {
+    if bytes.len() > LIMIT {
+        return Err(CodecError::TooLarge {
+            len: bytes.len(),
+            limit: LIMIT,
+        });
+    }
+    let (msg, used) = bincode::serde::decode_from_slice(bytes, CONFIG.with_limit::<LIMIT>())?;
+    if used != bytes.len() {
+        return Err(CodecError::Trailing(bytes.len() - used));
+    }
+    Ok(msg)
+}
+
+fn check_name(s: &str, what: &'static str) -> Result<(), CodecError> {
+    if s.len() > MAX_NAME || s.chars().any(char::is_control) {
+        return Err(CodecError::Invalid(what));
+    }
+    Ok(())
+}
+
+/// Rules every decoded message must satisfy beyond its shape.
+trait Validate {
+    fn validate(&self) -> Result<(), CodecError>;
+}
+
+impl Validate for ClientReliable {
+    fn validate(&self) -> Result<(), CodecError> {
+        if let ClientReliable::Hello(h) = self {
+            check_name(&h.room, "room name too long or has control characters")?;
+            check_name(&h.name, "player name too long or has control characters")?;
+            if h.room.is_empty() {
+                return Err(CodecError::Invalid("empty room name"));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Validate for ClientDatagram {
+    fn validate(&self) -> Result<(), CodecError> {
+        if let ClientDatagram::Inputs(b) = self {
+            if b.inputs.len() > MAX_BATCH_INPUTS {
+                return Err(CodecError::Invalid("too many inputs in a batch"));
+            }
+            if b.slot >= MAX_SLOTS {
+                return Err(CodecError::Invalid("slot out of range"));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Validate for ServerDatagram {
+    fn validate(&self) -> Result<(), CodecError> {
+        if let ServerDatagram::Frame(f) = self {
+            if let Some(c) = &f.changes {
+                if c.inputs.len() != c.mask.count_ones() as usize {
+                    return Err(CodecError::Invalid("input mask and input count differ"));
+                }
+            }
+            if let Some(e) = &f.events {
+                if e.len() > MAX_FRAME_EVENTS {
+                    return Err(CodecError::Invalid("too many events in a frame"));
+                }
+                let slot = |e: &SlotEvent| match *e {
+                    SlotEvent::Join(s) | SlotEvent::Leave(s) => s,
+                };
+                if e.iter().any(|e| slot(e) >= MAX_SLOTS) {
+                    return Err(CodecError::Invalid("event slot out of range"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Validate for ServerReliable {
+    fn validate(&self) -> Result<(), CodecError> {
+        match self {
+            ServerReliable::Welcome(w) => {
+                if w.slots > MAX_SLOTS || w.slot.is_some_and(|s| s >= w.slots) {
+                    return Err(CodecError::Invalid("welcome slot out of range"));
+                }
+                if w.tick_rate == 0 || w.tick_rate > 1000 {
+                    return Err(CodecError::Invalid("tick rate out of range"));
+                }
+            }
+            ServerReliable::Snapshot(c) => {
+                let end = c.offset as usize + c.data.len();
+                if c.total_len as usize > MAX_SNAPSHOT_TOTAL || end > c.total_len as usize {
+                    return Err(CodecError::Invalid("snapshot chunk out of range"));
+                }
+            }
+            ServerReliable::Kick(_) => {}
+        }
+        Ok(())
+    }
+}
+
+macro_rules! codec {
+    ($ty:ty, $limit:expr, $enc:ident, $dec:ident) => {
+        /// Encodes the message.
+        pub fn $enc(msg: &$ty) -> Vec<u8> {
+            encode(msg)
+        }
+
+        /// Decodes untrusted bytes, with the channel's size limit.
+        ///
+        /// # Errors
+        /// Oversized, malformed, truncated or invalid input.
+        pub fn $dec(bytes: &[u8]) -> Result<$ty, CodecError> {
+            let msg: $ty = decode::<$ty, { $limit }>(bytes)?;
+            msg.validate()?;
+            Ok(msg)
+        }
+    };
+}
+
+codec!(
+    ClientReliable,
+    MAX_RELIABLE,
+    encode_client_reliable,
+    decode_client_reliable
+);
+codec!(
+    ClientDatagram,
+    MAX_DATAGRAM,
+    encode_client_datagram,
+    decode_client_datagram
+);
+codec!(
+    ServerReliable,
+    MAX_RELIABLE,
+    encode_server_reliable,
+    decode_server_reliable
+);
+codec!(
+    ServerDatagram,
+    MAX_DATAGRAM,
+    encode_server_datagram,
+    decode_server_datagram
+);
+
+/// Splits a reliable byte stream into messages: each is a `u32` LE length
+/// followed by that many bytes. Lengths above [`MAX_RELIABLE`] are an error
+/// before anything is buffered for them.
+#[derive(Debug, Default)]
+pub struct StreamFramer {
+    buf: Vec<u8>,
+}
+
+impl StreamFramer {
+    /// Frames a message for the stream.
+    pub fn frame(msg: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(msg.len() + 4);
+        // Our own messages are below MAX_RELIABLE < 4 GiB.
+        out.extend_from_slice(&(msg.len() as u32).to_le_bytes());
+        out.extend_from_slice(msg);
+        out
+    }
+
+    /// Adds received bytes.
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// The next complete message, if any.
+    ///
+    /// # Errors
+    /// A declared length above [`MAX_RELIABLE`].
+    pub fn next_message(&mut self) -> Result<Option<Vec<u8>>, CodecError> {
+        let Some(head) = self.buf.first_chunk::<4>() else {
+            return Ok(None);
+        };
+        let len = u32::from_le_bytes(*head) as usize;
+        if len > MAX_RELIABLE {
+            return Err(CodecError::TooLarge {
+                len,
+                limit: MAX_RELIABLE,
+            });
+        }
+        if self.buf.len() < 4 + len {
+            return Ok(None);
+        }
+        let msg = self.buf[4..4 + len].to_vec();
+        self.buf.drain(..4 + len);
+        Ok(Some(msg))
+    }
+}

@@ -1,0 +1,910 @@
+//! `ServerRoom`: the authoritative room as a sans-IO state machine.
+//!
+//! The IO shell tells the room about connections, bytes and time; the room
+//! steps the game when told (`tick`), never waits for anyone (a missing
+//! input repeats the slot's last input; a late one is dropped and counted),
+//! and queues outgoing bytes per connection ([`Output`]).
+
+use crate::messages::*;
+use crate::{widen_tick, Micros};
+use bitroom_sim::game::{Game, InputSet, PlayerInput, Rules, SlotEvent};
+use std::collections::{BTreeMap, VecDeque};
+use xxhash_rust::xxh3::xxh3_64;
+
+/// A transport connection, numbered by the shell.
+pub type ConnId = u64;
+
+/// Room settings.
+#[derive(Clone, Debug)]
+pub struct RoomConfig {
+    /// Player seats (at most 32).
+    pub max_players: u8,
+    /// Most spectators.
+    pub max_spectators: u32,
+    /// Ticks per second.
+    pub tick_rate: u32,
+    /// Time to say hello after connecting.
+    pub handshake_timeout: Micros,
+    /// How long a dropped player's slot is kept for a reconnect.
+    pub reconnect_grace: Micros,
+    /// Inputs further ahead than this many ticks are refused.
+    pub max_input_ahead: u32,
+    /// Ticks of frames kept for resending; a client further behind resyncs.
+    pub history: u32,
+    /// Seed for reconnect tokens.
+    pub seed: u64,
+}
+
+impl Default for RoomConfig {
+    fn default() -> RoomConfig {
+        RoomConfig {
+            max_players: 8,
+            max_spectators: 16,
+            tick_rate: 60,
+            handshake_timeout: 5_000_000,
+            reconnect_grace: 10_000_000,
+            max_input_ahead: 120,
+            history: 240,
+            seed: 0x5eed,
+        }
+    }
+}
+
+/// Bytes for the shell to move.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// A message for the connection's reliable stream (unframed; frame it
+    /// with [`StreamFramer::frame`]).
+    Reliable {
+        /// Destination.
+        conn: ConnId,
+        /// The encoded message.
+        bytes: Vec<u8>,
+    },
+    /// An unreliable datagram.
+    Datagram {
+        /// Destination.
+        conn: ConnId,
+        /// The encoded message.
+        bytes: Vec<u8>,
+    },
+    /// Close the connection after sending what is queued for it.
+    Close {
+        /// The connection.
+        conn: ConnId,
+        /// Why (already sent as a kick message).
+        reason: KickReason,
+    },
+}
+
+/// Something the shell may want to log, record or count.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RoomEvent {
+    /// A client was accepted.
+    Joined {
+        /// Its connection.
+        conn: ConnId,
+        /// Its slot (`None`: spectator).
+        slot: Option<u8>,
+        /// Its name.
+        name: String,
+        /// Whether it reclaimed a slot.
+        reconnect: bool,
+    },
+    /// A client is gone.
+    Left {
+        /// Its connection.
+        conn: ConnId,
+        /// Its slot.
+        slot: Option<u8>,
+        /// Why.
+        reason: KickReason,
+    },
+    /// A client reported a desync (it is being resynced).
+    Desync {
+        /// Its connection.
+        conn: ConnId,
+        /// Its slot.
+        slot: Option<u8>,
+        /// The report, with the client's state.
+        report: DesyncReport,
+    },
+    /// A message was refused.
+    Rejected {
+        /// From.
+        conn: ConnId,
+        /// What was wrong.
+        what: Rejection,
+    },
+}
+
+/// Kinds of refused input, counted in [`RoomStats`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rejection {
+    /// Bytes that do not decode.
+    Malformed,
+    /// Inputs for a slot the connection does not own (or from a spectator).
+    WrongSlot,
+    /// Inputs too far in the future.
+    TooFarAhead,
+    /// Over the datagram rate limit.
+    RateLimited,
+    /// A message not allowed in the connection's state.
+    Unexpected,
+}
+
+/// Counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RoomStats {
+    /// Ticks stepped.
+    pub ticks: u64,
+    /// Connected players.
+    pub players: u32,
+    /// Connected spectators.
+    pub spectators: u32,
+    /// Inputs that arrived after their tick was simulated.
+    pub late_inputs: u64,
+    /// Ticks at which a connected player's input was missing (repeated).
+    pub missing_inputs: u64,
+    /// Datagrams that did not decode.
+    pub malformed: u64,
+    /// Input batches for another slot.
+    pub wrong_slot: u64,
+    /// Input batches too far ahead.
+    pub too_far_ahead: u64,
+    /// Datagrams over the rate limit.
+    pub rate_limited: u64,
+    /// Messages not allowed in the connection's state.
+    pub unexpected: u64,
+    /// Desync reports received.
+    pub desyncs: u64,
+    /// Frames resent.
+    pub resent_frames: u64,
+    /// Snapshots sent (joins and resyncs).
+    pub snapshots: u64,
+    /// Bytes received (datagrams and reliable messages).
+    pub bytes_in: u64,
+    /// Bytes queued for sending.
+    pub bytes_out: u64,
+}
+
+#[derive(Debug)]
+enum Phase {
+    Hello { since: Micros },
+    Active,
+}
+
+#[derive(Debug)]
+struct Client {
+    phase: Phase,
+    slot: Option<u8>,
+    /// Every frame up to this tick is held by the client.
+    acked: u64,
+    later: u32,
+    /// Frames `acked + 1 ..` sent so far.
+    sent: VecDeque<Sent>,
+    srtt: Micros,
+    input_lead: i16,
+    tokens: u32,
+    refilled: Micros,
+    dropped_window: u32,
+    window_start: Micros,
+    last_desync: Option<Micros>,
+}
+
+/// Send record of one frame.
+#[derive(Clone, Copy, Debug)]
+struct Sent {
+    first: Micros,
+    last: Micros,
+    sampled: bool,
+}
+
+#[derive(Debug, Default)]
+struct Seat {
+    taken: bool,
+    owner: Option<ConnId>,
+    token: u64,
+    reserved_until: Option<Micros>,
+    inputs: BTreeMap<u64, PlayerInput>,
+    input_ack: u64,
+    last: PlayerInput,
+}
+
+#[derive(Debug)]
+struct HistFrame {
+    tick: u64,
+    hash: u64,
+    changes: Option<InputChanges>,
+    events: Option<Vec<SlotEvent>>,
+}
+
+/// The authoritative room (see the module docs).
+#[derive(Debug)]
+pub struct ServerRoom<R: Rules> {
+    config: RoomConfig,
+    game: Game<R>,
+    start: Micros,
+    clients: BTreeMap<ConnId, Client>,
+    seats: Vec<Seat>,
+    queued_events: Vec<SlotEvent>,
+    prev_inputs: Vec<PlayerInput>,
+    history: VecDeque<HistFrame>,
+    last_inputs: InputSet,
+    out: VecDeque<Output>,
+    events: VecDeque<RoomEvent>,
+    stats: RoomStats,
+    rng: u64,
+}
+
+impl<R: Rules> ServerRoom<R> {
+    /// A room whose tick 0 is at `now`.
+    pub fn new(rules: R, config: RoomConfig, now: Micros) -> ServerRoom<R> {
+        let slots = config.max_players.clamp(1, bitroom_sim::game::MAX_SLOTS);
+        let game = Game::new(rules, slots);
+        ServerRoom {
+            prev_inputs: game.current_inputs(),
+            seats: (0..slots).map(|_| Seat::default()).collect(),
+            rng: config.seed ^ 0x9E37_79B9_7F4A_7C15,
+            config,
+            game,
+            start: now,
+            clients: BTreeMap::new(),
+            queued_events: Vec::new(),
+            history: VecDeque::new(),
+            last_inputs: InputSet::default(),
+            out: VecDeque::new(),
+            events: VecDeque::new(),
+            stats: RoomStats::default(),
+        }
+    }
+
+    /// The authoritative game.
+    pub fn game(&self) -> &Game<R> {
+        &self.game
+    }
+
+    /// The current tick.
+    pub fn tick_number(&self) -> u64 {
+        self.game.tick()
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> RoomStats {
+        let mut s = self.stats;
+        s.players = 0;
+        s.spectators = 0;
+        for c in self.clients.values() {
+            if matches!(c.phase, Phase::Active) {
+                match c.slot {
+                    Some(_) => s.players += 1,
+                    None => s.spectators += 1,
+                }
+            }
+        }
+        s
+    }
+
+    /// Settings.
+    pub fn config(&self) -> &RoomConfig {
+        &self.config
+    }
+
+    /// Connections (any phase).
+    pub fn connection_count(&self) -> usize {
+        self.clients.len()
+    }
+
+    /// The inputs of the latest tick (for recording).
+    pub fn last_inputs(&self) -> &InputSet {
+        &self.last_inputs
+    }
+
+    /// When tick `t` is due: `start + t / tick_rate` seconds.
+    pub fn deadline(&self, t: u64) -> Micros {
+        self.start + t * 1_000_000 / u64::from(self.config.tick_rate)
+    }
+
+    /// Next queued output.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    /// Next event.
+    pub fn poll_event(&mut self) -> Option<RoomEvent> {
+        self.events.pop_front()
+    }
+
+    fn next_token(&mut self) -> u64 {
+        // splitmix64 over the seeded counter.
+        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn send_reliable(&mut self, conn: ConnId, msg: &ServerReliable) {
+        let bytes = encode_server_reliable(msg);
+        self.stats.bytes_out += bytes.len() as u64 + 4;
+        self.out.push_back(Output::Reliable { conn, bytes });
+    }
+
+    fn send_datagram(&mut self, conn: ConnId, msg: &ServerDatagram) {
+        let bytes = encode_server_datagram(msg);
+        self.stats.bytes_out += bytes.len() as u64;
+        self.out.push_back(Output::Datagram { conn, bytes });
+    }
+
+    fn reject(&mut self, conn: ConnId, what: Rejection) {
+        match what {
+            Rejection::Malformed => self.stats.malformed += 1,
+            Rejection::WrongSlot => self.stats.wrong_slot += 1,
+            Rejection::TooFarAhead => self.stats.too_far_ahead += 1,
+            Rejection::RateLimited => self.stats.rate_limited += 1,
+            Rejection::Unexpected => self.stats.unexpected += 1,
+        }
+        self.events.push_back(RoomEvent::Rejected { conn, what });
+    }
+
+    /// A new transport connection; it must say hello in time.
+    pub fn handle_connect(&mut self, now: Micros, conn: ConnId) {
+        let rate = self.config.tick_rate;
+        self.clients.insert(
+            conn,
+            Client {
+                phase: Phase::Hello { since: now },
+                slot: None,
+                acked: 0,
+                later: 0,
+                sent: VecDeque::new(),
+                srtt: 100_000,
+                input_lead: 0,
+                tokens: rate * 2,
+                refilled: now,
+                dropped_window: 0,
+                window_start: now,
+                last_desync: None,
+            },
+        );
+    }
+
+    /// Closes a connection with a reason sent to the client first.
+    pub fn kick(&mut self, conn: ConnId, reason: KickReason) {
+        if !self.clients.contains_key(&conn) {
+            return;
+        }
+        self.send_reliable(conn, &ServerReliable::Kick(reason.clone()));
+        self.out.push_back(Output::Close {
+            conn,
+            reason: reason.clone(),
+        });
+        self.drop_client(conn, reason, false);
+    }
+
+    /// Kicks everyone (shutdown, or the room closing).
+    pub fn kick_all(&mut self, reason: KickReason) {
+        let conns: Vec<ConnId> = self.clients.keys().copied().collect();
+        for c in conns {
+            self.kick(c, reason.clone());
+        }
+    }
+
+    /// The transport connection is gone (timeout, close, reset).
+    pub fn handle_disconnect(&mut self, now: Micros, conn: ConnId) {
+        let grace = now + self.config.reconnect_grace;
+        if let Some(c) = self.clients.get(&conn) {
+            if let Some(s) = c.slot {
+                let seat = &mut self.seats[usize::from(s)];
+                if seat.owner == Some(conn) {
+                    seat.owner = None;
+                    seat.reserved_until = Some(grace);
+                }
+            }
+        }
+        self.drop_client(conn, KickReason::Left, true);
+    }
+
+    fn drop_client(&mut self, conn: ConnId, reason: KickReason, keep_seat: bool) {
+        let Some(c) = self.clients.remove(&conn) else {
+            return;
+        };
+        if let Some(s) = c.slot {
+            let seat = &mut self.seats[usize::from(s)];
+            if seat.owner == Some(conn) && !keep_seat {
+                self.queued_events.push(SlotEvent::Leave(s));
+                *seat = Seat::default();
+            }
+        }
+        if matches!(c.phase, Phase::Active) || c.slot.is_some() {
+            self.events.push_back(RoomEvent::Left {
+                conn,
+                slot: c.slot,
+                reason,
+            });
+        }
+    }
+
+    /// A complete message from a connection's reliable stream.
+    pub fn handle_reliable(&mut self, now: Micros, conn: ConnId, bytes: &[u8]) {
+        self.stats.bytes_in += bytes.len() as u64 + 4;
+        let msg = match decode_client_reliable(bytes) {
+            Ok(m) => m,
+            Err(e) => {
+                // A broken reliable stream cannot be resynchronised.
+                self.reject(conn, Rejection::Malformed);
+                self.kick(conn, KickReason::BadMessage(e.to_string()));
+                return;
+            }
+        };
+        let Some(c) = self.clients.get(&conn) else {
+            return;
+        };
+        let active = matches!(c.phase, Phase::Active);
+        match msg {
+            ClientReliable::Hello(h) if !active => self.hello(now, conn, h),
+            ClientReliable::Desync(r) if active => self.desync(now, conn, r),
+            ClientReliable::Leave => {
+                self.send_reliable(conn, &ServerReliable::Kick(KickReason::Left));
+                self.out.push_back(Output::Close {
+                    conn,
+                    reason: KickReason::Left,
+                });
+                self.drop_client(conn, KickReason::Left, false);
+            }
+            _ => {
+                self.reject(conn, Rejection::Unexpected);
+                self.kick(
+                    conn,
+                    KickReason::BadMessage("message not allowed in this state".into()),
+                );
+            }
+        }
+    }
+
+    fn hello(&mut self, now: Micros, conn: ConnId, h: Hello) {
+        if h.version != PROTOCOL_VERSION {
+            return self.kick(
+                conn,
+                KickReason::VersionMismatch {
+                    server: PROTOCOL_VERSION,
+                    client: h.version,
+                },
+            );
+        }
+        let fp = self.game.rules().fingerprint();
+        if h.rules != fp {
+            return self.kick(
+                conn,
+                KickReason::RulesMismatch {
+                    server: fp,
+                    client: h.rules,
+                },
+            );
+        }
+        let mut reconnect = false;
+        let slot = if h.spectator {
+            let spectators = self
+                .clients
+                .values()
+                .filter(|c| matches!(c.phase, Phase::Active) && c.slot.is_none())
+                .count();
+            if spectators as u32 >= self.config.max_spectators {
+                return self.kick(conn, KickReason::RoomFull);
+            }
+            None
+        } else if let Some(s) = h.reconnect.and_then(|tok| {
+            self.seats
+                .iter()
+                .position(|seat| seat.taken && seat.token == tok)
+        }) {
+            reconnect = true;
+            if let Some(old) = self.seats[s].owner {
+                if old != conn {
+                    self.kick(old, KickReason::Replaced);
+                    // The kick freed the seat; take it back without a leave.
+                    self.queued_events
+                        .retain(|e| *e != SlotEvent::Leave(s as u8));
+                    self.seats[s].taken = true;
+                    self.seats[s].token = h.reconnect.unwrap_or_default();
+                }
+            }
+            Some(s as u8)
+        } else {
+            let Some(s) = self.seats.iter().position(|seat| !seat.taken) else {
+                return self.kick(conn, KickReason::RoomFull);
+            };
+            self.queued_events.push(SlotEvent::Join(s as u8));
+            Some(s as u8)
+        };
+        let token = match slot {
+            Some(s) if reconnect => self.seats[usize::from(s)].token,
+            Some(_) => self.next_token(),
+            None => 0,
+        };
+        if let Some(s) = slot {
+            let seat = &mut self.seats[usize::from(s)];
+            seat.taken = true;
+            seat.owner = Some(conn);
+            seat.token = token;
+            seat.reserved_until = None;
+            seat.input_ack = seat.input_ack.max(self.game.tick());
+        }
+        let tick = self.game.tick();
+        let c = self
+            .clients
+            .get_mut(&conn)
+            .expect("hello from a known client");
+        c.phase = Phase::Active;
+        c.slot = slot;
+        let welcome = Welcome {
+            version: PROTOCOL_VERSION,
+            slot,
+            slots: self.game.slot_count(),
+            tick,
+            tick_rate: self.config.tick_rate,
+            token,
+        };
+        self.send_reliable(conn, &ServerReliable::Welcome(welcome));
+        self.send_snapshot(now, conn);
+        self.events.push_back(RoomEvent::Joined {
+            conn,
+            slot,
+            name: h.name,
+            reconnect,
+        });
+    }
+
+    /// Sends the current state; the client continues from its tick.
+    fn send_snapshot(&mut self, now: Micros, conn: ConnId) {
+        let snap = self.game.snapshot();
+        let bytes = snap.to_bytes();
+        let state_hash = snap.state_hash();
+        let tick = self.game.tick();
+        let bytes_hash = xxh3_64(&bytes);
+        let total_len = bytes.len() as u32;
+        for (i, chunk) in bytes.chunks(SNAPSHOT_CHUNK).enumerate() {
+            let msg = ServerReliable::Snapshot(SnapshotChunk {
+                tick,
+                state_hash,
+                total_len,
+                bytes_hash,
+                offset: (i * SNAPSHOT_CHUNK) as u32,
+                data: chunk.to_vec(),
+            });
+            self.send_reliable(conn, &msg);
+        }
+        self.stats.snapshots += 1;
+        if let Some(c) = self.clients.get_mut(&conn) {
+            c.acked = tick;
+            c.later = 0;
+            c.sent.clear();
+            c.refilled = now.max(c.refilled);
+        }
+    }
+
+    fn desync(&mut self, now: Micros, conn: ConnId, report: DesyncReport) {
+        let Some(c) = self.clients.get_mut(&conn) else {
+            return;
+        };
+        // At most one report (and resync) per second per client.
+        if c.last_desync.is_some_and(|t| now < t + 1_000_000) {
+            return;
+        }
+        c.last_desync = Some(now);
+        let slot = c.slot;
+        self.stats.desyncs += 1;
+        self.events
+            .push_back(RoomEvent::Desync { conn, slot, report });
+        self.send_snapshot(now, conn);
+    }
+
+    /// Takes a datagram's cost from the rate limit: `None` for an unknown
+    /// (or just kicked) connection, `Some(false)` when over the limit.
+    fn admit(&mut self, now: Micros, conn: ConnId) -> Option<bool> {
+        let rate = self.config.tick_rate;
+        let c = self.clients.get_mut(&conn)?;
+        // Refill at 3× the tick rate, up to 2 s of ticks.
+        let add = (now.saturating_sub(c.refilled) * u64::from(rate) * 3 / 1_000_000) as u32;
+        if add > 0 {
+            c.tokens = (c.tokens + add).min(rate * 2);
+            c.refilled = now;
+        }
+        let mut flooding = false;
+        if now >= c.window_start + 1_000_000 {
+            flooding = c.dropped_window > rate * 2;
+            c.window_start = now;
+            c.dropped_window = 0;
+        }
+        if flooding {
+            self.kick(conn, KickReason::Flood);
+            return None;
+        }
+        if c.tokens == 0 {
+            c.dropped_window += 1;
+            return Some(false);
+        }
+        c.tokens -= 1;
+        Some(true)
+    }
+
+    /// A datagram from a connection.
+    pub fn handle_datagram(&mut self, now: Micros, conn: ConnId, bytes: &[u8]) {
+        self.stats.bytes_in += bytes.len() as u64;
+        match self.admit(now, conn) {
+            None => return,
+            Some(false) => return self.reject(conn, Rejection::RateLimited),
+            Some(true) => {}
+        }
+        let msg = match decode_client_datagram(bytes) {
+            Ok(m) => m,
+            Err(_) => return self.reject(conn, Rejection::Malformed),
+        };
+        let Some(c) = self.clients.get(&conn) else {
+            return;
+        };
+        if !matches!(c.phase, Phase::Active) {
+            if !matches!(msg, ClientDatagram::Ping { .. }) {
+                self.reject(conn, Rejection::Unexpected);
+            }
+            return;
+        }
+        match msg {
+            ClientDatagram::Ping { time } => {
+                self.send_datagram(conn, &ServerDatagram::Pong { time });
+            }
+            ClientDatagram::Ack(a) => self.ack(now, conn, a),
+            ClientDatagram::Inputs(b) => {
+                self.ack(now, conn, b.ack);
+                self.inputs(now, conn, b);
+            }
+        }
+    }
+
+    fn ack(&mut self, now: Micros, conn: ConnId, a: FrameAck) {
+        let current = self.game.tick();
+        let Some(c) = self.clients.get_mut(&conn) else {
+            return;
+        };
+        let through = widen_tick(a.through, current).min(current);
+        if through < c.acked {
+            // An ack overtaken by a newer one: nothing new, and its bits
+            // are relative to an older base.
+            return;
+        }
+        // RTT samples come from the first ack covering a frame sent once
+        // (Karn); a frame held in the `later` bits is sampled when its bit
+        // first shows, not when the gap before it closes.
+        let mut samples = Vec::new();
+        let advanced = through > c.acked;
+        while c.acked < through {
+            c.acked += 1;
+            if let Some(f) = c.sent.pop_front() {
+                if !f.sampled && f.first == f.last {
+                    samples.push(now.saturating_sub(f.first));
+                }
+            }
+        }
+        // Received frames stay received: merge reordered acks.
+        c.later = if advanced { a.later } else { c.later | a.later };
+        for j in 0..32 {
+            if c.later & (1 << j) == 0 {
+                continue;
+            }
+            if let Some(f) = c.sent.get_mut(j + 1) {
+                if !f.sampled {
+                    f.sampled = true;
+                    if f.first == f.last {
+                        samples.push(now.saturating_sub(f.first));
+                    }
+                }
+            }
+        }
+        for s in samples {
+            c.srtt = (c.srtt * 7 + s.min(2_000_000)) / 8;
+        }
+    }
+
+    fn inputs(&mut self, now: Micros, conn: ConnId, b: InputBatch) {
+        let current = self.game.tick();
+        let Some(c) = self.clients.get(&conn) else {
+            return;
+        };
+        if c.slot != Some(b.slot) {
+            return self.reject(conn, Rejection::WrongSlot);
+        }
+        let first = widen_tick(b.first_tick, current);
+        let newest = first + b.inputs.len() as u64;
+        if b.inputs.is_empty() {
+            return;
+        }
+        let newest = newest - 1;
+        if newest > current + u64::from(self.config.max_input_ahead) {
+            return self.reject(conn, Rejection::TooFarAhead);
+        }
+        let deadline = self.deadline(newest);
+        let lead = (deadline as i64 - now as i64) / 100;
+        if let Some(c) = self.clients.get_mut(&conn) {
+            c.input_lead = lead.clamp(i64::from(i16::MIN), i64::from(i16::MAX)) as i16;
+        }
+        let seat = &mut self.seats[usize::from(b.slot)];
+        for (i, input) in b.inputs.into_iter().enumerate() {
+            let t = first + i as u64;
+            if t <= seat.input_ack {
+                continue;
+            }
+            seat.input_ack = t;
+            if t <= current {
+                self.stats.late_inputs += 1;
+                continue;
+            }
+            seat.inputs.insert(t, input);
+        }
+    }
+
+    /// Steps the game one tick and sends every client its frame. Call it
+    /// when [`ServerRoom::deadline`] of the next tick has come.
+    pub fn tick(&mut self, now: Micros) {
+        self.expire(now);
+        let t = self.game.tick() + 1;
+        let n = self.queued_events.len().min(MAX_FRAME_EVENTS);
+        let events: Vec<SlotEvent> = self.queued_events.drain(..n).collect();
+        let mut inputs = Vec::with_capacity(self.seats.len());
+        for seat in &mut self.seats {
+            let input = if !seat.taken {
+                PlayerInput::default()
+            } else if seat.owner.is_none() {
+                // Dropped and waiting for a reconnect: stand still.
+                PlayerInput::default()
+            } else {
+                match seat.inputs.remove(&t) {
+                    Some(i) => i,
+                    None => {
+                        self.stats.missing_inputs += 1;
+                        seat.last
+                    }
+                }
+            };
+            while let Some((&k, _)) = seat.inputs.first_key_value() {
+                if k > t {
+                    break;
+                }
+                seat.inputs.pop_first();
+            }
+            seat.last = input;
+            inputs.push(input);
+        }
+        // A slot that left this tick starts from the default input.
+        for e in &events {
+            if let SlotEvent::Leave(s) = *e {
+                if let Some(i) = inputs.get_mut(usize::from(s)) {
+                    if !self.seats[usize::from(s)].taken {
+                        *i = PlayerInput::default();
+                    }
+                }
+            }
+        }
+        let set = InputSet {
+            inputs: inputs.clone(),
+            events: events.clone(),
+        };
+        self.game.step(&set);
+        // Free slots always get the default input, so the inputs sent equal
+        // what a snapshot restores as the delta base (`current_inputs`).
+        let applied = inputs;
+        debug_assert_eq!(applied, self.game.current_inputs());
+        let hash = self.game.state_hash();
+        let mut mask = 0u32;
+        let mut changed = Vec::new();
+        for (i, (a, b)) in applied.iter().zip(&self.prev_inputs).enumerate() {
+            if a != b {
+                mask |= 1 << i;
+                changed.push(*a);
+            }
+        }
+        self.prev_inputs = applied;
+        self.last_inputs = set;
+        self.history.push_back(HistFrame {
+            tick: t,
+            hash,
+            changes: (mask != 0).then_some(InputChanges {
+                mask,
+                inputs: changed,
+            }),
+            events: (!events.is_empty()).then_some(events),
+        });
+        while self.history.len() > self.config.history as usize {
+            self.history.pop_front();
+        }
+        self.stats.ticks += 1;
+        let conns: Vec<ConnId> = self.clients.keys().copied().collect();
+        for conn in conns {
+            self.send_frames(now, conn);
+        }
+    }
+
+    fn frame_msg(&self, h: &HistFrame, c: &Client) -> ServerDatagram {
+        let input_ack = c
+            .slot
+            .map_or(0, |s| self.seats[usize::from(s)].input_ack as u32);
+        ServerDatagram::Frame(TickFrame {
+            tick: h.tick as u32,
+            hash: h.hash,
+            input_ack,
+            input_lead: c.input_lead,
+            changes: h.changes.clone(),
+            events: h.events.clone(),
+        })
+    }
+
+    fn send_frames(&mut self, now: Micros, conn: ConnId) {
+        let t = self.game.tick();
+        let period = 1_000_000 / u64::from(self.config.tick_rate);
+        let Some(c) = self.clients.get(&conn) else {
+            return;
+        };
+        if !matches!(c.phase, Phase::Active) {
+            return;
+        }
+        let oldest = self.history.front().map_or(t, |h| h.tick);
+        if c.acked + 1 < oldest {
+            // Too far behind for resends: start it over from a snapshot.
+            return self.send_snapshot(now, conn);
+        }
+        let rto = (c.srtt + c.srtt / 2 + 2 * period).min(1_000_000);
+        let mut msgs = Vec::new();
+        let mut resent = 0;
+        for (i, tick) in (c.acked + 1..=t).enumerate() {
+            let Some(h) = self.history.get((tick - oldest) as usize) else {
+                break;
+            };
+            let fresh = i >= c.sent.len();
+            let held = tick >= c.acked + 2
+                && tick - c.acked - 2 < 32
+                && c.later & (1 << (tick - c.acked - 2)) != 0;
+            let due = !fresh && !held && now >= c.sent[i].last + rto;
+            if fresh || (due && resent < 8) {
+                if !fresh {
+                    resent += 1;
+                }
+                msgs.push((i, self.frame_msg(h, c)));
+            }
+        }
+        let c = self.clients.get_mut(&conn).expect("client exists");
+        for (i, _) in &msgs {
+            if *i >= c.sent.len() {
+                c.sent.push_back(Sent {
+                    first: now,
+                    last: now,
+                    sampled: false,
+                });
+            } else {
+                c.sent[*i].last = now;
+            }
+        }
+        self.stats.resent_frames += resent;
+        for (_, m) in msgs {
+            self.send_datagram(conn, &m);
+        }
+    }
+
+    fn expire(&mut self, now: Micros) {
+        let late: Vec<ConnId> = self
+            .clients
+            .iter()
+            .filter(|(_, c)| {
+                matches!(c.phase, Phase::Hello { since } if now >= since + self.config.handshake_timeout)
+            })
+            .map(|(&k, _)| k)
+            .collect();
+        for conn in late {
+            self.kick(conn, KickReason::HandshakeTimeout);
+        }
+        for (s, seat) in self.seats.iter_mut().enumerate() {
+            if seat.taken && seat.owner.is_none() && seat.reserved_until.is_some_and(|t| now >= t) {
+                self.queued_events.push(SlotEvent::Leave(s as u8));
+                *seat = Seat::default();
+            }
+        }
+    }
+}
