@@ -1,0 +1,292 @@
+//! Every message type from arbitrary bytes: an error or a valid message,
+//! never a panic, never an allocation past the limit.
+
+use bitroom_protocol::*;
+use bitroom_sim::game::{PlayerInput, SlotEvent};
+use proptest::prelude::*;
+
+/// Encoded samples per message type: client reliable, client datagram,
+/// server reliable, server datagram.
+type Samples = (Vec<Vec<u8>>, Vec<Vec<u8>>, Vec<Vec<u8>>, Vec<Vec<u8>>);
+
+fn samples() -> Samples {
+    let cr = vec![
+        encode_client_reliable(&ClientReliable::Hello(Hello {
+            version: PROTOCOL_VERSION,
+            rules: 42,
+            room: "lobby".into(),
+            name: "ann".into(),
+            spectator: false,
+            reconnect: Some(7),
+        })),
+        encode_client_reliable(&ClientReliable::Desync(DesyncReport {
+            tick: 9,
+            client_hash: 1,
+            server_hash: 2,
+            state: vec![1, 2, 3],
+        })),
+        encode_client_reliable(&ClientReliable::Leave),
+    ];
+    let cd = vec![
+        encode_client_datagram(&ClientDatagram::Inputs(InputBatch {
+            slot: 3,
+            first_tick: 100,
+            inputs: vec![PlayerInput::default(); 5],
+            ack: FrameAck {
+                through: 90,
+                later: 5,
+            },
+        })),
+        encode_client_datagram(&ClientDatagram::Ping { time: 5 }),
+        encode_client_datagram(&ClientDatagram::Ack(FrameAck::default())),
+    ];
+    let sr = vec![
+        encode_server_reliable(&ServerReliable::Welcome(Welcome {
+            version: PROTOCOL_VERSION,
+            slot: Some(1),
+            slots: 8,
+            tick: 5,
+            tick_rate: 60,
+            token: 3,
+        })),
+        encode_server_reliable(&ServerReliable::Snapshot(SnapshotChunk {
+            tick: 5,
+            state_hash: 1,
+            total_len: 10,
+            bytes_hash: 2,
+            offset: 0,
+            data: vec![0; 10],
+        })),
+        encode_server_reliable(&ServerReliable::Kick(KickReason::RulesMismatch {
+            server: 1,
+            client: 2,
+        })),
+    ];
+    let sd = vec![
+        encode_server_datagram(&ServerDatagram::Frame(TickFrame {
+            tick: 5,
+            hash: 77,
+            input_ack: 4,
+            input_lead: -3,
+            changes: Some(InputChanges {
+                mask: 0b101,
+                inputs: vec![PlayerInput::default(); 2],
+            }),
+            events: Some(vec![SlotEvent::Join(2)]),
+        })),
+        encode_server_datagram(&ServerDatagram::Pong { time: 1 }),
+    ];
+    (cr, cd, sr, sd)
+}
+
+fn decode_all(bytes: &[u8]) {
+    let _ = decode_client_reliable(bytes);
+    let _ = decode_client_datagram(bytes);
+    let _ = decode_server_reliable(bytes);
+    let _ = decode_server_datagram(bytes);
+}
+
+#[test]
+fn messages_round_trip() {
+    let (cr, cd, sr, sd) = samples();
+    for b in &cr {
+        assert_eq!(
+            &encode_client_reliable(&decode_client_reliable(b).unwrap()),
+            b
+        );
+    }
+    for b in &cd {
+        assert_eq!(
+            &encode_client_datagram(&decode_client_datagram(b).unwrap()),
+            b
+        );
+    }
+    for b in &sr {
+        assert_eq!(
+            &encode_server_reliable(&decode_server_reliable(b).unwrap()),
+            b
+        );
+    }
+    for b in &sd {
+        assert_eq!(
+            &encode_server_datagram(&decode_server_datagram(b).unwrap()),
+            b
+        );
+    }
+}
+
+#[test]
+fn every_truncation_is_an_error() {
+    let (cr, cd, sr, sd) = samples();
+    for b in &cr {
+        for n in 0..b.len() {
+            assert!(decode_client_reliable(&b[..n]).is_err(), "{n}");
+        }
+    }
+    for b in &cd {
+        for n in 0..b.len() {
+            assert!(decode_client_datagram(&b[..n]).is_err(), "{n}");
+        }
+    }
+    for b in &sr {
+        for n in 0..b.len() {
+            assert!(decode_server_reliable(&b[..n]).is_err(), "{n}");
+        }
+    }
+    for b in &sd {
+        for n in 0..b.len() {
+            assert!(decode_server_datagram(&b[..n]).is_err(), "{n}");
+        }
+    }
+}
+
+#[test]
+fn trailing_bytes_and_oversize_are_refused() {
+    let (_, cd, _, _) = samples();
+    let mut b = cd[1].clone();
+    b.push(0);
+    assert!(matches!(
+        decode_client_datagram(&b),
+        Err(CodecError::Trailing(1))
+    ));
+    let big = vec![0u8; MAX_DATAGRAM + 1];
+    assert!(matches!(
+        decode_client_datagram(&big),
+        Err(CodecError::TooLarge { .. })
+    ));
+}
+
+#[test]
+fn huge_declared_lengths_do_not_allocate() {
+    // A Hello whose room string claims 2^60 bytes.
+    let mut b = vec![0, 0, 0, 0]; // variant Hello
+    b.extend_from_slice(&PROTOCOL_VERSION.to_le_bytes());
+    b.extend_from_slice(&42u64.to_le_bytes());
+    b.extend_from_slice(&(1u64 << 60).to_le_bytes());
+    b.extend_from_slice(b"abc");
+    assert!(decode_client_reliable(&b).is_err());
+    // An input batch claiming u64::MAX inputs.
+    let mut d = vec![0, 0, 0, 0, 1];
+    d.extend_from_slice(&5u32.to_le_bytes());
+    d.extend_from_slice(&u64::MAX.to_le_bytes());
+    assert!(decode_client_datagram(&d).is_err());
+}
+
+#[test]
+fn invalid_fields_are_named() {
+    let long = "x".repeat(MAX_NAME + 1);
+    let b = encode_client_reliable(&ClientReliable::Hello(Hello {
+        version: 1,
+        rules: 0,
+        room: long,
+        name: "a".into(),
+        spectator: false,
+        reconnect: None,
+    }));
+    let e = decode_client_reliable(&b).unwrap_err();
+    assert!(e.to_string().contains("room name"), "{e}");
+    let b = encode_client_datagram(&ClientDatagram::Inputs(InputBatch {
+        slot: 0,
+        first_tick: 0,
+        inputs: vec![PlayerInput::default(); MAX_BATCH_INPUTS + 1],
+        ack: FrameAck::default(),
+    }));
+    assert!(decode_client_datagram(&b).is_err());
+    let b = encode_server_datagram(&ServerDatagram::Frame(TickFrame {
+        tick: 1,
+        hash: 0,
+        input_ack: 0,
+        input_lead: 0,
+        changes: Some(InputChanges {
+            mask: 0b11,
+            inputs: vec![PlayerInput::default()],
+        }),
+        events: None,
+    }));
+    assert!(decode_server_datagram(&b).is_err());
+    let b = encode_server_reliable(&ServerReliable::Snapshot(SnapshotChunk {
+        tick: 0,
+        state_hash: 0,
+        total_len: 4,
+        bytes_hash: 0,
+        offset: 2,
+        data: vec![0; 3],
+    }));
+    assert!(decode_server_reliable(&b).is_err());
+}
+
+#[test]
+fn largest_frames_fit_a_datagram() {
+    let frame = ServerDatagram::Frame(TickFrame {
+        tick: u32::MAX,
+        hash: u64::MAX,
+        input_ack: u32::MAX,
+        input_lead: i16::MIN,
+        changes: Some(InputChanges {
+            mask: u32::MAX,
+            inputs: vec![PlayerInput::default(); 32],
+        }),
+        events: Some(vec![SlotEvent::Leave(31); MAX_FRAME_EVENTS]),
+    });
+    let n = encode_server_datagram(&frame).len();
+    assert!(n <= MAX_DATAGRAM, "{n} bytes");
+    let batch = ClientDatagram::Inputs(InputBatch {
+        slot: 31,
+        first_tick: 1,
+        inputs: vec![PlayerInput::default(); MAX_BATCH_INPUTS],
+        ack: FrameAck::default(),
+    });
+    assert!(encode_client_datagram(&batch).len() <= MAX_DATAGRAM);
+}
+
+#[test]
+fn idle_frame_is_small() {
+    let frame = ServerDatagram::Frame(TickFrame {
+        tick: 1,
+        hash: 2,
+        input_ack: 3,
+        input_lead: 4,
+        changes: None,
+        events: None,
+    });
+    // 4 variant + 4 tick + 8 hash + 4 ack + 2 lead + 1 + 1 options.
+    assert_eq!(encode_server_datagram(&frame).len(), 24);
+}
+
+#[test]
+fn stream_framer_checks_lengths_before_buffering() {
+    let mut f = StreamFramer::default();
+    let a = StreamFramer::frame(b"hello");
+    let b = StreamFramer::frame(b"");
+    let mut all = a.clone();
+    all.extend_from_slice(&b);
+    // Byte by byte.
+    for byte in &all {
+        f.push(std::slice::from_ref(byte));
+    }
+    assert_eq!(f.next_message().unwrap().unwrap(), b"hello");
+    assert_eq!(f.next_message().unwrap().unwrap(), b"");
+    assert!(f.next_message().unwrap().is_none());
+    let mut g = StreamFramer::default();
+    g.push(&((MAX_RELIABLE as u32) + 1).to_le_bytes());
+    assert!(g.next_message().is_err());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+    #[test]
+    fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..1400)) {
+        decode_all(&bytes);
+    }
+
+    #[test]
+    fn mutated_messages_never_panic(which in 0usize..11, pos in any::<usize>(), val in any::<u8>(), cut in any::<usize>()) {
+        let (cr, cd, sr, sd) = samples();
+        let all: Vec<Vec<u8>> = cr.into_iter().chain(cd).chain(sr).chain(sd).collect();
+        let mut b = all[which % all.len()].clone();
+        let i = pos % b.len();
+        b[i] = val;
+        b.truncate(cut % (b.len() + 1));
+        decode_all(&b);
+    }
+}
