@@ -88,5 +88,50 @@ fn math(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, scenes, snapshot_1000, math);
+/// Rollback of 8 ticks in a ~1000-body game: restore the state 8 ticks back
+/// and re-simulate to the present (the target: ≤ 4 ms).
+fn rollback_8(c: &mut Criterion) {
+    use bitroom_sim::game::sandbox::{Sandbox, SandboxConfig};
+    use bitroom_sim::game::{Game, InputSet, Timeline};
+    let mut group = c.benchmark_group("rollback_8_ticks");
+    group.sample_size(20);
+    let cases = [
+        // 990 boxes, still settling (all awake).
+        (
+            "pyramid_990_awake",
+            Sandbox::with_world("pyramid44", &(), bitroom_sim::scene::builders::pyramid(44)),
+            20,
+        ),
+        // The arena with 1000 loose bodies falling into a pile.
+        (
+            "arena_1000_falling",
+            Sandbox::new(SandboxConfig { loose_bodies: 1000 }),
+            60,
+        ),
+        // The same after 15 s: the pile is at rest and asleep.
+        (
+            "arena_1000_resting",
+            Sandbox::new(SandboxConfig { loose_bodies: 1000 }),
+            900,
+        ),
+    ];
+    for (name, rules, warm) in cases {
+        let mut tl = Timeline::new(Game::new(rules, 4), 16);
+        for t in 1..=warm {
+            let mut set = InputSet::with_inputs(vec![Default::default(); 4]);
+            if t <= 4 {
+                set.events
+                    .push(bitroom_sim::game::SlotEvent::Join((t - 1) as u8));
+            }
+            tl.confirm(t, set).expect("in order");
+            tl.advance().expect("room");
+            tl.update();
+        }
+        let back = tl.tick() - 8;
+        group.bench_function(name, |b| b.iter(|| tl.rollback_to(back).expect("saved")));
+    }
+    group.finish();
+}
+
+criterion_group!(benches, scenes, snapshot_1000, rollback_8, math);
 criterion_main!(benches);

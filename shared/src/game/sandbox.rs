@@ -20,6 +20,8 @@ const RUN_SPEED: Scalar = Scalar::from_int(8);
 const RUN_GAIN: Scalar = Scalar::from_int(20);
 /// Largest run acceleration (m/s²) on the ground; a third of it in the air.
 const RUN_ACCEL_MAX: Scalar = Scalar::from_int(60);
+/// Below this horizontal speed (m/s) an idle player is not pushed.
+const RUN_DEADBAND: Scalar = Scalar::from_bits(1 << 27); // 1/32
 /// Take-off speed of a jump (m/s).
 const JUMP_SPEED: Scalar = Scalar::from_int(7);
 /// Ticks between jumps.
@@ -253,7 +255,10 @@ impl Rules for Sandbox {
             max = max / fx(3);
         }
         let accel = ((target - v.x) * RUN_GAIN).clamp(-max, max);
-        if !accel.is_zero() {
+        // A standing player leaves its body alone, so it (and the pile it
+        // leans on) can fall asleep.
+        let idle = target.is_zero() && v.x.abs() < RUN_DEADBAND;
+        if !accel.is_zero() && !idle {
             let _ = world.apply_force_to_center(avatar, Vec2::new(accel * mass, fx(0)));
         }
         if jump_pressed && on_ground && p.jump_cooldown == 0 {
