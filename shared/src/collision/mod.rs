@@ -15,4 +15,4 @@ pub use manifold::{
     collide_polygons, Manifold, ManifoldPoint, LINEAR_SLOP, SPECULATIVE_DISTANCE,
 };
 pub use raycast::{ray_cast, test_point, CastOutput};
-pub use toi::{time_of_impact, Sweep, ToiOutput, ToiState, TOI_MAX_ITERATIONS};
+pub use toi::{time_of_impact, Sweep, ToiOutput, ToiState, TOI_MAX_ITERATIONS, TOI_TARGET};

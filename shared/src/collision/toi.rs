@@ -28,9 +28,9 @@ use crate::math::{Rot, Scalar, Transform, Vec2};
 /// Most distance evaluations in one time-of-impact search.
 pub const TOI_MAX_ITERATIONS: u32 = 32;
 
-/// Target separation at the time of impact: the linear slop, so the next
-/// step's speculative contact catches the pair.
-const TARGET: Scalar = LINEAR_SLOP;
+/// Usual target separation at the time of impact: the linear slop, so the
+/// next step's speculative contact catches the pair.
+pub const TOI_TARGET: Scalar = LINEAR_SLOP;
 /// Accepted distance above the target.
 const TOLERANCE: Scalar = Scalar::from_bits(LINEAR_SLOP.to_bits() >> 2);
 
@@ -117,7 +117,9 @@ pub struct ToiOutput {
 
 /// First time in `[0, t_max]` at which shape A (moving along `sweep_a`,
 /// no point farther than `extent_a` from its sweep centre) and shape B come
-/// within the linear slop of each other.
+/// within `target` (≥ 0, usually [`TOI_TARGET`]) of each other, to within a
+/// quarter of the linear slop.
+#[allow(clippy::too_many_arguments)]
 pub fn time_of_impact(
     a: &DistanceProxy,
     sweep_a: &Sweep,
@@ -126,13 +128,14 @@ pub fn time_of_impact(
     sweep_b: &Sweep,
     extent_b: Scalar,
     t_max: Scalar,
+    target: Scalar,
 ) -> ToiOutput {
     let spin = sweep_a.angular_bound() * extent_a + sweep_b.angular_bound() * extent_b;
     let dv = (sweep_b.c2 - sweep_b.c1) - (sweep_a.c2 - sweep_a.c1);
     let mut t = Scalar::ZERO;
     for _ in 0..TOI_MAX_ITERATIONS {
         let out = shape_distance(a, sweep_a.transform(t), b, sweep_b.transform(t));
-        if out.distance <= TARGET + TOLERANCE {
+        if out.distance <= target + TOLERANCE {
             let state = if t.is_zero() {
                 ToiState::Overlapped
             } else {
@@ -141,7 +144,7 @@ pub fn time_of_impact(
             return ToiOutput { state, fraction: t };
         }
         let mu = spin - dv.dot(out.normal);
-        let gap = out.distance - TARGET;
+        let gap = out.distance - target;
         let left = t_max - t;
         if mu <= Scalar::ZERO || mu * left <= gap {
             return ToiOutput {
@@ -189,13 +192,14 @@ mod tests {
             &sweep,
             Scalar::ratio(1, 10),
             Scalar::ONE,
+            TOI_TARGET,
         );
         assert_eq!(out.state, ToiState::Hit);
         // Surface gap at t: 3 − 5t − 0.15 = 0.005 ⇒ t ≈ 0.569.
         let x = sweep.pose(out.fraction).0.x;
         let gap = -Scalar::milli(50) - (x + Scalar::ratio(1, 10));
         assert!(
-            gap >= TARGET - Scalar::from_bits(1 << 8) && gap <= TARGET + TOLERANCE,
+            gap >= TOI_TARGET - Scalar::from_bits(1 << 8) && gap <= TOI_TARGET + TOLERANCE,
             "{gap}"
         );
     }
@@ -215,6 +219,7 @@ mod tests {
             &sweep,
             Scalar::ratio(1, 10),
             Scalar::ONE,
+            TOI_TARGET,
         );
         assert_eq!(out.state, ToiState::Separated);
         // A long thin plank spinning a quarter turn while crossing the wall.
@@ -231,6 +236,7 @@ mod tests {
             &sweep,
             ext,
             Scalar::ONE,
+            TOI_TARGET,
         );
         assert!(
             matches!(out.state, ToiState::Hit | ToiState::Failed),
@@ -243,7 +249,7 @@ mod tests {
             sweep.transform(out.fraction),
         );
         assert!(
-            d.distance > Scalar::ZERO && d.distance <= TARGET + TOLERANCE,
+            d.distance > Scalar::ZERO && d.distance <= TOI_TARGET + TOLERANCE,
             "{d:?}"
         );
     }

@@ -19,12 +19,13 @@
 //! A shape that starts the step already within the slop of a candidate
 //! (resting or sliding on it) would stop at once; it is tested again as a
 //! small disc (a quarter of its smallest extent) around its centroid, which
-//! only hits when the body is really about to pass through.
+//! stops the body only where that disc would touch the candidate: when the
+//! body is really about to pass through.
 
 use super::body::{Body, BodyId, BodyKind, NONE};
 use super::solver::BodyState;
 use super::world::{World, WorldError, WorldState};
-use crate::collision::{time_of_impact, DistanceProxy, Sweep, ToiState};
+use crate::collision::{time_of_impact, DistanceProxy, Sweep, ToiState, TOI_TARGET};
 use crate::geometry::ShapeGeometry;
 use crate::math::{Rot, Scalar, Vec2};
 
@@ -192,7 +193,7 @@ fn solve_body(
                 (body_sweep(ob, slot, &sc.start), ob.max_extent)
             };
             let other_proxy = DistanceProxy::from_geometry(&other.geometry);
-            let toi = |p: &DistanceProxy, t_max: Scalar| {
+            let toi = |p: &DistanceProxy, target: Scalar| {
                 time_of_impact(
                     &other_proxy,
                     &other_sweep,
@@ -200,17 +201,19 @@ fn solve_body(
                     p,
                     &sweep,
                     body.max_extent,
-                    t_max,
+                    t_min,
+                    target,
                 )
             };
-            let mut out = toi(&proxy, t_min);
+            let mut out = toi(&proxy, TOI_TARGET);
             if out.state == ToiState::Overlapped {
-                // Resting or sliding on it: only a real pass-through counts.
+                // Resting or sliding on it: only a real pass-through counts,
+                // when the core disc itself would touch it.
                 let core = DistanceProxy::new(
                     &[shape_centroid(&shape.geometry)],
                     shape_min_extent(&shape.geometry).shr(2),
                 );
-                out = toi(&core, t_min);
+                out = toi(&core, Scalar::ZERO);
             }
             let hit = matches!(out.state, ToiState::Hit | ToiState::Failed);
             if hit && out.fraction > Scalar::ZERO && out.fraction < t_min {
