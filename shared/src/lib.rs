@@ -7,7 +7,11 @@ pub mod math;
 pub mod scene;
 pub mod state;
 
-pub use dynamics::{BodyDef, BodyId, BodyKind, ShapeDef, ShapeId, World, WorldDef, WorldError};
+pub use dynamics::{
+    BodyDef, BodyId, BodyKind, ContactBeginTouchEvent, ContactEndTouchEvent, ContactEvents,
+    ContactHitEvent, QueryFilter, RayHit, SensorBeginTouchEvent, SensorEndTouchEvent, SensorEvents,
+    ShapeDef, ShapeId, World, WorldDef, WorldError,
+};
 pub use geometry::{Capsule, Circle, Filter, Polygon, Segment, ShapeGeometry};
 pub use math::{fx, Aabb, Rot, Scalar, Transform, Vec2};
 pub use state::{Snapshot, SnapshotError};

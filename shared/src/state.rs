@@ -11,24 +11,30 @@
 //!
 //! 1. `settings` — gravity, tick rate, substeps, contact hertz, damping
 //!    ratio, push-out speed, restitution threshold, speed limit, sleep switch,
-//!    time to sleep;
+//!    time to sleep, continuous-collision switch, hit-event threshold;
 //! 2. `tick` — steps taken (`u64`);
 //! 3. `bodies` — every body slot, live or free: generation, alive, kind,
 //!    transform, centre of mass (world and local), velocities, pending force
 //!    and torque, mass and inertia (and inverses), damping, gravity scale,
 //!    sleep threshold, sleep timer, extent, awake, sleep switch, fixed
-//!    rotation, sleeping-island id, user data, first shape;
+//!    rotation, sleeping-island id, user data, first shape, bullet flag,
+//!    smallest shape extent;
 //! 4. `free_bodies` — the body id pool (order matters: the last is reused first);
 //! 5. `shapes` — every shape slot: generation, alive, body, geometry,
-//!    material (density, friction, restitution, filter, user data), fat box,
-//!    next shape, pending-pair flag;
+//!    material (density, friction, restitution, filter, user data, sensor
+//!    flag, contact/hit/sensor event switches), fat box, next shape,
+//!    pending-pair flag;
 //! 6. `free_shapes` — the shape id pool;
 //! 7. `contacts` — sorted by shape pair: shapes, bodies, manifold (normal,
 //!    points with anchors, separation, warm-start impulses, feature ids),
-//!    mixed friction and restitution, touching flag;
+//!    mixed friction and restitution, touching flag, sensor flag,
+//!    contact-event and hit-event switches;
 //! 8. `moved` — shapes waiting for the next pair search.
 //!
 //! The broad-phase trees are not state (queries are sorted) and are skipped.
+//! Neither are the event buffers (`World::contact_events`,
+//! `World::sensor_events`): they report the last step and are derived from
+//! the contacts' touching flags, which are state.
 //! [`World::state_hash`] is XXH3-64 (seed 0) of exactly these bytes, streamed
 //! without building the buffer, so the hash is defined byte for byte and is
 //! the same on every platform. A snapshot's bytes are the same encoding.
@@ -129,8 +135,10 @@ impl World {
     }
 
     /// Replaces the state with a saved one, reusing this world's allocations.
+    /// The event buffers (not state) are emptied.
     pub fn restore(&mut self, snapshot: &Snapshot) {
         self.state.clone_from(&snapshot.state);
+        self.events.clear_all();
     }
 
     /// A world continuing from a snapshot.
@@ -257,6 +265,10 @@ fn validate(st: &WorldState) -> Result<(), SnapshotError> {
         }
         if c.manifold.count > 2 {
             return bad("manifold point count");
+        }
+        let (da, db) = (&st.shapes[a].def, &st.shapes[b].def);
+        if c.sensor != (da.is_sensor || db.is_sensor) || (da.is_sensor && db.is_sensor) {
+            return bad("contact sensor flag");
         }
         if st.bodies[c.body_a as usize].kind == BodyKind::Static
             && st.bodies[c.body_b as usize].kind == BodyKind::Static

@@ -10,10 +10,12 @@ use proptest::prelude::*;
 const STACK: &str = include_str!("../../scenes/stack.json");
 const PLAYGROUND: &str = include_str!("../../scenes/playground.json");
 const BOUNCE: &str = include_str!("../../scenes/bounce.json");
+const EVENTS: &str = include_str!("../../scenes/events.json");
 const EXAMPLES: &[(&str, &str)] = &[
     ("stack", STACK),
     ("playground", PLAYGROUND),
     ("bounce", BOUNCE),
+    ("events", EVENTS),
 ];
 
 fn err(text: &str) -> String {
@@ -203,7 +205,86 @@ fn awake_false_starts_asleep() {
     assert!(!w.is_awake(b).unwrap());
 }
 
+#[test]
+fn sensors_bullets_and_event_switches_reach_the_world() {
+    let defaults = parse_scene(&with_shape(r#"{"type": "circle", "radius": 0.5}"#)).unwrap();
+    let d = defaults.settings();
+    assert!(d.enable_continuous);
+    assert_eq!(d.hit_event_threshold, Scalar::ONE);
+    let crate_def = |w: &World| {
+        let b = w
+            .bodies()
+            .find(|&b| w.body_kind(b).unwrap() == BodyKind::Dynamic)
+            .unwrap();
+        (
+            w.is_bullet(b).unwrap(),
+            w.shape_def(w.body_shapes(b).unwrap()[0]).unwrap(),
+        )
+    };
+    let (bullet, def) = crate_def(&defaults);
+    assert!(!bullet);
+    assert!(!def.is_sensor && def.enable_contact_events && !def.enable_hit_events);
+    assert!(def.enable_sensor_events);
+    let text = r#"{"version": 1,
+        "world": {"enable_continuous": false, "hit_event_threshold": 2.5},
+        "bodies": [{"type": "dynamic", "bullet": true, "shapes": [{"type": "circle", "radius": 0.5,
+            "sensor": true, "enable_contact_events": false, "enable_hit_events": true,
+            "enable_sensor_events": false}]}]}"#;
+    let w = parse_scene(text).unwrap();
+    assert!(!w.settings().enable_continuous);
+    assert_eq!(
+        w.settings().hit_event_threshold,
+        Scalar::parse_decimal("2.5").unwrap()
+    );
+    let (bullet, def) = crate_def(&w);
+    assert!(bullet);
+    assert!(def.is_sensor && !def.enable_contact_events && def.enable_hit_events);
+    assert!(!def.enable_sensor_events);
+}
+
 // ----- bad input -------------------------------------------------------------
+
+#[test]
+fn bad_sensor_bullet_and_event_values() {
+    assert_err(
+        &with_shape(r#"{"type": "circle", "radius": 1, "sensor": 1}"#),
+        &[r#"body 1 ("crate"), shape 0: invalid type: integer 1, expected a boolean"#],
+    );
+    assert_err(
+        &with_shape(r#"{"type": "circle", "radius": 1, "enable_hit_events": "yes"}"#),
+        &[r#"shape 0: invalid type: string "yes", expected a boolean"#],
+    );
+    assert_err(
+        &with_shape(r#"{"type": "circle", "radius": 1, "is_sensor": true}"#),
+        &[r#"shape 0: unknown field "is_sensor""#],
+    );
+    assert_err(
+        &with_body(r#"{"type": "static", "bullet": true}"#),
+        &[r#"body 1: "bullet" applies only to dynamic bodies"#],
+    );
+    assert_err(
+        &with_body(r#"{"id": "lift", "type": "kinematic", "bullet": true}"#),
+        &[r#"body 1 ("lift"): "bullet" applies only to dynamic bodies"#],
+    );
+    // `false` is fine anywhere.
+    parse_scene(&with_body(r#"{"type": "static", "bullet": false}"#)).unwrap();
+    assert_err(
+        &with_body(r#"{"type": "dynamic", "bullet": 0}"#),
+        &["body 1: invalid type: integer 0, expected a boolean"],
+    );
+    assert_err(
+        r#"{"version": 1, "world": {"hit_event_threshold": -1}, "bodies": []}"#,
+        &["world: hit_event_threshold -1 is out of range (allowed 0 to 1000)"],
+    );
+    assert_err(
+        r#"{"version": 1, "world": {"hit_event_threshold": 1e9}, "bodies": []}"#,
+        &["world: hit_event_threshold 1e9 is out of range"],
+    );
+    assert_err(
+        r#"{"version": 1, "world": {"enable_continuous": "on"}, "bodies": []}"#,
+        &[r#"world: invalid type: string "on", expected a boolean"#],
+    );
+}
 
 #[test]
 fn non_convex_polygon() {

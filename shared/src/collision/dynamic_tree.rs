@@ -6,7 +6,7 @@
 //! sorted by the caller, so the tree is derived data: it is rebuilt on
 //! restore and never hashed.
 
-use crate::math::{Aabb, Scalar};
+use crate::math::{Aabb, Scalar, Vec2};
 
 const NULL: u32 = u32::MAX;
 
@@ -129,6 +129,64 @@ impl DynamicTree {
             }
         }
         self.stack = stack;
+    }
+
+    /// Like [`DynamicTree::query`], for a shared tree (allocates its own stack).
+    pub fn query_shared(&self, aabb: &Aabb, mut f: impl FnMut(u32)) {
+        if self.root == NULL {
+            return;
+        }
+        let mut stack = vec![self.root];
+        while let Some(i) = stack.pop() {
+            let n = &self.nodes[i as usize];
+            if !n.aabb.overlaps(aabb) {
+                continue;
+            }
+            if n.is_leaf() {
+                f(n.user);
+            } else {
+                stack.push(n.child1);
+                stack.push(n.child2);
+            }
+        }
+    }
+
+    /// Calls `f(user)` for every leaf whose box the segment `p1`–`p2` may
+    /// touch: boxes overlapping the segment's bounding box and not separated
+    /// from it along the segment's normal (exact 128-bit test).
+    pub fn query_ray(&self, p1: Vec2, p2: Vec2, mut f: impl FnMut(u32)) {
+        if self.root == NULL {
+            return;
+        }
+        let seg_box = Aabb::new(p1.min(p2), p1.max(p2));
+        let d = p2 - p1;
+        // Normal of the segment (not normalised: only the sign matters).
+        let (vx, vy) = (-(d.y.to_bits() as i128), d.x.to_bits() as i128);
+        let mut stack = vec![self.root];
+        while let Some(i) = stack.pop() {
+            let n = &self.nodes[i as usize];
+            if !n.aabb.overlaps(&seg_box) {
+                continue;
+            }
+            // Separating axis |v · (c − p1)| > |v|·h, with the box centre c
+            // and half-extents h, doubled to stay in integers.
+            let cx =
+                (n.aabb.lower.x + n.aabb.upper.x).to_bits() as i128 - 2 * p1.x.to_bits() as i128;
+            let cy =
+                (n.aabb.lower.y + n.aabb.upper.y).to_bits() as i128 - 2 * p1.y.to_bits() as i128;
+            let hx = (n.aabb.upper.x - n.aabb.lower.x).to_bits() as i128;
+            let hy = (n.aabb.upper.y - n.aabb.lower.y).to_bits() as i128;
+            let sep = (vx * cx + vy * cy).abs();
+            if sep > vx.abs() * hx + vy.abs() * hy {
+                continue;
+            }
+            if n.is_leaf() {
+                f(n.user);
+            } else {
+                stack.push(n.child1);
+                stack.push(n.child2);
+            }
+        }
     }
 
     fn insert_leaf(&mut self, leaf: u32) {
@@ -306,7 +364,7 @@ impl DynamicTree {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::math::{fx, Vec2};
+    use crate::math::fx;
 
     #[test]
     fn query_finds_exactly_the_overlaps_and_stays_balanced() {
@@ -344,5 +402,37 @@ mod tests {
             .map(|(i, _)| i as u32)
             .collect();
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn ray_query_finds_the_boxes_the_segment_crosses() {
+        let mut t = DynamicTree::new();
+        let mut boxes = Vec::new();
+        for i in 0..20 {
+            for j in 0..20 {
+                let lo = Vec2::from_ints(i * 3, j * 3);
+                let b = Aabb::new(lo, lo + Vec2::from_ints(1, 1));
+                t.create_proxy(b, (i * 20 + j) as u32);
+                boxes.push(b);
+            }
+        }
+        // The diagonal y = x passes through the boxes with i == j only.
+        let mut got = Vec::new();
+        t.query_ray(Vec2::from_ints(-1, -1), Vec2::from_ints(70, 70), |u| {
+            got.push(u)
+        });
+        got.sort();
+        let want: Vec<u32> = (0..20).map(|i| (i * 20 + i) as u32).collect();
+        assert_eq!(got, want);
+        // query_shared agrees with query.
+        let q = Aabb::new(Vec2::from_ints(5, 5), Vec2::from_ints(12, 9));
+        let mut a = Vec::new();
+        let mut b = Vec::new();
+        t.query_shared(&q, |u| a.push(u));
+        t.query(&q, |u| b.push(u));
+        a.sort();
+        b.sort();
+        assert_eq!(a, b);
+        assert!(!a.is_empty());
     }
 }

@@ -62,6 +62,9 @@ pub struct BodyDef {
     pub fixed_rotation: bool,
     /// Opaque id for the user.
     pub user_data: u64,
+    /// Continuous collision against dynamic bodies too (dynamic bodies only;
+    /// every fast dynamic body already gets it against static ones).
+    pub bullet: bool,
 }
 
 impl Default for BodyDef {
@@ -80,6 +83,7 @@ impl Default for BodyDef {
             awake: true,
             fixed_rotation: false,
             user_data: 0,
+            bullet: false,
         }
     }
 }
@@ -145,6 +149,10 @@ pub struct Body {
     /// Most recently attached shape slot (`NONE` when the body has none);
     /// the rest follow through `Shape::next`.
     pub(crate) first_shape: u32,
+    /// Continuous collision against dynamic bodies too.
+    pub(crate) bullet: bool,
+    /// Smallest shape extent (for the fast-body test of continuous collision).
+    pub(crate) min_extent: Scalar,
 }
 
 impl Body {
@@ -176,6 +184,8 @@ impl Body {
             sleep_island: NO_ISLAND,
             user_data: 0,
             first_shape: NONE,
+            bullet: false,
+            min_extent: Scalar::ZERO,
         }
     }
 

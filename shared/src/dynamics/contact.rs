@@ -1,5 +1,6 @@
 //! Persistent contacts between pairs of shapes.
 
+use super::shape::Shape;
 use crate::collision::Manifold;
 use crate::math::Scalar;
 use serde::{Deserialize, Serialize};
@@ -20,11 +21,35 @@ pub struct Contact {
     pub(crate) friction: Scalar,
     /// Mixed restitution max(ea, eb).
     pub(crate) restitution: Scalar,
-    /// Whether the manifold has points.
+    /// Whether the manifold has points (for a sensor pair: whether the
+    /// shapes overlap).
     pub(crate) touching: bool,
+    /// One of the shapes is a sensor: overlap only, no manifold, no response.
+    pub(crate) sensor: bool,
+    /// Report begin/end touching events.
+    pub(crate) contact_events: bool,
+    /// Report hit events.
+    pub(crate) hit_events: bool,
 }
 
 impl Contact {
+    /// A new, not yet touching contact between shape slots `a < b`.
+    pub(crate) fn new(a: u32, b: u32, sa: &Shape, sb: &Shape) -> Contact {
+        Contact {
+            shape_a: a,
+            shape_b: b,
+            body_a: sa.body,
+            body_b: sb.body,
+            manifold: Manifold::default(),
+            friction: (sa.def.friction * sb.def.friction).sqrt(),
+            restitution: sa.def.restitution.max(sb.def.restitution),
+            touching: false,
+            sensor: sa.def.is_sensor || sb.def.is_sensor,
+            contact_events: sa.def.enable_contact_events || sb.def.enable_contact_events,
+            hit_events: sa.def.enable_hit_events || sb.def.enable_hit_events,
+        }
+    }
+
     /// Sort key: the shape pair.
     #[inline]
     pub fn key(&self) -> u64 {
@@ -53,5 +78,17 @@ pub(crate) fn match_impulses(new: &mut Manifold, old: &Manifold) {
                 break;
             }
         }
+    }
+}
+
+/// Whether two shapes that pass the collision filter get a contact: two
+/// sensors never do, and a sensor only sees shapes with sensor events on.
+#[inline]
+pub(crate) fn sensor_pair_allowed(a: &Shape, b: &Shape) -> bool {
+    match (a.def.is_sensor, b.def.is_sensor) {
+        (false, false) => true,
+        (true, true) => false,
+        (true, false) => b.def.enable_sensor_events,
+        (false, true) => a.def.enable_sensor_events,
     }
 }

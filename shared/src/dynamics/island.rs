@@ -37,7 +37,7 @@ pub(crate) fn update_sleep(
     parent.clear();
     parent.extend(0..n as u32);
     for c in &state.contacts {
-        if !c.touching {
+        if !c.touching || c.sensor {
             continue;
         }
         let (sa, sb) = (slot_of[c.body_a as usize], slot_of[c.body_b as usize]);

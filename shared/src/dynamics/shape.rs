@@ -17,6 +17,17 @@ pub struct ShapeDef {
     pub filter: Filter,
     /// Opaque id for the user.
     pub user_data: u64,
+    /// A sensor detects overlapping shapes (sensor events) but has no
+    /// collision response and is skipped by continuous collision.
+    pub is_sensor: bool,
+    /// Report contact begin/end touching events for this shape's contacts
+    /// (a contact reports when either of its shapes asks).
+    pub enable_contact_events: bool,
+    /// Report hit events (approach faster than the world's
+    /// `hit_event_threshold`) for this shape's contacts (either shape asks).
+    pub enable_hit_events: bool,
+    /// Whether sensors detect this shape (ignored on sensors).
+    pub enable_sensor_events: bool,
 }
 
 impl Default for ShapeDef {
@@ -28,6 +39,10 @@ impl Default for ShapeDef {
             restitution: Scalar::ZERO,
             filter: Filter::default(),
             user_data: 0,
+            is_sensor: false,
+            enable_contact_events: true,
+            enable_hit_events: false,
+            enable_sensor_events: true,
         }
     }
 }

@@ -8,14 +8,21 @@
 //!    begin touching a sleeping body wake its island;
 //! 3. **solve** — the soft-step solver (see `solver`);
 //! 4. **finalize** — transforms, sleep timers, fat boxes;
-//! 5. **sleep** — islands at rest fall asleep (see `island`).
+//! 5. **continuous** — fast bodies move back to their time of impact (see `ccd`);
+//! 6. **sleep** — islands at rest fall asleep (see `island`).
+//!
+//! Sensor pairs are contacts too, flagged `sensor`: stage 2 tests them for
+//! overlap instead of building a manifold, and the solver and islands skip
+//! them. Stages 2 and 3 report events (see `events`).
 
 use super::body::{Body, BodyDef, BodyId, BodyKind, ShapeId, NONE, NO_ISLAND};
-use super::contact::{match_impulses, pair_key, Contact};
+use super::ccd::{self, CcdScratch};
+use super::contact::{match_impulses, pair_key, sensor_pair_allowed, Contact};
+use super::events::Events;
 use super::island;
 use super::shape::{Shape, ShapeDef};
 use super::solver::{self, BodyState, ConstraintPoint, ContactConstraint};
-use crate::collision::{collide, DynamicTree, Manifold};
+use crate::collision::{collide, shapes_overlap, DynamicTree};
 use crate::geometry::{GeometryError, MassData, ShapeGeometry};
 use crate::math::{Aabb, Rot, Scalar, Transform, Vec2, WORLD_BOUND};
 use serde::{Deserialize, Serialize};
@@ -43,6 +50,10 @@ pub struct WorldDef {
     pub enable_sleep: bool,
     /// Rest time before an island sleeps (s).
     pub time_to_sleep: Scalar,
+    /// Continuous collision for fast bodies (see `ccd`).
+    pub enable_continuous: bool,
+    /// Approach speed above which contacts with hit events report a hit (m/s).
+    pub hit_event_threshold: Scalar,
 }
 
 impl Default for WorldDef {
@@ -58,6 +69,8 @@ impl Default for WorldDef {
             max_linear_speed: Scalar::from_int(400),
             enable_sleep: true,
             time_to_sleep: Scalar::HALF,
+            enable_continuous: true,
+            hit_event_threshold: Scalar::ONE,
         }
     }
 }
@@ -86,6 +99,9 @@ pub enum WorldError {
     /// Settings that cannot step (zero tick rate or substeps).
     #[error("invalid world settings: {0}")]
     BadSettings(&'static str),
+    /// A query that cannot be answered (an inverted box).
+    #[error("bad query: {0}")]
+    BadQuery(&'static str),
 }
 
 /// Everything that affects the future of a world. Serialized for snapshots
@@ -158,6 +174,7 @@ struct Scratch {
     parent: Vec<u32>,
     min_time: Vec<Scalar>,
     min_index: Vec<u32>,
+    ccd: CcdScratch,
 }
 
 /// A contact point as seen from outside (for drawing and inspection).
@@ -182,6 +199,8 @@ pub struct ContactView {
 pub struct World {
     pub(crate) state: WorldState,
     scratch: Scratch,
+    /// Events of the last step: not state.
+    pub(crate) events: Events,
 }
 
 impl Default for World {
@@ -202,6 +221,11 @@ impl World {
         if def.substeps == 0 || def.substeps > 64 {
             return Err(WorldError::BadSettings("substeps must be 1..=64"));
         }
+        if def.hit_event_threshold < Scalar::ZERO {
+            return Err(WorldError::BadSettings(
+                "hit_event_threshold must not be negative",
+            ));
+        }
         Ok(World::from_state(WorldState {
             settings: def,
             tick: 0,
@@ -220,6 +244,7 @@ impl World {
         World {
             state,
             scratch: Scratch::default(),
+            events: Events::default(),
         }
     }
 
@@ -279,6 +304,7 @@ impl World {
         b.enable_sleep = def.enable_sleep;
         b.fixed_rotation = def.fixed_rotation;
         b.user_data = def.user_data;
+        b.bullet = def.bullet && def.kind == BodyKind::Dynamic;
         b.awake = def.kind != BodyKind::Static && def.awake;
         if def.kind != BodyKind::Static && !def.awake {
             b.sleep_island = index;
@@ -288,7 +314,7 @@ impl World {
         Ok(id)
     }
 
-    fn body_index(&self, id: BodyId) -> Result<u32, WorldError> {
+    pub(super) fn body_index(&self, id: BodyId) -> Result<u32, WorldError> {
         match self.state.bodies.get(id.index as usize) {
             Some(b) if b.alive && b.generation == id.generation => Ok(id.index),
             _ => Err(WorldError::InvalidBody(id)),
@@ -312,6 +338,12 @@ impl World {
     pub fn destroy_body(&mut self, id: BodyId) -> Result<(), WorldError> {
         let index = self.body_index(id)?;
         self.wake_touching(index);
+        let st = &self.state;
+        let gone = st
+            .contacts
+            .iter()
+            .filter(|c| c.body_a == index || c.body_b == index);
+        self.events.contacts_destroyed(&st.shapes, gone);
         let mut s = self.state.bodies[index as usize].first_shape;
         while s != NONE {
             let next = self.state.shapes[s as usize].next;
@@ -386,9 +418,13 @@ impl World {
         self.state.contacts.len()
     }
 
-    /// Number of contacts with at least one manifold point.
+    /// Number of contacts with at least one manifold point (sensor overlaps excluded).
     pub fn touching_contact_count(&self) -> usize {
-        self.state.contacts.iter().filter(|c| c.touching).count()
+        self.state
+            .contacts
+            .iter()
+            .filter(|c| c.touching && !c.sensor)
+            .count()
     }
 
     /// Body kind.
@@ -738,6 +774,12 @@ impl World {
                 link = next;
             }
         }
+        let st = &self.state;
+        let gone = st
+            .contacts
+            .iter()
+            .filter(|c| c.shape_a == si || c.shape_b == si);
+        self.events.contacts_destroyed(&st.shapes, gone);
         self.state
             .contacts
             .retain(|c| c.shape_a != si && c.shape_b != si);
@@ -883,6 +925,11 @@ impl World {
             ext = ext.max(g.extent_from(b.local_center));
         }
         b.max_extent = ext;
+        b.min_extent = extent_shapes
+            .iter()
+            .map(ccd::shape_min_extent)
+            .min()
+            .unwrap_or(Scalar::ZERO);
     }
 
     /// Recomputes fat boxes of a body's shapes after it moved.
@@ -918,9 +965,11 @@ impl World {
 
     /// Advances the world by one step of `1 / tick_rate` seconds.
     pub fn step(&mut self) {
+        self.events.begin_step();
         self.update_pairs();
         self.update_contacts();
         self.solve();
+        self.events.finish_step();
         self.state.tick += 1;
     }
 
@@ -956,7 +1005,9 @@ impl World {
                 if body.kind != BodyKind::Dynamic && ob.kind != BodyKind::Dynamic {
                     continue;
                 }
-                if !shape.def.filter.should_collide(&other.def.filter) {
+                if !shape.def.filter.should_collide(&other.def.filter)
+                    || !sensor_pair_allowed(&shape, other)
+                {
                     continue;
                 }
                 let (a, b) = if si < o { (si, o) } else { (o, si) };
@@ -989,16 +1040,7 @@ impl World {
             }
             let (a, b) = ((key >> 32) as u32, key as u32);
             let (sa, sb) = (&st.shapes[a as usize], &st.shapes[b as usize]);
-            sc.new_contacts.push(Contact {
-                shape_a: a,
-                shape_b: b,
-                body_a: sa.body,
-                body_b: sb.body,
-                manifold: Manifold::default(),
-                friction: (sa.def.friction * sb.def.friction).sqrt(),
-                restitution: sa.def.restitution.max(sb.def.restitution),
-                touching: false,
-            });
+            sc.new_contacts.push(Contact::new(a, b, sa, sb));
         }
         if sc.new_contacts.is_empty() {
             return;
@@ -1025,6 +1067,7 @@ impl World {
     fn update_contacts(&mut self) {
         let st = &mut self.state;
         let sc = &mut self.scratch;
+        let ev = &mut self.events;
         sc.remove.clear();
         sc.remove.resize(st.contacts.len(), false);
         sc.wake.clear();
@@ -1042,6 +1085,18 @@ impl World {
             if !sa.fat_aabb.overlaps(&sb.fat_aabb) {
                 sc.remove[k] = true;
                 any_removed = true;
+                if c.touching {
+                    ev.touching_changed(&st.shapes, c, false, &c.manifold);
+                }
+                continue;
+            }
+            if c.sensor {
+                let touching =
+                    shapes_overlap(&sa.geometry, ba.transform, &sb.geometry, bb.transform);
+                if touching != c.touching {
+                    ev.touching_changed(&st.shapes, c, touching, &c.manifold);
+                    c.touching = touching;
+                }
                 continue;
             }
             let mut m = collide(&sa.geometry, ba.transform, &sb.geometry, bb.transform);
@@ -1053,6 +1108,9 @@ impl World {
                         sc.wake.push(b.sleep_island);
                     }
                 }
+            }
+            if touching != c.touching {
+                ev.touching_changed(&st.shapes, c, touching, &m);
             }
             c.manifold = m;
             c.touching = touching;
@@ -1078,6 +1136,7 @@ impl World {
     fn solve(&mut self) {
         let st = &mut self.state;
         let sc = &mut self.scratch;
+        let ev = &mut self.events;
         let set = st.settings;
         let dt = Scalar::ONE / Scalar::from_int(set.tick_rate as i32);
         let n = set.substeps;
@@ -1115,7 +1174,7 @@ impl World {
         let static_soft = solver::make_soft(hertz.shl(1), set.contact_damping_ratio, h);
         sc.constraints.clear();
         for (ci, c) in st.contacts.iter().enumerate() {
-            if !c.touching {
+            if !c.touching || c.sensor {
                 continue;
             }
             let (a, b) = (sc.slot_of[c.body_a as usize], sc.slot_of[c.body_b as usize]);
@@ -1231,12 +1290,20 @@ impl World {
 
         // Store impulses for warm starting.
         for cc in &sc.constraints {
-            let m = &mut st.contacts[cc.contact as usize].manifold;
+            let c = &mut st.contacts[cc.contact as usize];
+            let m = &mut c.manifold;
             for k in 0..cc.count as usize {
                 m.points[k].normal_impulse = cc.points[k].normal_impulse;
                 m.points[k].tangent_impulse = cc.points[k].tangent_impulse;
                 m.points[k].max_normal_impulse = cc.points[k].max_normal_impulse;
             }
+            if c.hit_events {
+                ev.check_hit(&st.shapes, c, cc, set.hit_event_threshold);
+            }
+        }
+
+        if set.enable_continuous {
+            ccd::record_starts(st, &sc.awake, &mut sc.ccd);
         }
 
         // Finalize bodies.
@@ -1263,6 +1330,9 @@ impl World {
                     b.sleep_time += dt;
                 }
             }
+        }
+        if set.enable_continuous {
+            ccd::solve_continuous(st, &sc.awake, &sc.slot_of, &sc.states, dt, &mut sc.ccd);
         }
         for k in 0..sc.awake.len() {
             let bi = sc.awake[k];

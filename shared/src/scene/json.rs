@@ -300,6 +300,8 @@ struct WorldJson {
     restitution_threshold: Option<Num>,
     max_linear_speed: Option<Num>,
     time_to_sleep: Option<Num>,
+    enable_continuous: Option<bool>,
+    hit_event_threshold: Option<Num>,
 }
 
 /// The world object, with the cursor set while it is read.
@@ -379,6 +381,7 @@ struct BodyJson {
     enable_sleep: Option<bool>,
     awake: Option<bool>,
     fixed_rotation: Option<bool>,
+    bullet: Option<bool>,
     user_data: Option<u64>,
     shapes: Option<ShapeList>,
 }
@@ -500,6 +503,10 @@ struct ShapeJson {
     restitution: Option<Num>,
     filter: Option<FilterJson>,
     user_data: Option<u64>,
+    sensor: Option<bool>,
+    enable_contact_events: Option<bool>,
+    enable_hit_events: Option<bool>,
+    enable_sensor_events: Option<bool>,
 }
 
 impl ShapeJson {
@@ -894,6 +901,12 @@ fn world_def(w: Option<&WorldTracked>) -> Result<WorldDef, SceneError> {
     if let Some(v) = w.time_to_sleep {
         def.time_to_sleep = ranged(at, "time_to_sleep", v, Scalar::ZERO, TUNING_BOUND)?;
     }
+    if let Some(b) = w.enable_continuous {
+        def.enable_continuous = b;
+    }
+    if let Some(v) = w.hit_event_threshold {
+        def.hit_event_threshold = ranged(at, "hit_event_threshold", v, Scalar::ZERO, TUNING_BOUND)?;
+    }
     Ok(def)
 }
 
@@ -950,6 +963,9 @@ fn build_body(
             }
         }
     }
+    if b.bullet == Some(true) && kind != BodyKind::Dynamic {
+        return Err(invalid(at, "\"bullet\" applies only to dynamic bodies"));
+    }
     let d = BodyDef::default();
     let position = opt(b.position, Vec2::ZERO, |v| point(at, "position", v))?;
     let angle = opt(b.angle, Scalar::ZERO, |v| {
@@ -993,6 +1009,7 @@ fn build_body(
         awake: b.awake.unwrap_or(d.awake),
         fixed_rotation: b.fixed_rotation.unwrap_or(d.fixed_rotation),
         user_data: b.user_data.unwrap_or(d.user_data),
+        bullet: b.bullet.unwrap_or(d.bullet),
     };
     let id = world
         .create_body(&def)
@@ -1050,6 +1067,10 @@ fn material(at: &Location, s: &ShapeJson, kind: BodyKind) -> Result<ShapeDef, Sc
             group: f.and_then(|f| f.group).unwrap_or(fd.group),
         },
         user_data: s.user_data.unwrap_or(d.user_data),
+        is_sensor: s.sensor.unwrap_or(d.is_sensor),
+        enable_contact_events: s.enable_contact_events.unwrap_or(d.enable_contact_events),
+        enable_hit_events: s.enable_hit_events.unwrap_or(d.enable_hit_events),
+        enable_sensor_events: s.enable_sensor_events.unwrap_or(d.enable_sensor_events),
     })
 }
 
