@@ -6,7 +6,10 @@ pub mod math;
 pub mod scene;
 pub mod state;
 
-pub use dynamics::{BodyDef, BodyId, BodyKind, ShapeDef, ShapeId, World, WorldDef, WorldError};
+pub use dynamics::{
+    BodyDef, BodyId, BodyKind, JointDef, JointId, JointKind, ShapeDef, ShapeId, World, WorldDef,
+    WorldError,
+};
 pub use geometry::{Capsule, Circle, Filter, Polygon, Segment, ShapeGeometry};
 pub use math::{fx, Aabb, Rot, Scalar, Transform, Vec2};
 pub use state::{Snapshot, SnapshotError};

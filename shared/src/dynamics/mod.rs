@@ -3,11 +3,16 @@
 mod body;
 mod contact;
 mod island;
+pub mod joint;
 mod shape;
 mod solver;
 mod world;
 
 pub use body::{BodyDef, BodyId, BodyKind, ShapeId};
+pub use joint::{
+    AngleJoint, BrokenJoint, DistanceJoint, FrictionJoint, JointDef, JointId, JointKind,
+    MotorJoint, PrismaticJoint, PulleyJoint, RevoluteJoint, TargetJoint, WeldJoint, WheelJoint,
+};
 pub use shape::ShapeDef;
 pub use world::{ContactView, World, WorldDef, WorldError};
 

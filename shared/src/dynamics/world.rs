@@ -6,13 +6,17 @@
 //! 2. **contacts** — manifolds are recomputed for contacts with an awake
 //!    body; contacts whose fat boxes separated are dropped; contacts that
 //!    begin touching a sleeping body wake its island;
-//! 3. **solve** — the soft-step solver (see `solver`);
+//! 3. **solve** — the soft-step solver (see `solver`) with the joints (see
+//!    `joint`) solved before the contacts in every pass;
 //! 4. **finalize** — transforms, sleep timers, fat boxes;
-//! 5. **sleep** — islands at rest fall asleep (see `island`).
+//! 5. **sleep** — islands at rest fall asleep (see `island`);
+//! 6. **break** — joints whose reaction exceeded their threshold are
+//!    destroyed and reported.
 
 use super::body::{Body, BodyDef, BodyId, BodyKind, ShapeId, NONE, NO_ISLAND};
 use super::contact::{match_impulses, pair_key, Contact};
 use super::island;
+use super::joint::{self, BrokenJoint, Joint, JointConstraint, JointContext, JointFilter, JointId};
 use super::shape::{Shape, ShapeDef};
 use super::solver::{self, BodyState, ConstraintPoint, ContactConstraint};
 use crate::collision::{collide, DynamicTree, Manifold};
@@ -43,6 +47,11 @@ pub struct WorldDef {
     pub enable_sleep: bool,
     /// Rest time before an island sleeps (s).
     pub time_to_sleep: Scalar,
+    /// Stiffness of rigid joint constraints (Hz); capped at a quarter of the
+    /// substep rate.
+    pub joint_hertz: Scalar,
+    /// Damping ratio of rigid joint constraints.
+    pub joint_damping_ratio: Scalar,
 }
 
 impl Default for WorldDef {
@@ -58,6 +67,8 @@ impl Default for WorldDef {
             max_linear_speed: Scalar::from_int(400),
             enable_sleep: true,
             time_to_sleep: Scalar::HALF,
+            joint_hertz: Scalar::from_int(60),
+            joint_damping_ratio: Scalar::from_int(2),
         }
     }
 }
@@ -86,6 +97,13 @@ pub enum WorldError {
     /// Settings that cannot step (zero tick rate or substeps).
     #[error("invalid world settings: {0}")]
     BadSettings(&'static str),
+    /// The joint handle is stale or was never valid.
+    #[error("invalid or destroyed joint {0:?}")]
+    InvalidJoint(JointId),
+    /// Joint parameters that make no sense, or an operation the joint's type
+    /// does not support.
+    #[error("bad joint: {0}")]
+    BadJoint(&'static str),
 }
 
 /// Everything that affects the future of a world. Serialized for snapshots
@@ -102,6 +120,13 @@ pub(crate) struct WorldState {
     pub contacts: Vec<Contact>,
     /// Shape slots queued for the next pair search.
     pub moved: Vec<u32>,
+    /// Joint slots, live or free.
+    pub joints: Vec<Joint>,
+    /// The joint id pool (the last is reused first).
+    pub free_joints: Vec<u32>,
+    /// Body pairs kept apart by joints: derived from the joints, not state.
+    #[serde(skip)]
+    pub joint_filter: JointFilter,
     /// Broad-phase trees: derived from the fat boxes, rebuilt after decoding.
     #[serde(skip)]
     pub static_tree: DynamicTree,
@@ -120,6 +145,9 @@ impl Clone for WorldState {
             free_shapes: self.free_shapes.clone(),
             contacts: self.contacts.clone(),
             moved: self.moved.clone(),
+            joints: self.joints.clone(),
+            free_joints: self.free_joints.clone(),
+            joint_filter: self.joint_filter.clone(),
             static_tree: self.static_tree.clone(),
             dynamic_tree: self.dynamic_tree.clone(),
         }
@@ -137,6 +165,9 @@ impl Clone for WorldState {
         self.free_shapes.clone_from(&o.free_shapes);
         self.contacts.clone_from(&o.contacts);
         self.moved.clone_from(&o.moved);
+        self.joints.clone_from(&o.joints);
+        self.free_joints.clone_from(&o.free_joints);
+        self.joint_filter.clone_from(&o.joint_filter);
         self.static_tree.clone_from(&o.static_tree);
         self.dynamic_tree.clone_from(&o.dynamic_tree);
     }
@@ -158,6 +189,8 @@ struct Scratch {
     parent: Vec<u32>,
     min_time: Vec<Scalar>,
     min_index: Vec<u32>,
+    joints: Vec<JointConstraint>,
+    broken: Vec<u32>,
 }
 
 /// A contact point as seen from outside (for drawing and inspection).
@@ -182,6 +215,8 @@ pub struct ContactView {
 pub struct World {
     pub(crate) state: WorldState,
     scratch: Scratch,
+    /// Joints broken in the last step (output, not state).
+    pub(crate) broken_joints: Vec<BrokenJoint>,
 }
 
 impl Default for World {
@@ -211,6 +246,9 @@ impl World {
             free_shapes: Vec::new(),
             contacts: Vec::new(),
             moved: Vec::new(),
+            joints: Vec::new(),
+            free_joints: Vec::new(),
+            joint_filter: JointFilter::default(),
             static_tree: DynamicTree::new(),
             dynamic_tree: DynamicTree::new(),
         }))
@@ -220,6 +258,7 @@ impl World {
         World {
             state,
             scratch: Scratch::default(),
+            broken_joints: Vec::new(),
         }
     }
 
@@ -288,7 +327,7 @@ impl World {
         Ok(id)
     }
 
-    fn body_index(&self, id: BodyId) -> Result<u32, WorldError> {
+    pub(crate) fn body_index(&self, id: BodyId) -> Result<u32, WorldError> {
         match self.state.bodies.get(id.index as usize) {
             Some(b) if b.alive && b.generation == id.generation => Ok(id.index),
             _ => Err(WorldError::InvalidBody(id)),
@@ -305,12 +344,14 @@ impl World {
         self.body_index(id).is_ok()
     }
 
-    /// Destroys a body, its shapes and its contacts; wakes what touched it.
+    /// Destroys a body, its joints, shapes and contacts; wakes what touched
+    /// it or was joined to it.
     ///
     /// # Errors
     /// A stale handle.
     pub fn destroy_body(&mut self, id: BodyId) -> Result<(), WorldError> {
         let index = self.body_index(id)?;
+        self.destroy_joints_of(index);
         self.wake_touching(index);
         let mut s = self.state.bodies[index as usize].first_shape;
         while s != NONE {
@@ -351,7 +392,7 @@ impl World {
         island::wake_islands(&mut self.state, &ids);
     }
 
-    fn wake_body(&mut self, index: u32) {
+    pub(crate) fn wake_body(&mut self, index: u32) {
         let b = &self.state.bodies[index as usize];
         if b.kind == BodyKind::Static {
             return;
@@ -918,9 +959,15 @@ impl World {
 
     /// Advances the world by one step of `1 / tick_rate` seconds.
     pub fn step(&mut self) {
+        self.broken_joints.clear();
         self.update_pairs();
         self.update_contacts();
         self.solve();
+        if !self.scratch.broken.is_empty() {
+            let broken = core::mem::take(&mut self.scratch.broken);
+            self.break_joints(&broken);
+            self.scratch.broken = broken;
+        }
         self.state.tick += 1;
     }
 
@@ -974,6 +1021,7 @@ impl World {
         // Skip pairs that already have a contact. Few pairs: binary search;
         // many pairs: one sequential walk, which is kinder to the cache.
         let walk = sc.pairs.len() * 16 > st.contacts.len();
+        st.joint_filter.refresh(&st.joints, st.bodies.len());
         let mut ci = 0;
         for &key in &sc.pairs {
             let exists = if walk {
@@ -989,6 +1037,9 @@ impl World {
             }
             let (a, b) = ((key >> 32) as u32, key as u32);
             let (sa, sb) = (&st.shapes[a as usize], &st.shapes[b as usize]);
+            if st.joint_filter.blocks(sa.body, sb.body) {
+                continue;
+            }
             sc.new_contacts.push(Contact {
                 shape_a: a,
                 shape_b: b,
@@ -1083,6 +1134,13 @@ impl World {
         let n = set.substeps;
         let h = dt / Scalar::from_int(n as i32);
         let inv_h = Scalar::from_int((set.tick_rate * n) as i32);
+        sc.broken.clear();
+        sc.joints.clear();
+
+        // A joint is never solved against a sleeping body: wake it.
+        if !st.joints.is_empty() {
+            joint::api::wake_jointed(st, &mut sc.wake);
+        }
 
         // Solver slots for awake non-static bodies; slot 0 is the static dummy.
         sc.slot_of.clear();
@@ -1168,6 +1226,26 @@ impl World {
             sc.constraints.push(cc);
         }
 
+        // Prepare joints: rigid parts use the joint softness, capped at a
+        // quarter of the substep rate.
+        let jctx = JointContext {
+            h,
+            inv_h,
+            soft: solver::make_soft(
+                set.joint_hertz.min(substep_rate.shr(2)),
+                set.joint_damping_ratio,
+                h,
+            ),
+        };
+        joint::prepare(
+            &st.joints,
+            &st.bodies,
+            &sc.slot_of,
+            &sc.states,
+            &jctx,
+            &mut sc.joints,
+        );
+
         // Per-body velocity increments for the step.
         let max_v = set.max_linear_speed;
         let mut deltas: Vec<(Vec2, Scalar, Scalar, Scalar)> = Vec::with_capacity(sc.awake.len());
@@ -1202,7 +1280,9 @@ impl World {
                 s.v = clamp_speed(d.0 + s.v * d.2, max_v);
                 s.w = (d.1 + s.w * d.3).clamp(-MAX_ANGULAR_SPEED, MAX_ANGULAR_SPEED);
             }
+            joint::warm_start(&sc.joints, &mut sc.states);
             solver::warm_start(&sc.constraints, &mut sc.states);
+            joint::solve(&mut sc.joints, &mut sc.states, &jctx, true);
             solver::solve_contacts(
                 &mut sc.constraints,
                 &mut sc.states,
@@ -1215,6 +1295,7 @@ impl World {
                 s.dq = s.dq.integrate(h * s.w);
                 s.dp = s.dp.mul_add(h, s.v);
             }
+            joint::solve(&mut sc.joints, &mut sc.states, &jctx, false);
             solver::solve_contacts(
                 &mut sc.constraints,
                 &mut sc.states,
@@ -1238,6 +1319,9 @@ impl World {
                 m.points[k].max_normal_impulse = cc.points[k].max_normal_impulse;
             }
         }
+
+        joint::store_impulses(&sc.joints, &mut st.joints);
+        joint::find_broken(&sc.joints, &st.joints, &st.bodies, inv_h, &mut sc.broken);
 
         // Finalize bodies.
         let sleep_on = set.enable_sleep;
