@@ -9,8 +9,8 @@ pub mod state;
 
 pub use dynamics::{
     BodyDef, BodyId, BodyKind, ContactBeginTouchEvent, ContactEndTouchEvent, ContactEvents,
-    ContactHitEvent, QueryFilter, RayHit, SensorBeginTouchEvent, SensorEndTouchEvent, SensorEvents,
-    ShapeDef, ShapeId, World, WorldDef, WorldError,
+    ContactHitEvent, JointDef, JointId, JointKind, QueryFilter, RayHit, SensorBeginTouchEvent,
+    SensorEndTouchEvent, SensorEvents, ShapeDef, ShapeId, World, WorldDef, WorldError,
 };
 pub use geometry::{Capsule, Circle, Filter, Polygon, Segment, ShapeGeometry};
 pub use math::{fx, Aabb, Rot, Scalar, Transform, Vec2};

@@ -11,7 +11,8 @@
 //!
 //! 1. `settings` — gravity, tick rate, substeps, contact hertz, damping
 //!    ratio, push-out speed, restitution threshold, speed limit, sleep switch,
-//!    time to sleep, continuous-collision switch, hit-event threshold;
+//!    time to sleep, continuous-collision switch, hit-event threshold,
+//!    joint stiffness (hertz) and joint damping ratio;
 //! 2. `tick` — steps taken (`u64`);
 //! 3. `bodies` — every body slot, live or free: generation, alive, kind,
 //!    transform, centre of mass (world and local), velocities, pending force
@@ -29,12 +30,21 @@
 //!    points with anchors, separation, warm-start impulses, feature ids),
 //!    mixed friction and restitution, touching flag, sensor flag,
 //!    contact-event and hit-event switches;
-//! 8. `moved` — shapes waiting for the next pair search.
+//! 8. `moved` — shapes waiting for the next pair search;
+//! 9. `joints` — every joint slot, live or free: generation, alive, body A
+//!    and B slots, local anchors A and B, reference rotation (cos, sin),
+//!    collide-connected flag, break force and torque, user data, the type
+//!    (variant index as `u32`: revolute 0, prismatic 1, weld 2, wheel 3,
+//!    distance 4, pulley 5, angle 6, motor 7, target 8, friction 9) with its
+//!    parameters in declaration order (an `Option` is one byte, 0 or 1, then
+//!    the value if present), and the accumulated impulses (linear, angular,
+//!    axial, spring, motor, lower, upper) used for warm starting;
+//! 10. `free_joints` — the joint id pool.
 //!
-//! The broad-phase trees are not state (queries are sorted) and are skipped.
-//! Neither are the event buffers (`World::contact_events`,
-//! `World::sensor_events`): they report the last step and are derived from
-//! the contacts' touching flags, which are state.
+//! The broad-phase trees and the joint pair filter are not state (they are
+//! derived and rebuilt) and are skipped. Neither are the event buffers
+//! (`World::contact_events`, `World::sensor_events`): they report the last
+//! step and are derived from the contacts' touching flags, which are state.
 //! [`World::state_hash`] is XXH3-64 (seed 0) of exactly these bytes, streamed
 //! without building the buffer, so the hash is defined byte for byte and is
 //! the same on every platform. A snapshot's bytes are the same encoding.
@@ -280,6 +290,28 @@ fn validate(st: &WorldState) -> Result<(), SnapshotError> {
             return bad("contacts not sorted");
         }
         prev = Some(key);
+    }
+    let nj = st.joints.len();
+    if nj > u32::MAX as usize / 2 {
+        return bad("too many joint slots");
+    }
+    for j in &st.joints {
+        if !j.alive {
+            continue;
+        }
+        let (a, b) = (j.body_a as usize, j.body_b as usize);
+        if a >= nb || b >= nb || !st.bodies[a].alive || !st.bodies[b].alive {
+            return bad("joint bodies");
+        }
+        if a == b {
+            return bad("joint joins a body to itself");
+        }
+        if j.kind.validate().is_err() {
+            return bad("joint parameters");
+        }
+    }
+    if !check_pool(&st.free_joints, &|i| st.joints[i].alive, nj) {
+        return bad("free joint list");
     }
     for &m in &st.moved {
         if m as usize >= ns || !st.shapes[m as usize].alive || !st.shapes[m as usize].moved {

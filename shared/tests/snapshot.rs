@@ -724,14 +724,14 @@ fn random_byte_corruption_is_refused_or_steps_without_panicking() {
 }
 
 /// Offset of the body-slot count: after the settings and the tick. An empty
-/// world's encoding is those plus six zero `u64` vector lengths.
+/// world's encoding is those plus eight zero `u64` vector lengths.
 fn body_count_offset() -> usize {
     let empty = World::default().snapshot().to_bytes();
     assert!(
-        empty[empty.len() - 48..].iter().all(|&b| b == 0),
-        "layout changed: empty world does not end in six empty vectors"
+        empty[empty.len() - 64..].iter().all(|&b| b == 0),
+        "layout changed: empty world does not end in eight empty vectors"
     );
-    empty.len() - 48
+    empty.len() - 64
 }
 
 /// A `Vm*` field of /proc/self/status in KiB (Linux only).
@@ -779,8 +779,9 @@ fn absurd_length_prefix_is_refused_without_huge_allocation() {
             Snapshot::from_bytes(&b).is_err(),
             "body count {len} accepted"
         );
-        // Every vector length of an empty world.
-        for v in 0..6 {
+        // Every vector length of an empty world (bodies, free bodies, shapes,
+        // free shapes, contacts, moved, joints, free joints).
+        for v in 0..8 {
             let mut e = empty.clone();
             let at = off + 8 * v;
             e[at..at + 8].copy_from_slice(&len.to_le_bytes());

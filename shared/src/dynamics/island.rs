@@ -1,14 +1,14 @@
 //! Islands and sleep.
 //!
 //! Islands are rebuilt every step with a union-find over the awake dynamic
-//! bodies joined by touching contacts: cheaper than maintaining persistent
+//! bodies joined by touching contacts and by joints: cheaper than maintaining persistent
 //! islands, and trivially deterministic because contacts are visited in
 //! canonical order. An island falls asleep when every body in it has been
 //! slower than its sleep threshold for `time_to_sleep`. Sleeping bodies
 //! remember their island by id (the smallest body index in it); waking an
 //! island wakes every body with that id.
 
-use super::body::{BodyKind, NO_ISLAND};
+use super::body::{Body, BodyKind, NO_ISLAND};
 use super::world::WorldState;
 use crate::math::{Scalar, Vec2};
 
@@ -19,6 +19,39 @@ fn find(parent: &mut [u32], mut i: u32) -> u32 {
         i = p;
     }
     i
+}
+
+/// Joins the islands of two solved bodies linked by a contact or joint.
+#[inline]
+fn link(bodies: &mut [Body], parent: &mut [u32], slot_of: &[u32], a: u32, b: u32) {
+    let (sa, sb) = (slot_of[a as usize], slot_of[b as usize]);
+    if sa == 0 || sb == 0 {
+        return;
+    }
+    let ka = bodies[a as usize].kind;
+    let kb = bodies[b as usize].kind;
+    if ka == BodyKind::Dynamic && kb == BodyKind::Dynamic {
+        let (ra, rb) = (find(parent, sa), find(parent, sb));
+        if ra != rb {
+            // Union by smaller slot keeps roots canonical.
+            let (lo, hi) = if ra < rb { (ra, rb) } else { (rb, ra) };
+            parent[hi as usize] = lo;
+        }
+    } else {
+        // A moving kinematic body keeps what it touches awake.
+        let (kin, dynb) = if ka == BodyKind::Kinematic {
+            (a, b)
+        } else {
+            (b, a)
+        };
+        if bodies[dynb as usize].kind != BodyKind::Dynamic {
+            return;
+        }
+        let k = &bodies[kin as usize];
+        if k.linear_velocity != Vec2::ZERO || !k.angular_velocity.is_zero() {
+            bodies[dynb as usize].sleep_time = Scalar::ZERO;
+        }
+    }
 }
 
 /// Puts islands to sleep whose bodies have all rested long enough.
@@ -37,33 +70,15 @@ pub(crate) fn update_sleep(
     parent.clear();
     parent.extend(0..n as u32);
     for c in &state.contacts {
-        if !c.touching || c.sensor {
-            continue;
+        if c.touching && !c.sensor {
+            link(&mut state.bodies, parent, slot_of, c.body_a, c.body_b);
         }
-        let (sa, sb) = (slot_of[c.body_a as usize], slot_of[c.body_b as usize]);
-        if sa == 0 || sb == 0 {
-            continue;
-        }
-        let ka = state.bodies[c.body_a as usize].kind;
-        let kb = state.bodies[c.body_b as usize].kind;
-        if ka == BodyKind::Dynamic && kb == BodyKind::Dynamic {
-            let (ra, rb) = (find(parent, sa), find(parent, sb));
-            if ra != rb {
-                // Union by smaller slot keeps roots canonical.
-                let (lo, hi) = if ra < rb { (ra, rb) } else { (rb, ra) };
-                parent[hi as usize] = lo;
-            }
-        } else {
-            // A moving kinematic body keeps what it touches awake.
-            let (kin, dynb) = if ka == BodyKind::Kinematic {
-                (c.body_a, c.body_b)
-            } else {
-                (c.body_b, c.body_a)
-            };
-            let k = &state.bodies[kin as usize];
-            if k.linear_velocity != Vec2::ZERO || !k.angular_velocity.is_zero() {
-                state.bodies[dynb as usize].sleep_time = Scalar::ZERO;
-            }
+    }
+    // Joined bodies share an island (a joint is never solved against a
+    // sleeping body).
+    for j in &state.joints {
+        if j.alive {
+            link(&mut state.bodies, parent, slot_of, j.body_a, j.body_b);
         }
     }
     min_time.clear();

@@ -5,6 +5,7 @@ mod ccd;
 mod contact;
 mod events;
 mod island;
+pub mod joint;
 mod query;
 mod shape;
 mod solver;
@@ -14,6 +15,10 @@ pub use body::{BodyDef, BodyId, BodyKind, ShapeId};
 pub use events::{
     ContactBeginTouchEvent, ContactEndTouchEvent, ContactEvents, ContactHitEvent,
     SensorBeginTouchEvent, SensorEndTouchEvent, SensorEvents,
+};
+pub use joint::{
+    AngleJoint, BrokenJoint, DistanceJoint, FrictionJoint, JointDef, JointId, JointKind,
+    MotorJoint, PrismaticJoint, PulleyJoint, RevoluteJoint, TargetJoint, WeldJoint, WheelJoint,
 };
 pub use query::{QueryFilter, RayHit};
 pub use shape::ShapeDef;

@@ -123,12 +123,12 @@ pub(crate) struct ContactConstraint {
 }
 
 #[inline(always)]
-fn two(states: &mut [BodyState], a: u32, b: u32) -> (BodyState, BodyState) {
+pub(crate) fn two(states: &mut [BodyState], a: u32, b: u32) -> (BodyState, BodyState) {
     (states[a as usize], states[b as usize])
 }
 
 #[inline(always)]
-fn store(states: &mut [BodyState], a: u32, b: u32, sa: &BodyState, sb: &BodyState) {
+pub(crate) fn store(states: &mut [BodyState], a: u32, b: u32, sa: &BodyState, sb: &BodyState) {
     // Writes to the static dummy are harmless (its inverse mass is zero, so
     // its velocity never changes), but skip them to keep slot 0 pristine.
     if a != 0 {

@@ -6,10 +6,13 @@
 //! 2. **contacts** — manifolds are recomputed for contacts with an awake
 //!    body; contacts whose fat boxes separated are dropped; contacts that
 //!    begin touching a sleeping body wake its island;
-//! 3. **solve** — the soft-step solver (see `solver`);
+//! 3. **solve** — the soft-step solver (see `solver`) with the joints (see
+//!    `joint`) solved before the contacts in every pass;
 //! 4. **finalize** — transforms, sleep timers, fat boxes;
 //! 5. **continuous** — fast bodies move back to their time of impact (see `ccd`);
-//! 6. **sleep** — islands at rest fall asleep (see `island`).
+//! 6. **sleep** — islands at rest fall asleep (see `island`);
+//! 7. **break** — joints whose reaction exceeded their threshold are
+//!    destroyed and reported.
 //!
 //! Sensor pairs are contacts too, flagged `sensor`: stage 2 tests them for
 //! overlap instead of building a manifold, and the solver and islands skip
@@ -20,6 +23,7 @@ use super::ccd::{self, CcdScratch};
 use super::contact::{match_impulses, pair_key, sensor_pair_allowed, Contact};
 use super::events::Events;
 use super::island;
+use super::joint::{self, BrokenJoint, Joint, JointConstraint, JointContext, JointFilter, JointId};
 use super::shape::{Shape, ShapeDef};
 use super::solver::{self, BodyState, ConstraintPoint, ContactConstraint};
 use crate::collision::{collide, shapes_overlap, DynamicTree};
@@ -54,6 +58,11 @@ pub struct WorldDef {
     pub enable_continuous: bool,
     /// Approach speed above which contacts with hit events report a hit (m/s).
     pub hit_event_threshold: Scalar,
+    /// Stiffness of rigid joint constraints (Hz); capped at a quarter of the
+    /// substep rate.
+    pub joint_hertz: Scalar,
+    /// Damping ratio of rigid joint constraints.
+    pub joint_damping_ratio: Scalar,
 }
 
 impl Default for WorldDef {
@@ -71,6 +80,8 @@ impl Default for WorldDef {
             time_to_sleep: Scalar::HALF,
             enable_continuous: true,
             hit_event_threshold: Scalar::ONE,
+            joint_hertz: Scalar::from_int(60),
+            joint_damping_ratio: Scalar::from_int(2),
         }
     }
 }
@@ -102,6 +113,13 @@ pub enum WorldError {
     /// A query that cannot be answered (an inverted box).
     #[error("bad query: {0}")]
     BadQuery(&'static str),
+    /// The joint handle is stale or was never valid.
+    #[error("invalid or destroyed joint {0:?}")]
+    InvalidJoint(JointId),
+    /// Joint parameters that make no sense, or an operation the joint's type
+    /// does not support.
+    #[error("bad joint: {0}")]
+    BadJoint(&'static str),
 }
 
 /// Everything that affects the future of a world. Serialized for snapshots
@@ -118,6 +136,13 @@ pub(crate) struct WorldState {
     pub contacts: Vec<Contact>,
     /// Shape slots queued for the next pair search.
     pub moved: Vec<u32>,
+    /// Joint slots, live or free.
+    pub joints: Vec<Joint>,
+    /// The joint id pool (the last is reused first).
+    pub free_joints: Vec<u32>,
+    /// Body pairs kept apart by joints: derived from the joints, not state.
+    #[serde(skip)]
+    pub joint_filter: JointFilter,
     /// Broad-phase trees: derived from the fat boxes, rebuilt after decoding.
     #[serde(skip)]
     pub static_tree: DynamicTree,
@@ -136,6 +161,9 @@ impl Clone for WorldState {
             free_shapes: self.free_shapes.clone(),
             contacts: self.contacts.clone(),
             moved: self.moved.clone(),
+            joints: self.joints.clone(),
+            free_joints: self.free_joints.clone(),
+            joint_filter: self.joint_filter.clone(),
             static_tree: self.static_tree.clone(),
             dynamic_tree: self.dynamic_tree.clone(),
         }
@@ -153,6 +181,9 @@ impl Clone for WorldState {
         self.free_shapes.clone_from(&o.free_shapes);
         self.contacts.clone_from(&o.contacts);
         self.moved.clone_from(&o.moved);
+        self.joints.clone_from(&o.joints);
+        self.free_joints.clone_from(&o.free_joints);
+        self.joint_filter.clone_from(&o.joint_filter);
         self.static_tree.clone_from(&o.static_tree);
         self.dynamic_tree.clone_from(&o.dynamic_tree);
     }
@@ -175,6 +206,8 @@ struct Scratch {
     min_time: Vec<Scalar>,
     min_index: Vec<u32>,
     ccd: CcdScratch,
+    joints: Vec<JointConstraint>,
+    broken: Vec<u32>,
 }
 
 /// A contact point as seen from outside (for drawing and inspection).
@@ -201,6 +234,8 @@ pub struct World {
     scratch: Scratch,
     /// Events of the last step: not state.
     pub(crate) events: Events,
+    /// Joints broken in the last step (output, not state).
+    pub(crate) broken_joints: Vec<BrokenJoint>,
 }
 
 impl Default for World {
@@ -235,6 +270,9 @@ impl World {
             free_shapes: Vec::new(),
             contacts: Vec::new(),
             moved: Vec::new(),
+            joints: Vec::new(),
+            free_joints: Vec::new(),
+            joint_filter: JointFilter::default(),
             static_tree: DynamicTree::new(),
             dynamic_tree: DynamicTree::new(),
         }))
@@ -245,6 +283,7 @@ impl World {
             state,
             scratch: Scratch::default(),
             events: Events::default(),
+            broken_joints: Vec::new(),
         }
     }
 
@@ -314,7 +353,7 @@ impl World {
         Ok(id)
     }
 
-    pub(super) fn body_index(&self, id: BodyId) -> Result<u32, WorldError> {
+    pub(crate) fn body_index(&self, id: BodyId) -> Result<u32, WorldError> {
         match self.state.bodies.get(id.index as usize) {
             Some(b) if b.alive && b.generation == id.generation => Ok(id.index),
             _ => Err(WorldError::InvalidBody(id)),
@@ -331,12 +370,14 @@ impl World {
         self.body_index(id).is_ok()
     }
 
-    /// Destroys a body, its shapes and its contacts; wakes what touched it.
+    /// Destroys a body, its joints, shapes and contacts; wakes what touched
+    /// it or was joined to it.
     ///
     /// # Errors
     /// A stale handle.
     pub fn destroy_body(&mut self, id: BodyId) -> Result<(), WorldError> {
         let index = self.body_index(id)?;
+        self.destroy_joints_of(index);
         self.wake_touching(index);
         let st = &self.state;
         let gone = st
@@ -383,7 +424,7 @@ impl World {
         island::wake_islands(&mut self.state, &ids);
     }
 
-    fn wake_body(&mut self, index: u32) {
+    pub(crate) fn wake_body(&mut self, index: u32) {
         let b = &self.state.bodies[index as usize];
         if b.kind == BodyKind::Static {
             return;
@@ -966,9 +1007,15 @@ impl World {
     /// Advances the world by one step of `1 / tick_rate` seconds.
     pub fn step(&mut self) {
         self.events.begin_step();
+        self.broken_joints.clear();
         self.update_pairs();
         self.update_contacts();
         self.solve();
+        if !self.scratch.broken.is_empty() {
+            let broken = core::mem::take(&mut self.scratch.broken);
+            self.break_joints(&broken);
+            self.scratch.broken = broken;
+        }
         self.events.finish_step();
         self.state.tick += 1;
     }
@@ -1025,6 +1072,7 @@ impl World {
         // Skip pairs that already have a contact. Few pairs: binary search;
         // many pairs: one sequential walk, which is kinder to the cache.
         let walk = sc.pairs.len() * 16 > st.contacts.len();
+        st.joint_filter.refresh(&st.joints, st.bodies.len());
         let mut ci = 0;
         for &key in &sc.pairs {
             let exists = if walk {
@@ -1040,6 +1088,9 @@ impl World {
             }
             let (a, b) = ((key >> 32) as u32, key as u32);
             let (sa, sb) = (&st.shapes[a as usize], &st.shapes[b as usize]);
+            if st.joint_filter.blocks(sa.body, sb.body) {
+                continue;
+            }
             sc.new_contacts.push(Contact::new(a, b, sa, sb));
         }
         if sc.new_contacts.is_empty() {
@@ -1142,6 +1193,13 @@ impl World {
         let n = set.substeps;
         let h = dt / Scalar::from_int(n as i32);
         let inv_h = Scalar::from_int((set.tick_rate * n) as i32);
+        sc.broken.clear();
+        sc.joints.clear();
+
+        // A joint is never solved against a sleeping body: wake it.
+        if !st.joints.is_empty() {
+            joint::api::wake_jointed(st, &mut sc.wake);
+        }
 
         // Solver slots for awake non-static bodies; slot 0 is the static dummy.
         sc.slot_of.clear();
@@ -1227,6 +1285,26 @@ impl World {
             sc.constraints.push(cc);
         }
 
+        // Prepare joints: rigid parts use the joint softness, capped at a
+        // quarter of the substep rate.
+        let jctx = JointContext {
+            h,
+            inv_h,
+            soft: solver::make_soft(
+                set.joint_hertz.min(substep_rate.shr(2)),
+                set.joint_damping_ratio,
+                h,
+            ),
+        };
+        joint::prepare(
+            &st.joints,
+            &st.bodies,
+            &sc.slot_of,
+            &sc.states,
+            &jctx,
+            &mut sc.joints,
+        );
+
         // Per-body velocity increments for the step.
         let max_v = set.max_linear_speed;
         let mut deltas: Vec<(Vec2, Scalar, Scalar, Scalar)> = Vec::with_capacity(sc.awake.len());
@@ -1261,7 +1339,9 @@ impl World {
                 s.v = clamp_speed(d.0 + s.v * d.2, max_v);
                 s.w = (d.1 + s.w * d.3).clamp(-MAX_ANGULAR_SPEED, MAX_ANGULAR_SPEED);
             }
+            joint::warm_start(&sc.joints, &mut sc.states);
             solver::warm_start(&sc.constraints, &mut sc.states);
+            joint::solve(&mut sc.joints, &mut sc.states, &jctx, true);
             solver::solve_contacts(
                 &mut sc.constraints,
                 &mut sc.states,
@@ -1274,6 +1354,7 @@ impl World {
                 s.dq = s.dq.integrate(h * s.w);
                 s.dp = s.dp.mul_add(h, s.v);
             }
+            joint::solve(&mut sc.joints, &mut sc.states, &jctx, false);
             solver::solve_contacts(
                 &mut sc.constraints,
                 &mut sc.states,
@@ -1305,6 +1386,9 @@ impl World {
         if set.enable_continuous {
             ccd::record_starts(st, &sc.awake, &mut sc.ccd);
         }
+
+        joint::store_impulses(&sc.joints, &mut st.joints);
+        joint::find_broken(&sc.joints, &st.joints, &st.bodies, inv_h, &mut sc.broken);
 
         // Finalize bodies.
         let sleep_on = set.enable_sleep;

@@ -1,0 +1,733 @@
+//! Joints: constraints between two bodies, solved inside the soft-step solver.
+//!
+//! # Layout
+//!
+//! This file holds what every joint shares: the handle ([`JointId`]), the
+//! definition ([`JointDef`], [`JointKind`]), the stored joint (part of the
+//! world state, so of snapshots and the state hash), the constraint prepared
+//! once per step, and the dispatch to the joint types. Each joint type lives
+//! in its own file with its parameters and its prepare / warm start / solve
+//! functions (after Box2D v3). The world's joint API is in `api.rs`.
+//!
+//! # How joints are solved
+//!
+//! Exactly like contacts (see `solver`): once per step every joint with an
+//! awake body is *prepared* (anchors relative to the centres of mass, the
+//! effective masses, softness); each substep *warm starts* with the impulses
+//! accumulated so far, *solves* with a soft position bias, and after the
+//! positions are integrated *relaxes* without the bias; at the end of the step
+//! the impulses are *stored* in the joint for the next step's warm start.
+//! Position errors are read from the motion accumulated during the step (`dp`,
+//! `dq`) without touching the transforms. Rigid joints are soft at the world's
+//! joint stiffness (`WorldDef::joint_hertz`, `joint_damping_ratio`); limits
+//! allow speculative approach like contacts do.
+//!
+//! Accumulated impulses are per substep, so a joint's reaction force is its
+//! impulse times the substep rate.
+//!
+//! Effective-mass matrices are inverted once per step with a determinant kept
+//! at double width (see [`Sym22::inverse`]), so heavy bodies (whose inverse
+//! masses have few significant bits in Q32.32) still get a usable inverse.
+
+mod angle;
+pub(crate) mod api;
+mod distance;
+mod friction;
+mod motor;
+mod prismatic;
+mod pulley;
+mod revolute;
+mod target;
+mod weld;
+mod wheel;
+
+pub use angle::AngleJoint;
+pub use api::BrokenJoint;
+pub(crate) use api::JointFilter;
+pub use distance::DistanceJoint;
+pub use friction::FrictionJoint;
+pub use motor::MotorJoint;
+pub use prismatic::PrismaticJoint;
+pub use pulley::PulleyJoint;
+pub use revolute::RevoluteJoint;
+pub use target::TargetJoint;
+pub use weld::WeldJoint;
+pub use wheel::WheelJoint;
+
+use super::body::{Body, BodyId};
+use super::solver::{self, BodyState, Softness};
+use crate::math::{atan2, Rot, Scalar, Vec2};
+use serde::{Deserialize, Serialize};
+
+/// Generational handle to a joint. Stale handles are detected, never aliased.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug, Hash, Serialize, Deserialize)]
+pub struct JointId {
+    /// Slot index.
+    pub index: u32,
+    /// Generation of the slot when the handle was made.
+    pub generation: u32,
+}
+
+/// The type of a joint and its type-specific parameters.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum JointKind {
+    /// A hinge: the anchors coincide; optional angle limits, motor and spring.
+    Revolute(RevoluteJoint),
+    /// A slider along an axis fixed in body A, no relative rotation.
+    Prismatic(PrismaticJoint),
+    /// Glues the bodies together (rigid, or soft).
+    Weld(WeldJoint),
+    /// A wheel on a suspension: slides along an axis, rotates freely.
+    Wheel(WheelJoint),
+    /// Keeps the anchors at a distance (rod, spring, or rope).
+    Distance(DistanceJoint),
+    /// Two ropes over two fixed pulleys: `length_a + ratio · length_b` is constant.
+    Pulley(PulleyJoint),
+    /// Constrains the relative angle only.
+    Angle(AngleJoint),
+    /// Drives body B to a pose relative to body A with limited force and torque.
+    Motor(MotorJoint),
+    /// Pulls a point of body B softly toward a world target (mouse grab).
+    Target(TargetJoint),
+    /// Top-down friction: resists relative motion up to a force and torque.
+    Friction(FrictionJoint),
+}
+
+impl JointKind {
+    /// Short lowercase name of the type ("revolute", "wheel", …).
+    pub fn name(&self) -> &'static str {
+        match self {
+            JointKind::Revolute(_) => "revolute",
+            JointKind::Prismatic(_) => "prismatic",
+            JointKind::Weld(_) => "weld",
+            JointKind::Wheel(_) => "wheel",
+            JointKind::Distance(_) => "distance",
+            JointKind::Pulley(_) => "pulley",
+            JointKind::Angle(_) => "angle",
+            JointKind::Motor(_) => "motor",
+            JointKind::Target(_) => "target",
+            JointKind::Friction(_) => "friction",
+        }
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), &'static str> {
+        match self {
+            JointKind::Revolute(j) => j.validate(),
+            JointKind::Prismatic(j) => j.validate(),
+            JointKind::Weld(j) => j.validate(),
+            JointKind::Wheel(j) => j.validate(),
+            JointKind::Distance(j) => j.validate(),
+            JointKind::Pulley(j) => j.validate(),
+            JointKind::Angle(j) => j.validate(),
+            JointKind::Motor(j) => j.validate(),
+            JointKind::Target(j) => j.validate(),
+            JointKind::Friction(j) => j.validate(),
+        }
+    }
+}
+
+/// Everything needed to create a joint.
+///
+/// Anchors are in each body's own frame, relative to the body origin. The
+/// *joint angle* is the rotation of body B relative to body A minus
+/// `reference_angle` (so it is zero when the bodies are in their reference
+/// pose); it is measured in `[−π, π]`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct JointDef {
+    /// First body.
+    pub body_a: BodyId,
+    /// Second body (must differ from `body_a`).
+    pub body_b: BodyId,
+    /// Anchor on body A, in its frame.
+    pub local_anchor_a: Vec2,
+    /// Anchor on body B, in its frame.
+    pub local_anchor_b: Vec2,
+    /// Rotation of B relative to A at which the joint angle is zero (rad).
+    /// Used by the revolute, prismatic, weld, angle and motor joints.
+    pub reference_angle: Scalar,
+    /// Whether shapes of the two bodies collide with each other.
+    pub collide_connected: bool,
+    /// Reaction force (N) above which the joint breaks: it is destroyed at
+    /// the end of the step and reported by [`crate::World::broken_joints`].
+    /// `Scalar::MAX` (the default) never breaks.
+    pub break_force: Scalar,
+    /// Reaction torque (N·m) above which the joint breaks; `Scalar::MAX` never.
+    pub break_torque: Scalar,
+    /// Opaque value for the application.
+    pub user_data: u64,
+    /// Type and type-specific parameters.
+    pub kind: JointKind,
+}
+
+impl JointDef {
+    /// A joint of `kind` between two bodies, anchors at the body origins,
+    /// everything else at its default.
+    pub fn new(body_a: BodyId, body_b: BodyId, kind: JointKind) -> JointDef {
+        JointDef {
+            body_a,
+            body_b,
+            local_anchor_a: Vec2::ZERO,
+            local_anchor_b: Vec2::ZERO,
+            reference_angle: Scalar::ZERO,
+            collide_connected: false,
+            break_force: Scalar::MAX,
+            break_torque: Scalar::MAX,
+            user_data: 0,
+            kind,
+        }
+    }
+}
+
+/// Impulses accumulated by a joint (per substep), kept for warm starting.
+/// Each joint type uses the slots it needs (see its file).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct JointImpulses {
+    pub linear: Vec2,
+    pub angular: Scalar,
+    pub axial: Scalar,
+    pub spring: Scalar,
+    pub motor: Scalar,
+    pub lower: Scalar,
+    pub upper: Scalar,
+}
+
+/// A joint slot. Part of the world state: serialized and hashed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub(crate) struct Joint {
+    pub generation: u32,
+    pub alive: bool,
+    pub body_a: u32,
+    pub body_b: u32,
+    pub local_anchor_a: Vec2,
+    pub local_anchor_b: Vec2,
+    /// `reference_angle` as a rotation.
+    pub reference: Rot,
+    pub collide_connected: bool,
+    pub break_force: Scalar,
+    pub break_torque: Scalar,
+    pub user_data: u64,
+    pub kind: JointKind,
+    pub impulses: JointImpulses,
+}
+
+impl Joint {
+    pub(crate) fn vacant() -> Joint {
+        Joint {
+            generation: 0,
+            alive: false,
+            body_a: 0,
+            body_b: 0,
+            local_anchor_a: Vec2::ZERO,
+            local_anchor_b: Vec2::ZERO,
+            reference: Rot::IDENTITY,
+            collide_connected: true,
+            break_force: Scalar::MAX,
+            break_torque: Scalar::MAX,
+            user_data: 0,
+            kind: JointKind::Friction(FrictionJoint::default()),
+            impulses: JointImpulses::default(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Shared solver pieces.
+// ---------------------------------------------------------------------------
+
+/// Per-step solver constants shared by every joint.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct JointContext {
+    /// Substep length.
+    pub h: Scalar,
+    /// Substep rate.
+    pub inv_h: Scalar,
+    /// Softness of rigid joint constraints.
+    pub soft: Softness,
+}
+
+/// Softness that applies the constraint in full (no spring).
+pub(crate) const RIGID: Softness = Softness {
+    bias_rate: Scalar::ZERO,
+    mass_scale: Scalar::ONE,
+    impulse_scale: Scalar::ZERO,
+};
+
+/// Geometry of a joint at the start of the step.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Frame {
+    /// Anchor A relative to A's centre of mass, world axes.
+    pub ra: Vec2,
+    /// Anchor B relative to B's centre of mass, world axes.
+    pub rb: Vec2,
+    /// `centre B − centre A`.
+    pub dc: Vec2,
+    /// Rotation of A's joint frame (A's rotation times the reference).
+    pub qa: Rot,
+    /// Rotation of B.
+    pub qb: Rot,
+}
+
+impl Frame {
+    /// Current anchors (rotated by the motion so far this step).
+    #[inline(always)]
+    pub fn anchors(&self, sa: &BodyState, sb: &BodyState) -> (Vec2, Vec2) {
+        (sa.dq.rotate(self.ra), sb.dq.rotate(self.rb))
+    }
+
+    /// Current `anchor B − anchor A` for the current anchors `ra`, `rb`.
+    #[inline(always)]
+    pub fn separation(&self, sa: &BodyState, sb: &BodyState, ra: Vec2, rb: Vec2) -> Vec2 {
+        (sb.dp - sa.dp) + self.dc + (rb - ra)
+    }
+
+    /// Current joint angle in `[−π, π]`.
+    #[inline]
+    pub fn angle(&self, sa: &BodyState, sb: &BodyState) -> Scalar {
+        relative_angle(sa.dq.mul_rot(self.qa), sb.dq.mul_rot(self.qb))
+    }
+}
+
+/// Angle of `b` relative to `a`, in `[−π, π]`.
+#[inline]
+pub(crate) fn relative_angle(a: Rot, b: Rot) -> Scalar {
+    let r = a.inv_mul(b);
+    atan2(r.s, r.c)
+}
+
+/// A symmetric 2×2 matrix `[[a11, a12], [a12, a22]]`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Sym22 {
+    pub a11: Scalar,
+    pub a12: Scalar,
+    pub a22: Scalar,
+}
+
+impl Sym22 {
+    /// The point-to-point effective mass matrix `K` for inverse masses and
+    /// anchors (its inverse turns a velocity error into an impulse).
+    pub fn point_mass(ma: Scalar, ia: Scalar, mb: Scalar, ib: Scalar, ra: Vec2, rb: Vec2) -> Sym22 {
+        let m = ma + mb;
+        Sym22 {
+            a11: m + ia * ra.y * ra.y + ib * rb.y * rb.y,
+            a12: -(ia * ra.y * ra.x) - ib * rb.y * rb.x,
+            a22: m + ia * ra.x * ra.x + ib * rb.x * rb.x,
+        }
+    }
+
+    /// The inverse, or zero for a singular matrix.
+    ///
+    /// The determinant is formed from the raw products at full width
+    /// (Q64.64 in an `i128`), normalised to 62 significant bits and divided
+    /// into each entry at double width, so the result keeps ~31 significant
+    /// bits even when the entries are tiny (inverse masses of heavy bodies).
+    pub fn inverse(self) -> Sym22 {
+        let (a, b, d) = (
+            self.a11.to_bits() as i128,
+            self.a12.to_bits() as i128,
+            self.a22.to_bits() as i128,
+        );
+        // |a·d|, |b·b| < 2¹²⁶, so the difference fits.
+        let det = a * d - b * b;
+        if det == 0 {
+            return Sym22::default();
+        }
+        let bits = 128 - det.unsigned_abs().leading_zeros();
+        let s = bits.saturating_sub(62);
+        // det · 2⁻ˢ, i.e. the determinant in Q(64−s) fixed point.
+        let den = det >> s;
+        // entry bits = x_bits · 2^(64−s) / den.
+        let entry = |x: i128| -> Scalar {
+            let num = if s <= 64 {
+                x << (64 - s)
+            } else {
+                x >> (s - 64)
+            };
+            let q = num / den;
+            Scalar::from_bits(q.clamp(i64::MIN as i128, i64::MAX as i128) as i64)
+        };
+        Sym22 {
+            a11: entry(d),
+            a12: entry(-b),
+            a22: entry(a),
+        }
+    }
+
+    /// `M · v`.
+    #[inline(always)]
+    pub fn mul(&self, v: Vec2) -> Vec2 {
+        Vec2::new(
+            self.a11 * v.x + self.a12 * v.y,
+            self.a12 * v.x + self.a22 * v.y,
+        )
+    }
+}
+
+/// `1 / k`, or zero when `k` is not positive.
+#[inline]
+pub(crate) fn inv_or_zero(k: Scalar) -> Scalar {
+    if k > Scalar::ZERO {
+        Scalar::ONE / k
+    } else {
+        Scalar::ZERO
+    }
+}
+
+/// Vector length that cannot overflow for large components (impulses of
+/// heavy bodies): large vectors are scaled down before squaring.
+#[inline]
+pub(crate) fn length_safe(v: Vec2) -> Scalar {
+    let m = v.x.abs().max(v.y.abs());
+    if m < Scalar::from_int(1 << 14) {
+        v.length()
+    } else {
+        Vec2::new(v.x.shr(16), v.y.shr(16)).length().shl(16)
+    }
+}
+
+/// Scales `v` down to length `max` if it is longer.
+#[inline]
+pub(crate) fn clamp_length(v: Vec2, max: Scalar) -> Vec2 {
+    let len = length_safe(v);
+    if len > max && len > Scalar::ZERO {
+        let k = max / len;
+        Vec2::new(v.x * k, v.y * k)
+    } else {
+        v
+    }
+}
+
+/// Applies a soft or rigid scalar constraint impulse; returns the impulse.
+#[inline(always)]
+pub(crate) fn soft_impulse(
+    mass: Scalar,
+    soft: &Softness,
+    cdot: Scalar,
+    bias: Scalar,
+    accumulated: Scalar,
+) -> Scalar {
+    -(mass * soft.mass_scale * (cdot + bias)) - soft.impulse_scale * accumulated
+}
+
+/// A one-sided limit on a scalar coordinate `c` (positive = allowed side):
+/// speculative when apart, soft when violated. Returns the new impulse to
+/// apply (after clamping the accumulated impulse to push only).
+#[inline(always)]
+pub(crate) fn limit_impulse(
+    c: Scalar,
+    cdot: Scalar,
+    mass: Scalar,
+    accumulated: &mut Scalar,
+    ctx: &JointContext,
+    use_bias: bool,
+) -> Scalar {
+    let (bias, soft) = if c > Scalar::ZERO {
+        (c * ctx.inv_h, RIGID)
+    } else if use_bias {
+        (ctx.soft.bias_rate * c, ctx.soft)
+    } else {
+        (Scalar::ZERO, RIGID)
+    };
+    let impulse = soft_impulse(mass, &soft, cdot, bias, *accumulated);
+    let new = (*accumulated + impulse).max(Scalar::ZERO);
+    let applied = new - *accumulated;
+    *accumulated = new;
+    applied
+}
+
+/// Adds `impulse` to `accumulated`, clamped to `±max`; returns the change.
+#[inline(always)]
+pub(crate) fn clamp_accumulate(accumulated: &mut Scalar, impulse: Scalar, max: Scalar) -> Scalar {
+    let new = (*accumulated + impulse).clamp(-max, max);
+    let applied = new - *accumulated;
+    *accumulated = new;
+    applied
+}
+
+/// Applies an impulse along a line: `−p`, `−la` to A and `+p`, `+lb` to B
+/// (`la`, `lb` are the angular parts).
+#[inline(always)]
+pub(crate) fn apply_general(
+    sa: &mut BodyState,
+    sb: &mut BodyState,
+    p: Vec2,
+    la: Scalar,
+    lb: Scalar,
+) {
+    sa.v = sa.v.mul_sub(sa.inv_mass, p);
+    sa.w -= sa.inv_inertia * la;
+    sb.v = sb.v.mul_add(sb.inv_mass, p);
+    sb.w += sb.inv_inertia * lb;
+}
+
+/// Applies an angular impulse: `−l` to A, `+l` to B.
+#[inline(always)]
+pub(crate) fn apply_angular(sa: &mut BodyState, sb: &mut BodyState, l: Scalar) {
+    sa.w -= sa.inv_inertia * l;
+    sb.w += sb.inv_inertia * l;
+}
+
+/// Applies a point impulse `p` at current anchors `ra`, `rb`.
+#[inline(always)]
+pub(crate) fn apply_point(sa: &mut BodyState, sb: &mut BodyState, ra: Vec2, rb: Vec2, p: Vec2) {
+    apply_general(sa, sb, p, ra.cross(p), rb.cross(p));
+}
+
+// ---------------------------------------------------------------------------
+// Prepared constraints and dispatch.
+// ---------------------------------------------------------------------------
+
+/// Type-specific data prepared once per step.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Prepared {
+    Revolute(revolute::Prepared),
+    Prismatic(prismatic::Prepared),
+    Weld(weld::Prepared),
+    Wheel(wheel::Prepared),
+    Distance(distance::Prepared),
+    Pulley(pulley::Prepared),
+    Angle(angle::Prepared),
+    Motor(motor::Prepared),
+    Target(target::Prepared),
+    Friction(friction::Prepared),
+}
+
+/// A joint prepared for solving this step.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct JointConstraint {
+    /// Index of the joint in the world's joint list.
+    pub joint: u32,
+    /// Solver-state slots (0 = static dummy).
+    pub a: u32,
+    pub b: u32,
+    pub frame: Frame,
+    pub imp: JointImpulses,
+    pub data: Prepared,
+}
+
+/// Inverse masses of the two bodies.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Masses {
+    pub ma: Scalar,
+    pub ia: Scalar,
+    pub mb: Scalar,
+    pub ib: Scalar,
+}
+
+/// Builds the frame of joint `j` from its bodies' poses.
+pub(crate) fn frame_of(j: &Joint, ba: &Body, bb: &Body) -> Frame {
+    Frame {
+        ra: ba.transform.q.rotate(j.local_anchor_a - ba.local_center),
+        rb: bb.transform.q.rotate(j.local_anchor_b - bb.local_center),
+        dc: bb.center - ba.center,
+        qa: ba.transform.q.mul_rot(j.reference),
+        qb: bb.transform.q,
+    }
+}
+
+/// Prepares every joint that has a body being solved this step.
+pub(crate) fn prepare(
+    joints: &[Joint],
+    bodies: &[Body],
+    slot_of: &[u32],
+    states: &[BodyState],
+    ctx: &JointContext,
+    out: &mut Vec<JointConstraint>,
+) {
+    out.clear();
+    for (ji, j) in joints.iter().enumerate() {
+        if !j.alive {
+            continue;
+        }
+        let (a, b) = (slot_of[j.body_a as usize], slot_of[j.body_b as usize]);
+        if a == 0 && b == 0 {
+            continue;
+        }
+        let (ba, bb) = (&bodies[j.body_a as usize], &bodies[j.body_b as usize]);
+        let (sa, sb) = (&states[a as usize], &states[b as usize]);
+        let m = Masses {
+            ma: sa.inv_mass,
+            ia: sa.inv_inertia,
+            mb: sb.inv_mass,
+            ib: sb.inv_inertia,
+        };
+        let f = frame_of(j, ba, bb);
+        let data = match &j.kind {
+            JointKind::Revolute(p) => Prepared::Revolute(revolute::prepare(p, &f, &m, ctx)),
+            JointKind::Prismatic(p) => {
+                Prepared::Prismatic(prismatic::prepare(p, &f, &m, ctx, ba.transform.q))
+            }
+            JointKind::Weld(p) => Prepared::Weld(weld::prepare(p, &f, &m, ctx)),
+            JointKind::Wheel(p) => Prepared::Wheel(wheel::prepare(p, &f, &m, ctx, ba.transform.q)),
+            JointKind::Distance(p) => Prepared::Distance(distance::prepare(p, &f, &m, ctx)),
+            JointKind::Pulley(p) => {
+                Prepared::Pulley(pulley::prepare(p, &f, &m, ba.center, bb.center))
+            }
+            JointKind::Angle(p) => Prepared::Angle(angle::prepare(p, &m, ctx)),
+            JointKind::Motor(p) => Prepared::Motor(motor::prepare(p, &f, &m, ctx)),
+            JointKind::Target(p) => Prepared::Target(target::prepare(p, &f, &m, ctx, bb.center)),
+            JointKind::Friction(p) => Prepared::Friction(friction::prepare(p, &f, &m, ctx)),
+        };
+        out.push(JointConstraint {
+            joint: ji as u32,
+            a,
+            b,
+            frame: f,
+            imp: j.impulses,
+            data,
+        });
+    }
+}
+
+/// Applies the accumulated impulses at the start of a substep.
+pub(crate) fn warm_start(constraints: &[JointConstraint], states: &mut [BodyState]) {
+    for c in constraints {
+        let (mut sa, mut sb) = solver::two(states, c.a, c.b);
+        let (f, imp) = (&c.frame, &c.imp);
+        match &c.data {
+            Prepared::Revolute(_) => revolute::warm_start(f, imp, &mut sa, &mut sb),
+            Prepared::Prismatic(p) => prismatic::warm_start(f, p, imp, &mut sa, &mut sb),
+            Prepared::Weld(_) => weld::warm_start(f, imp, &mut sa, &mut sb),
+            Prepared::Wheel(p) => wheel::warm_start(f, p, imp, &mut sa, &mut sb),
+            Prepared::Distance(_) => distance::warm_start(f, imp, &mut sa, &mut sb),
+            Prepared::Pulley(p) => pulley::warm_start(f, p, imp, &mut sa, &mut sb),
+            Prepared::Angle(_) => angle::warm_start(imp, &mut sa, &mut sb),
+            Prepared::Motor(_) => motor::warm_start(f, imp, &mut sa, &mut sb),
+            Prepared::Target(p) => target::warm_start(p, imp, &mut sb),
+            Prepared::Friction(_) => friction::warm_start(f, imp, &mut sa, &mut sb),
+        }
+        solver::store(states, c.a, c.b, &sa, &sb);
+    }
+}
+
+/// One iteration over all joints; `use_bias` corrects position errors.
+pub(crate) fn solve(
+    constraints: &mut [JointConstraint],
+    states: &mut [BodyState],
+    ctx: &JointContext,
+    use_bias: bool,
+) {
+    for c in constraints.iter_mut() {
+        let (mut sa, mut sb) = solver::two(states, c.a, c.b);
+        let (f, imp) = (&c.frame, &mut c.imp);
+        let (a, b) = (&mut sa, &mut sb);
+        match &c.data {
+            Prepared::Revolute(p) => revolute::solve(f, p, imp, a, b, ctx, use_bias),
+            Prepared::Prismatic(p) => prismatic::solve(f, p, imp, a, b, ctx, use_bias),
+            Prepared::Weld(p) => weld::solve(f, p, imp, a, b, ctx, use_bias),
+            Prepared::Wheel(p) => wheel::solve(f, p, imp, a, b, ctx, use_bias),
+            Prepared::Distance(p) => distance::solve(f, p, imp, a, b, ctx, use_bias),
+            Prepared::Pulley(p) => pulley::solve(f, p, imp, a, b, ctx, use_bias),
+            Prepared::Angle(p) => angle::solve(f, p, imp, a, b, ctx, use_bias),
+            Prepared::Motor(p) => motor::solve(f, p, imp, a, b, ctx, use_bias),
+            Prepared::Target(p) => target::solve(p, imp, b),
+            Prepared::Friction(p) => friction::solve(f, p, imp, a, b),
+        }
+        solver::store(states, c.a, c.b, &sa, &sb);
+    }
+}
+
+/// Writes the accumulated impulses back into the joints.
+pub(crate) fn store_impulses(constraints: &[JointConstraint], joints: &mut [Joint]) {
+    for c in constraints {
+        joints[c.joint as usize].impulses = c.imp;
+    }
+}
+
+/// Reaction force on body B (N) and torque (N·m) of a joint, from its
+/// stored impulses, for bodies `ba`, `bb` at their current poses.
+pub(crate) fn reaction(j: &Joint, ba: &Body, bb: &Body, inv_h: Scalar) -> (Vec2, Scalar) {
+    let i = &j.impulses;
+    let (p, l) = match &j.kind {
+        JointKind::Revolute(_) => (i.linear, i.spring + i.motor + i.lower - i.upper),
+        JointKind::Prismatic(p) => {
+            let axis = ba.transform.q.rotate(p.local_axis_a.normalize());
+            let axial = i.spring + i.motor + i.lower - i.upper;
+            (axis * axial + axis.left_perp() * i.axial, i.angular)
+        }
+        JointKind::Weld(_) | JointKind::Motor(_) | JointKind::Target(_) => (i.linear, i.angular),
+        JointKind::Friction(_) => (i.linear, i.angular),
+        JointKind::Wheel(p) => {
+            let axis = ba.transform.q.rotate(p.local_axis_a.normalize());
+            let axial = i.spring + i.lower - i.upper;
+            (axis * axial + axis.left_perp() * i.axial, i.motor)
+        }
+        JointKind::Distance(_) => {
+            let f = frame_of(j, ba, bb);
+            let axis = (f.dc + f.rb - f.ra).normalize();
+            (axis * (i.axial + i.lower - i.upper + i.motor), Scalar::ZERO)
+        }
+        JointKind::Pulley(p) => {
+            let pb = bb.transform.apply(j.local_anchor_b);
+            let ub = (pb - p.ground_anchor_b).normalize();
+            (ub * (-(p.ratio * i.axial)), Scalar::ZERO)
+        }
+        JointKind::Angle(_) => (Vec2::ZERO, i.angular + i.lower - i.upper),
+    };
+    (Vec2::new(p.x * inv_h, p.y * inv_h), l * inv_h)
+}
+
+/// Joints solved this step whose reaction exceeds their break force or
+/// torque, in slot order.
+pub(crate) fn find_broken(
+    constraints: &[JointConstraint],
+    joints: &[Joint],
+    bodies: &[Body],
+    inv_h: Scalar,
+    out: &mut Vec<u32>,
+) {
+    for c in constraints {
+        let j = &joints[c.joint as usize];
+        if j.break_force == Scalar::MAX && j.break_torque == Scalar::MAX {
+            continue;
+        }
+        let (ba, bb) = (&bodies[j.body_a as usize], &bodies[j.body_b as usize]);
+        let (force, torque) = reaction(j, ba, bb, inv_h);
+        if length_safe(force) > j.break_force || torque.abs() > j.break_torque {
+            out.push(c.joint);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::math::fx;
+
+    #[test]
+    fn inverse_of_tiny_matrix_keeps_precision() {
+        // Inverse masses of a 4000 kg body: 2.5e-4 has only ~20 significant
+        // bits in Q32.32 and its square would have none.
+        let k = Sym22 {
+            a11: Scalar::ratio(1, 4000),
+            a12: Scalar::ZERO,
+            a22: Scalar::ratio(1, 4000),
+        };
+        let inv = k.inverse();
+        let want = 1.0 / Scalar::ratio(1, 4000).to_f64();
+        assert!((inv.a11.to_f64() - want).abs() < 1e-3, "{:?}", inv.a11);
+        assert!((inv.a22.to_f64() - want).abs() < 1e-3);
+        assert_eq!(inv.a12, Scalar::ZERO);
+    }
+
+    #[test]
+    fn inverse_times_matrix_is_identity() {
+        let k = Sym22 {
+            a11: fx(3),
+            a12: Scalar::HALF,
+            a22: fx(2),
+        };
+        let inv = k.inverse();
+        let v = Vec2::new(fx(1), fx(-2));
+        let back = k.mul(inv.mul(v));
+        assert!((back - v).length() < Scalar::from_bits(64), "{back:?}");
+        assert_eq!(Sym22::default().inverse(), Sym22::default());
+    }
+
+    #[test]
+    fn safe_length_handles_huge_vectors() {
+        let v = Vec2::new(fx(3_000_000), fx(4_000_000));
+        let len = length_safe(v).to_f64();
+        assert!((len - 5_000_000.0).abs() < 1.0, "{len}");
+        assert_eq!(length_safe(Vec2::from_ints(3, 4)), fx(5));
+    }
+}
