@@ -3,7 +3,9 @@
 //! grab the nearest body in the aim direction, carry it, throw it.
 
 use super::{PlayerInput, Rules, Slot};
-use crate::dynamics::{BodyDef, BodyId, BodyKind, ShapeDef, ShapeId, World};
+use crate::dynamics::{
+    BodyDef, BodyId, BodyKind, JointDef, JointId, JointKind, ShapeDef, ShapeId, TargetJoint, World,
+};
 use crate::geometry::{Capsule, Circle, Polygon, ShapeGeometry};
 use crate::math::{fx, sin_cos, Scalar, Vec2};
 use crate::state::Snapshot;
@@ -30,9 +32,10 @@ const JUMP_COOLDOWN: u8 = 10;
 const HOLD_DISTANCE: Scalar = Scalar::from_bits(3 << 31); // 1.5
 /// A body is grabbable when its centre is this close to the hold point (m).
 const GRAB_REACH: Scalar = Scalar::from_int(2);
-/// Carry gain (1/s) and speed cap (m/s).
-const CARRY_GAIN: Scalar = Scalar::from_int(12);
-const CARRY_SPEED_MAX: Scalar = Scalar::from_int(15);
+/// Stiffness of the carry spring (Hz) and its force limit as an
+/// acceleration of the held body (m/s²): heavy things lag, light ones snap.
+const CARRY_HERTZ: Scalar = Scalar::from_int(6);
+const CARRY_ACCEL: Scalar = Scalar::from_int(80);
 /// Throw speed change (m/s).
 const THROW_SPEED: Scalar = Scalar::from_int(14);
 
@@ -67,6 +70,8 @@ pub struct SandboxPlayer {
     pub jump_cooldown: u8,
     /// The body being carried.
     pub held: Option<BodyId>,
+    /// The target joint pulling it toward the hold point.
+    pub grab: Option<JointId>,
 }
 
 impl Sandbox {
@@ -213,6 +218,7 @@ impl Rules for Sandbox {
             shape,
             jump_cooldown: 0,
             held: None,
+            grab: None,
         }
     }
 
@@ -267,36 +273,55 @@ impl Rules for Sandbox {
             p.jump_cooldown = JUMP_COOLDOWN;
         }
 
-        // Grab, carry, throw.
+        // Grab, carry, throw: a target joint (avatar → held body, no
+        // collision between them) pulls the body toward the hold point.
         let dir = aim_dir(input.aim);
         let hold = center + dir * HOLD_DISTANCE;
-        if let Some(h) = p.held {
-            if !world.contains_body(h) || !input.held(PlayerInput::GRAB) && !throw_pressed {
-                p.held = None;
-            }
+        let release = !input.held(PlayerInput::GRAB) && !throw_pressed;
+        if p.held.is_some() && (release || !p.grab.is_some_and(|j| world.contains_joint(j))) {
+            drop_held(world, p);
         }
         if grab_pressed && p.held.is_none() {
-            p.held = nearest_loose(world, hold);
-        }
-        if let Some(h) = p.held {
-            let (Ok(hc), Ok(hm)) = (world.world_center(h), world.mass_data(h)) else {
-                p.held = None;
-                return;
-            };
-            if throw_pressed {
-                let _ = world.apply_linear_impulse(h, dir * (THROW_SPEED * hm.mass), hc);
-                p.held = None;
-            } else {
-                let mut pull = (hold - hc) * CARRY_GAIN;
-                let speed = pull.length();
-                if speed > CARRY_SPEED_MAX {
-                    pull = pull * (CARRY_SPEED_MAX / speed);
+            if let Some(h) = nearest_loose(world, hold) {
+                let mass = world.mass_data(h).map(|m| m.mass).unwrap_or(Scalar::ONE);
+                let def = JointDef {
+                    collide_connected: false,
+                    ..JointDef::new(
+                        avatar,
+                        h,
+                        JointKind::Target(TargetJoint {
+                            target: hold,
+                            hertz: CARRY_HERTZ,
+                            damping_ratio: Scalar::ONE,
+                            max_force: mass * CARRY_ACCEL,
+                        }),
+                    )
+                };
+                if let Ok(j) = world.create_joint(&def) {
+                    p.held = Some(h);
+                    p.grab = Some(j);
                 }
-                let _ = world.set_linear_velocity(h, pull + v);
-                let _ = world.set_angular_velocity(h, fx(0));
+            }
+        }
+        if let (Some(h), Some(j)) = (p.held, p.grab) {
+            if throw_pressed {
+                drop_held(world, p);
+                if let (Ok(hc), Ok(hm)) = (world.world_center(h), world.mass_data(h)) {
+                    let _ = world.apply_linear_impulse(h, dir * (THROW_SPEED * hm.mass), hc);
+                }
+            } else {
+                let _ = world.set_joint_target(j, hold);
             }
         }
     }
+}
+
+/// Lets go of the held body.
+fn drop_held(world: &mut World, p: &mut SandboxPlayer) {
+    if let Some(j) = p.grab.take() {
+        let _ = world.destroy_joint(j);
+    }
+    p.held = None;
 }
 
 /// The dynamic non-avatar body whose centre is nearest `point` within reach
