@@ -361,7 +361,13 @@ impl BotFleet {
             bots: self
                 .bots
                 .iter()
-                .map(|b| b.report.lock().unwrap_or_else(|e| e.into_inner()).clone())
+                .map(|b| {
+                    let mut r = b.report.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                    if r.slot.is_none() && r.error.is_none() {
+                        r.error = Some("never connected".into());
+                    }
+                    r
+                })
                 .collect(),
         }
     }
