@@ -6,7 +6,7 @@
 //!
 //! | channel | client → server | server → client |
 //! |---|---|---|
-//! | unreliable datagrams (≤ [`MAX_DATAGRAM`] bytes) | [`ClientDatagram`]: input batches (the last unacked inputs, redundantly), frame acks, pings | [`ServerDatagram`]: tick frames, pongs |
+//! | unreliable datagrams (≤ [`MAX_DATAGRAM`] bytes) | [`ClientDatagram`]: input batches (the last unacked inputs, redundantly), frame acks, pings, rollback reports | [`ServerDatagram`]: tick frames, pongs |
 //! | one reliable ordered stream, each message framed by a `u32` LE length (≤ [`MAX_RELIABLE`]) | [`ClientReliable`]: hello, desync report, leave | [`ServerReliable`]: welcome, snapshot chunks, kick |
 //!
 //! Per-tick traffic is input-driven: a tick frame carries the inputs that
@@ -139,6 +139,14 @@ pub enum ClientDatagram {
     Ping {
         /// Client's clock (µs), echoed back.
         time: u64,
+    },
+    /// The client's rollback counters so far (cumulative, so a lost report
+    /// costs nothing), for the server's metrics.
+    Report {
+        /// Rollbacks since the session started.
+        rollbacks: u64,
+        /// Deepest rollback (ticks).
+        max_rollback: u32,
     },
 }
 

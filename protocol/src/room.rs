@@ -166,6 +166,10 @@ pub struct RoomStats {
     pub bytes_in: u64,
     /// Bytes queued for sending.
     pub bytes_out: u64,
+    /// Rollbacks the clients reported (sum over clients).
+    pub rollbacks_reported: u64,
+    /// Deepest rollback a client reported (ticks).
+    pub max_rollback_reported: u32,
 }
 
 #[derive(Debug)]
@@ -190,6 +194,12 @@ struct Client {
     dropped_window: u32,
     window_start: Micros,
     last_desync: Option<Micros>,
+    /// Rollbacks the client reported so far.
+    rollbacks: u64,
+    /// A snapshot was sent and no ack has come since: the client is still
+    /// receiving it (fresh frames are sent, but not resent, so a slow
+    /// link is not flooded while the snapshot is on its way).
+    awaiting_ack: bool,
 }
 
 /// Send record of one frame.
@@ -365,6 +375,8 @@ impl<R: Rules> ServerRoom<R> {
                 dropped_window: 0,
                 window_start: now,
                 last_desync: None,
+                rollbacks: 0,
+                awaiting_ack: false,
             },
         );
     }
@@ -579,6 +591,7 @@ impl<R: Rules> ServerRoom<R> {
             c.acked = tick;
             c.later = 0;
             c.sent.clear();
+            c.awaiting_ack = true;
             c.refilled = now.max(c.refilled);
         }
     }
@@ -654,6 +667,20 @@ impl<R: Rules> ServerRoom<R> {
                 self.send_datagram(conn, &ServerDatagram::Pong { time });
             }
             ClientDatagram::Ack(a) => self.ack(now, conn, a),
+            ClientDatagram::Report {
+                rollbacks,
+                max_rollback,
+            } => {
+                if let Some(c) = self.clients.get_mut(&conn) {
+                    // Cumulative: count what is new (reports may reorder).
+                    if rollbacks > c.rollbacks {
+                        self.stats.rollbacks_reported += rollbacks - c.rollbacks;
+                        c.rollbacks = rollbacks;
+                    }
+                    self.stats.max_rollback_reported =
+                        self.stats.max_rollback_reported.max(max_rollback);
+                }
+            }
             ClientDatagram::Inputs(b) => {
                 self.ack(now, conn, b.ack);
                 self.inputs(now, conn, b);
@@ -667,6 +694,10 @@ impl<R: Rules> ServerRoom<R> {
             return;
         };
         let through = widen_tick(a.through, current).min(current);
+        if through >= c.acked {
+            // Acks from before the snapshot name older ticks.
+            c.awaiting_ack = false;
+        }
         if through < c.acked {
             // An ack overtaken by a newer one: nothing new, and its bits
             // are relative to an older base.
@@ -862,7 +893,7 @@ impl<R: Rules> ServerRoom<R> {
             let held = tick >= c.acked + 2
                 && tick - c.acked - 2 < 32
                 && c.later & (1 << (tick - c.acked - 2)) != 0;
-            let due = !fresh && !held && now >= c.sent[i].last + rto;
+            let due = !fresh && !held && !c.awaiting_ack && now >= c.sent[i].last + rto;
             if fresh || (due && resent < 8) {
                 if !fresh {
                     resent += 1;

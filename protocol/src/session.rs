@@ -174,6 +174,8 @@ pub struct ClientSession<R: Rules> {
     events: VecDeque<ClientEvent>,
     stats: ClientStats,
     closed: Option<KickReason>,
+    /// Rollbacks in the last report sent to the server.
+    reported_rollbacks: u64,
 }
 
 /// Most frames buffered ahead of the confirmed tick.
@@ -220,6 +222,7 @@ impl<R: Rules> ClientSession<R> {
             events: VecDeque::new(),
             stats: ClientStats::default(),
             closed: None,
+            reported_rollbacks: 0,
         };
         s.send_reliable(&hello);
         s
@@ -647,6 +650,15 @@ impl<R: Rules> ClientSession<R> {
         if now >= self.next_ping {
             self.send_datagram(&ClientDatagram::Ping { time: now });
             self.next_ping = now + self.config.ping_interval;
+            if self.stats.rollbacks != self.reported_rollbacks
+                && matches!(self.phase, Phase::Playing)
+            {
+                self.reported_rollbacks = self.stats.rollbacks;
+                self.send_datagram(&ClientDatagram::Report {
+                    rollbacks: self.stats.rollbacks,
+                    max_rollback: self.stats.max_rollback.min(u64::from(u32::MAX)) as u32,
+                });
+            }
         }
         if !matches!(self.phase, Phase::Playing) {
             return;

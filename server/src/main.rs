@@ -2,11 +2,9 @@
 //!
 //! Thin by design: parse the arguments, call into the library modules.
 
+use bitroom_server::{demo, serve_cmd, sim_cmd};
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
-
-mod render;
-mod sim_cmd;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -21,13 +19,29 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Host rooms over QUIC.
+    Serve(serve_cmd::ServeArgs),
+    /// A server on loopback with four bots (one behind a link conditioner), then a report.
+    Demo(demo::DemoArgs),
     /// Run a scene headless: final state hash, ms/step, JSON states, rendering, benchmarks.
     Sim(sim_cmd::SimArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let default_level = match cli.command {
+        Command::Serve(_) => "info",
+        _ => "warn",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
     match cli.command {
+        Command::Serve(args) => serve_cmd::run(args),
+        Command::Demo(args) => demo::run(args),
         Command::Sim(args) => sim_cmd::run(args),
     }
 }

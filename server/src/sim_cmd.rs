@@ -1,9 +1,7 @@
 //! `bitroom-server sim`: run a scene headless.
 
 use bitroom_sim::game::bots::{Bot, Strategy};
-use bitroom_sim::game::sandbox::Sandbox;
 use bitroom_sim::game::{Game, InputSet, SlotEvent, SyncTest};
-use bitroom_sim::scene::{build_named, parse_scene, SCENE_NAMES};
 use bitroom_sim::World;
 use clap::Args;
 use std::io::Write;
@@ -47,33 +45,9 @@ pub struct SimArgs {
 /// Exit code for bad input (unknown scene, invalid file).
 const EXIT_BAD_INPUT: u8 = 2;
 
-/// Loads a scene by name or from a file.
-///
-/// # Errors
-/// A message naming the problem.
-pub fn load_scene(spec: &str) -> Result<World, String> {
-    if let Some(w) = build_named(spec) {
-        return Ok(w);
-    }
-    let path = std::path::Path::new(spec);
-    if !path.exists() {
-        return Err(format!(
-            "unknown scene {spec:?}: not a built-in name ({}) and no such file",
-            SCENE_NAMES.join(", ")
-        ));
-    }
-    const MAX: u64 = 16 << 20;
-    let meta = std::fs::metadata(path).map_err(|e| format!("{spec}: {e}"))?;
-    if meta.len() > MAX {
-        return Err(format!(
-            "{spec}: scene file is {} bytes, the limit is {MAX}",
-            meta.len()
-        ));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{spec}: {e}"))?;
-    parse_scene(&text).map_err(|e| format!("{spec}: {e}"))
-}
+pub use bitroom_client::scene::{load_scene, rules_for};
 
+/// Runs `sim`.
 pub fn run(args: SimArgs) -> ExitCode {
     if let Some(path) = &args.render {
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
@@ -205,16 +179,6 @@ pub fn state_json(w: &World) -> String {
 /// Draws the world to a PNG or SVG file, chosen by extension.
 pub fn render(w: &World, path: &std::path::Path) -> Result<(), String> {
     crate::render::render_to_file(w, path)
-}
-
-/// The sandbox rules on a loaded scene (the default arena keeps its own
-/// fingerprint so it matches `serve`).
-pub fn rules_for(scene: &str, world: World) -> Sandbox {
-    if scene == "arena" {
-        Sandbox::default()
-    } else {
-        Sandbox::with_world(scene, &(), world)
-    }
 }
 
 fn synctest(args: &SimArgs, world: World, k: u32) -> ExitCode {

@@ -99,6 +99,17 @@ fn mispredictions_roll_back_and_converge() {
     let w = sim.clients[1].session().stats();
     assert!(w.rollbacks > 50, "{w:?}");
     assert!(w.max_rollback >= 3, "{w:?}");
+    // Clients report their rollbacks (cumulative, with the pings): the
+    // server's sum trails the clients' by at most a ping interval.
+    let r = sim.server.stats();
+    let f = sim.clients[0].session().stats();
+    assert!(r.rollbacks_reported <= w.rollbacks + f.rollbacks, "{r:?}");
+    assert!(
+        r.rollbacks_reported + 60 >= w.rollbacks + f.rollbacks,
+        "{r:?}"
+    );
+    assert!(u64::from(r.max_rollback_reported) <= w.max_rollback.max(f.max_rollback));
+    assert!(r.max_rollback_reported >= 3, "{r:?}");
     assert_in_sync(&sim, 0);
     assert_in_sync(&sim, 1);
     // Let the flicker stop: the present converges on the server's state.

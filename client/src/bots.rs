@@ -1,0 +1,477 @@
+//! Headless bot players: load tests, soak tests, the demo.
+//!
+//! A [`BotFleet`] runs any number of bots on the current tokio runtime,
+//! each a [`connect`]ed session whose input comes from a
+//! [`Bot`](bitroom_sim::game::bots::Bot) strategy once per tick. The fleet
+//! sums their counters into a [`FleetStatus`] (for a per-second status
+//! line) and a final [`FleetReport`].
+
+use crate::conditioner::{ConditionerConfig, Percent};
+use crate::quic::{parse_fingerprint, CertPin, TlsError};
+use crate::{connect, ConnectOptions, Event, HandleStats};
+use bitroom_sim::game::bots::{Bot, Strategy};
+use bitroom_sim::game::sandbox::Sandbox;
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+/// Certificate options shared by the commands that connect.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct CertArgs {
+    /// Trust the server whose certificate is this file (PEM or DER; its
+    /// SHA-256 is pinned).
+    #[arg(long, value_name = "FILE", group = "trust")]
+    pub cert: Option<PathBuf>,
+    /// Trust the server whose certificate has this SHA-256 (hex, colons
+    /// allowed), as printed by `bitroom-server serve`.
+    #[arg(long, value_name = "HEX", group = "trust")]
+    pub cert_sha256: Option<String>,
+    /// Do not verify the server's certificate at all (development only).
+    #[arg(long, group = "trust")]
+    pub insecure: bool,
+}
+
+impl CertArgs {
+    /// The pin these options ask for.
+    ///
+    /// # Errors
+    /// Unreadable certificate, bad fingerprint, or no option given.
+    pub fn pin(&self) -> Result<CertPin, TlsError> {
+        if let Some(p) = &self.cert {
+            return CertPin::from_cert_file(p);
+        }
+        if let Some(h) = &self.cert_sha256 {
+            return Ok(CertPin::Sha256(parse_fingerprint(h)?));
+        }
+        if self.insecure {
+            return Ok(CertPin::Insecure);
+        }
+        Err(TlsError::Config(
+            "say how to trust the server: --cert FILE, --cert-sha256 HEX or --insecure".into(),
+        ))
+    }
+}
+
+/// Link conditioner options (each direction).
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct ConditionerArgs {
+    /// One-way added delay, e.g. 80ms.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub sim_latency: Option<Duration>,
+    /// Extra random delay up to this, e.g. 20ms.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub sim_jitter: Option<Duration>,
+    /// Datagram loss, e.g. 5%.
+    #[arg(long, value_name = "PERCENT")]
+    pub sim_loss: Option<Percent>,
+    /// Datagram duplication, e.g. 1%.
+    #[arg(long, value_name = "PERCENT")]
+    pub sim_dup: Option<Percent>,
+    /// Datagrams held back so later ones overtake them, e.g. 2%.
+    #[arg(long, value_name = "PERCENT")]
+    pub sim_reorder: Option<Percent>,
+    /// Seed of the conditioner's decisions.
+    #[arg(long, default_value_t = 1)]
+    pub sim_seed: u64,
+}
+
+impl ConditionerArgs {
+    /// The conditioner asked for, if any option is set.
+    pub fn config(&self) -> Option<ConditionerConfig> {
+        let c = ConditionerConfig {
+            latency: self.sim_latency.unwrap_or_default(),
+            jitter: self.sim_jitter.unwrap_or_default(),
+            loss_ppm: self.sim_loss.map_or(0, |p| p.ppm),
+            dup_ppm: self.sim_dup.map_or(0, |p| p.ppm),
+            reorder_ppm: self.sim_reorder.map_or(0, |p| p.ppm),
+            seed: self.sim_seed,
+        };
+        (!c.is_noop()).then_some(c)
+    }
+}
+
+/// One bot.
+#[derive(Clone, Debug)]
+pub struct BotSpec {
+    /// Display name.
+    pub name: String,
+    /// Room to join.
+    pub room: String,
+    /// How it plays.
+    pub strategy: Strategy,
+    /// Seed of its inputs.
+    pub seed: u64,
+    /// Predict (otherwise follow the confirmed game only: cheaper).
+    pub predict: bool,
+    /// Its own conditioned socket.
+    pub conditioner: Option<ConditionerConfig>,
+}
+
+/// A bot's counters, live and at the end.
+#[derive(Clone, Debug, Default)]
+pub struct BotReport {
+    /// Its name.
+    pub name: String,
+    /// Its room.
+    pub room: String,
+    /// Its slot, once welcomed.
+    pub slot: Option<u8>,
+    /// Whether it is connected now.
+    pub connected: bool,
+    /// Desync events seen.
+    pub desyncs: u64,
+    /// Latest stats.
+    pub stats: Option<HandleStats>,
+    /// Time connected.
+    pub connected_for: Duration,
+    /// Connect → first snapshot applied.
+    pub time_to_sync: Option<Duration>,
+    /// Why it stopped early, or why it never connected.
+    pub error: Option<String>,
+    /// Whether it used a link conditioner.
+    pub conditioned: bool,
+}
+
+/// What the fleet sees right now (sums over bots).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FleetStatus {
+    /// Time since the fleet started.
+    pub elapsed: Duration,
+    /// Bots connected now.
+    pub connected: usize,
+    /// Bots in the fleet.
+    pub total: usize,
+    /// Mean RTT over connected bots.
+    pub mean_rtt: Duration,
+    /// Rollbacks.
+    pub rollbacks: u64,
+    /// Deepest rollback.
+    pub max_rollback: u64,
+    /// Desyncs.
+    pub desyncs: u64,
+    /// UDP bytes received.
+    pub udp_rx: u64,
+    /// UDP bytes sent.
+    pub udp_tx: u64,
+    /// Bots that failed or dropped.
+    pub failed: usize,
+}
+
+impl FleetStatus {
+    /// A one-line summary, with rates against `prev` (one period ago).
+    pub fn line(&self, prev: &FleetStatus) -> String {
+        let dt = (self.elapsed.saturating_sub(prev.elapsed))
+            .as_secs_f64()
+            .max(1e-3);
+        let kb = |b: u64| b as f64 / 1000.0 / dt;
+        format!(
+            "t {:>5.1}s  bots {}/{}  rtt {:>5.1} ms  rollbacks {:>6} (max {:>2})  desyncs {}  in {:>7.1} kB/s  out {:>7.1} kB/s{}",
+            self.elapsed.as_secs_f64(),
+            self.connected,
+            self.total,
+            self.mean_rtt.as_secs_f64() * 1e3,
+            self.rollbacks,
+            self.max_rollback,
+            self.desyncs,
+            kb(self.udp_rx.saturating_sub(prev.udp_rx)),
+            kb(self.udp_tx.saturating_sub(prev.udp_tx)),
+            if self.failed > 0 {
+                format!("  failed {}", self.failed)
+            } else {
+                String::new()
+            }
+        )
+    }
+}
+
+/// The end of a run.
+#[derive(Clone, Debug, Default)]
+pub struct FleetReport {
+    /// Wall time of the run.
+    pub elapsed: Duration,
+    /// Every bot.
+    pub bots: Vec<BotReport>,
+}
+
+impl FleetReport {
+    /// Desyncs over all bots.
+    pub fn desyncs(&self) -> u64 {
+        self.bots.iter().map(|b| b.desyncs).sum()
+    }
+
+    /// Bots that never connected or dropped before the end.
+    pub fn failures(&self) -> usize {
+        self.bots.iter().filter(|b| b.error.is_some()).count()
+    }
+
+    /// A table: one line per bot.
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        let secs = self.elapsed.as_secs_f64().max(1e-3);
+        let _ = writeln!(
+            out,
+            "{:<10} {:<10} {:>4} {:>7} {:>9} {:>5} {:>8} {:>9} {:>9} {:>8} {:>8}",
+            "bot",
+            "room",
+            "slot",
+            "desyncs",
+            "rollbacks",
+            "depth",
+            "rtt ms",
+            "down kb/s",
+            "up kb/s",
+            "verified",
+            "sync ms"
+        );
+        for b in &self.bots {
+            let s = b.stats.map(|s| s.session).unwrap_or_default();
+            let conn = b.connected_for.as_secs_f64().max(1e-3).min(secs);
+            let (down, up) = b.stats.map_or((0.0, 0.0), |s| {
+                (
+                    s.udp_rx as f64 * 8.0 / 1000.0 / conn,
+                    s.udp_tx as f64 * 8.0 / 1000.0 / conn,
+                )
+            });
+            let _ = writeln!(
+                out,
+                "{:<10} {:<10} {:>4} {:>7} {:>9} {:>5} {:>8.1} {:>9.1} {:>9.1} {:>8} {:>8}{}{}",
+                b.name,
+                b.room,
+                b.slot.map_or("-".into(), |s| s.to_string()),
+                b.desyncs,
+                s.rollbacks,
+                s.max_rollback,
+                b.stats.map_or(0.0, |s| s.rtt().as_secs_f64() * 1e3),
+                down,
+                up,
+                s.verified,
+                b.time_to_sync
+                    .map_or("-".into(), |t| format!("{:.0}", t.as_secs_f64() * 1e3)),
+                if b.conditioned { "  (conditioned)" } else { "" },
+                b.error
+                    .as_ref()
+                    .map_or(String::new(), |e| format!("  error: {e}"))
+            );
+        }
+        out
+    }
+}
+
+#[derive(Debug)]
+struct Live {
+    report: Mutex<BotReport>,
+}
+
+/// Bots running on the current runtime.
+#[derive(Debug)]
+pub struct BotFleet {
+    server: SocketAddr,
+    rules: Sandbox,
+    pin: CertPin,
+    started: Instant,
+    stop: watch::Sender<bool>,
+    bots: Vec<Arc<Live>>,
+    tasks: JoinSet<()>,
+}
+
+impl BotFleet {
+    /// An empty fleet for `server`, with the rules every bot plays and how
+    /// to trust the server.
+    pub fn new(server: SocketAddr, rules: Sandbox, pin: CertPin) -> BotFleet {
+        BotFleet {
+            server,
+            rules,
+            pin,
+            started: Instant::now(),
+            stop: watch::channel(false).0,
+            bots: Vec::new(),
+            tasks: JoinSet::new(),
+        }
+    }
+
+    /// Starts a bot (it connects in the background).
+    pub fn spawn(&mut self, spec: BotSpec) {
+        let live = Arc::new(Live {
+            report: Mutex::new(BotReport {
+                name: spec.name.clone(),
+                room: spec.room.clone(),
+                conditioned: spec.conditioner.is_some(),
+                ..BotReport::default()
+            }),
+        });
+        self.bots.push(live.clone());
+        let stop = self.stop.subscribe();
+        let server = self.server;
+        let rules = self.rules.clone();
+        let pin = self.pin;
+        self.tasks
+            .spawn(async move { run_bot(server, rules, pin, spec, &live, stop).await });
+    }
+
+    /// The fleet's sums now.
+    pub fn status(&self) -> FleetStatus {
+        let mut s = FleetStatus {
+            elapsed: self.started.elapsed(),
+            total: self.bots.len(),
+            ..FleetStatus::default()
+        };
+        let mut rtt_sum = Duration::ZERO;
+        for b in &self.bots {
+            let r = b.report.lock().unwrap_or_else(|e| e.into_inner());
+            if r.connected {
+                s.connected += 1;
+                if let Some(st) = &r.stats {
+                    rtt_sum += st.rtt();
+                }
+            }
+            if r.error.is_some() {
+                s.failed += 1;
+            }
+            s.desyncs += r.desyncs;
+            if let Some(st) = &r.stats {
+                s.rollbacks += st.session.rollbacks;
+                s.max_rollback = s.max_rollback.max(st.session.max_rollback);
+                s.udp_rx += st.udp_rx;
+                s.udp_tx += st.udp_tx;
+            }
+        }
+        if s.connected > 0 {
+            s.mean_rtt = rtt_sum / s.connected as u32;
+        }
+        s
+    }
+
+    /// Stops every bot (each leaves its room) and reports.
+    pub async fn finish(mut self) -> FleetReport {
+        let elapsed = self.started.elapsed();
+        let _ = self.stop.send(true);
+        // Bots that see the stop leave their room within a second.
+        let _ = tokio::time::timeout(Duration::from_secs(3), async {
+            while self.tasks.join_next().await.is_some() {}
+        })
+        .await;
+        self.tasks.abort_all();
+        FleetReport {
+            elapsed,
+            bots: self
+                .bots
+                .iter()
+                .map(|b| {
+                    let mut r = b.report.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                    if r.slot.is_none() && r.error.is_none() {
+                        r.error = Some("never connected".into());
+                    }
+                    r
+                })
+                .collect(),
+        }
+    }
+}
+
+async fn run_bot(
+    server: SocketAddr,
+    rules: Sandbox,
+    pin: CertPin,
+    spec: BotSpec,
+    live: &Live,
+    mut stop: watch::Receiver<bool>,
+) {
+    let set = |f: &mut dyn FnMut(&mut BotReport)| {
+        f(&mut live.report.lock().unwrap_or_else(|e| e.into_inner()));
+    };
+    let mut bot = Bot::new(spec.strategy, spec.seed);
+    let mut options = ConnectOptions::new(rules, pin);
+    options.name = spec.name.clone();
+    options.predict = spec.predict;
+    options.conditioner = spec.conditioner;
+    options.input = Some(Box::new(move |g, slot| bot.next_input(g, slot)));
+    let t0 = Instant::now();
+    let connected = tokio::select! {
+        c = connect(server, &spec.room, options) => c,
+        _ = stop.wait_for(|&s| s) => return,
+    };
+    let mut handle = match connected {
+        Ok(h) => h,
+        Err(e) => {
+            set(&mut |r| r.error = Some(e.to_string()));
+            return;
+        }
+    };
+    let slot = handle.slot();
+    set(&mut |r| {
+        r.connected = true;
+        r.slot = slot;
+    });
+    let connected_at = Instant::now();
+    let mut publish = tokio::time::interval(Duration::from_millis(250));
+    let stopped = loop {
+        tokio::select! {
+            ev = handle.next_event() => match ev {
+                Some(Event::Desync { .. }) => set(&mut |r| r.desyncs += 1),
+                Some(Event::Synced { .. }) => {
+                    let dt = t0.elapsed();
+                    set(&mut |r| { r.time_to_sync.get_or_insert(dt); });
+                }
+                Some(Event::Disconnected(d)) => {
+                    set(&mut |r| r.error = Some(format!("disconnected: {d}")));
+                    break false;
+                }
+                Some(Event::Rollback { .. }) => {}
+                None => break false,
+            },
+            _ = publish.tick() => {
+                let stats = handle.stats();
+                set(&mut |r| {
+                    r.stats = Some(stats);
+                    r.connected_for = connected_at.elapsed();
+                });
+            }
+            _ = stop.wait_for(|&s| s) => break true,
+        }
+    };
+    let stats = handle.stats();
+    set(&mut |r| {
+        r.connected = false;
+        r.stats = Some(stats);
+        r.connected_for = connected_at.elapsed();
+    });
+    if stopped {
+        handle.leave(Duration::from_secs(1)).await;
+    }
+}
+
+/// Builds the bots for `bitroom-client bots`: `count` bots, spread over
+/// `rooms` rooms (`ROOM` or `ROOM-0`, `ROOM-1`, …).
+#[allow(clippy::too_many_arguments)]
+pub fn plan(
+    room: &str,
+    rooms: u32,
+    count: u32,
+    strategy: Strategy,
+    seed: u64,
+    predict: bool,
+    conditioner: Option<ConditionerConfig>,
+) -> Vec<BotSpec> {
+    (0..count)
+        .map(|i| BotSpec {
+            name: format!("bot{i}"),
+            room: if rooms <= 1 {
+                room.to_string()
+            } else {
+                format!("{room}-{}", i % rooms)
+            },
+            strategy,
+            seed: seed.wrapping_add(u64::from(i)),
+            predict,
+            conditioner: conditioner.map(|c| ConditionerConfig {
+                seed: c.seed.wrapping_add(u64::from(i)),
+                ..c
+            }),
+        })
+        .collect()
+}

@@ -1,0 +1,208 @@
+//! `bitroom-client`: headless clients for bitroom servers.
+//!
+//! Thin by design: parse the arguments, run a [`BotFleet`], print.
+
+use bitroom_client::bots::{plan, BotFleet, CertArgs, ConditionerArgs, FleetStatus};
+use bitroom_client::scene::rules_for_scene;
+use bitroom_sim::game::bots::Strategy;
+use clap::{Args, Parser, Subcommand};
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "bitroom-client",
+    version,
+    about = "bitroom headless clients: bots for load tests and soak tests"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Connect N bot players to a room and report how they fared.
+    Bots(BotsArgs),
+}
+
+#[derive(Args, Debug)]
+struct BotsArgs {
+    /// Server address, e.g. 127.0.0.1:4433.
+    #[arg(long, value_name = "ADDR")]
+    server: String,
+    /// Room to join (created by the server on first join).
+    #[arg(long, default_value = "lobby")]
+    room: String,
+    /// Spread the bots over this many rooms: ROOM-0, ROOM-1, …
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    rooms: u32,
+    /// Number of bots.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    count: u32,
+    /// How the bots play: idle, random, circle or chaser.
+    #[arg(long, default_value = "random")]
+    strategy: Strategy,
+    /// How long to play, e.g. 60s or 5m.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    duration: Duration,
+    /// Follow the confirmed game only (no prediction, no rollbacks; cheaper).
+    #[arg(long)]
+    no_predict: bool,
+    /// The server's scene: `arena` or a built-in scene or file (must match).
+    #[arg(long, default_value = "arena")]
+    scene: String,
+    /// Seed of the bots' inputs (bot i uses SEED + i).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Bots started per second.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    spawn_rate: u32,
+    #[command(flatten)]
+    cert: CertArgs,
+    #[command(flatten)]
+    sim: ConditionerArgs,
+}
+
+/// Exit code for bad command-line input.
+const EXIT_BAD_INPUT: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    match cli.command {
+        Command::Bots(args) => bots(args),
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+fn bots(args: BotsArgs) -> ExitCode {
+    let bad = |msg: String| {
+        eprintln!("error: {msg}");
+        ExitCode::from(EXIT_BAD_INPUT)
+    };
+    let server: SocketAddr = match args.server.parse() {
+        Ok(a) => a,
+        Err(_) => {
+            return bad(format!(
+                "--server {:?}: not an address like 127.0.0.1:4433",
+                args.server
+            ))
+        }
+    };
+    let pin = match args.cert.pin() {
+        Ok(p) => p,
+        Err(e) => return bad(e.to_string()),
+    };
+    let rules = match rules_for_scene(&args.scene) {
+        Ok(r) => r,
+        Err(e) => return bad(e),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let specs = plan(
+        &args.room,
+        args.rooms,
+        args.count,
+        args.strategy,
+        args.seed,
+        !args.no_predict,
+        args.sim.config(),
+    );
+    if let Some(c) = args.sim.config() {
+        eprintln!("link conditioner: {c}");
+    }
+    let report = runtime.block_on(async move {
+        let mut fleet = BotFleet::new(server, rules, pin);
+        let spawn_gap = Duration::from_secs(1) / args.spawn_rate;
+        let end = tokio::time::Instant::now() + args.duration;
+        let mut specs = specs.into_iter();
+        let mut status = StatusLine::new();
+        let mut prev = FleetStatus::default();
+        let mut next_status = tokio::time::Instant::now() + Duration::from_secs(1);
+        let mut next_spawn = tokio::time::Instant::now();
+        loop {
+            let now = tokio::time::Instant::now();
+            if now >= end {
+                break;
+            }
+            while now >= next_spawn {
+                match specs.next() {
+                    Some(s) => fleet.spawn(s),
+                    None => break,
+                }
+                next_spawn += spawn_gap;
+            }
+            if now >= next_status {
+                let s = fleet.status();
+                status.show(&s.line(&prev));
+                prev = s;
+                next_status += Duration::from_secs(1);
+            }
+            let wake = next_status.min(end).min(next_spawn);
+            tokio::time::sleep_until(wake).await;
+        }
+        status.finish();
+        fleet.finish().await
+    });
+    println!("{}", report.table().trim_end());
+    let desyncs = report.desyncs();
+    let failures = report.failures();
+    println!(
+        "summary: {} bots, {:.1} s, desyncs {desyncs}, failed {failures}",
+        report.bots.len(),
+        report.elapsed.as_secs_f64()
+    );
+    if desyncs > 0 || failures > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// A live status line: a spinner on a terminal, plain lines otherwise.
+struct StatusLine {
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl StatusLine {
+    fn new() -> StatusLine {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let b = indicatif::ProgressBar::new_spinner();
+            b.enable_steady_tick(Duration::from_millis(200));
+            b
+        });
+        StatusLine { bar }
+    }
+
+    fn show(&mut self, line: &str) {
+        match &self.bar {
+            Some(b) => b.set_message(line.to_string()),
+            None => eprintln!("{line}"),
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish();
+        }
+    }
+}

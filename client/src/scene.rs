@@ -1,0 +1,86 @@
+//! Scenes by name or file, and the sandbox rules on them. Server and
+//! clients build their rules the same way, so their fingerprints match.
+
+use bitroom_sim::game::sandbox::Sandbox;
+use bitroom_sim::scene::{build_named, parse_scene, SCENE_NAMES};
+use bitroom_sim::World;
+
+/// The default scene: the sandbox arena.
+pub const ARENA: &str = "arena";
+
+/// Largest scene file read.
+const MAX_SCENE_FILE: u64 = 16 << 20;
+
+/// Loads a scene by name or from a JSON file.
+///
+/// # Errors
+/// A one-line message naming the problem (unknown name, unreadable or
+/// invalid file).
+pub fn load_scene(spec: &str) -> Result<World, String> {
+    if let Some(w) = build_named(spec) {
+        return Ok(w);
+    }
+    let path = std::path::Path::new(spec);
+    if !path.exists() {
+        return Err(format!(
+            "unknown scene {spec:?}: not a built-in name ({ARENA}, {}) and no such file",
+            SCENE_NAMES.join(", ")
+        ));
+    }
+    let meta = std::fs::metadata(path).map_err(|e| format!("{spec}: {e}"))?;
+    if meta.len() > MAX_SCENE_FILE {
+        return Err(format!(
+            "{spec}: scene file is {} bytes, the limit is {MAX_SCENE_FILE}",
+            meta.len()
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{spec}: {e}"))?;
+    parse_scene(&text).map_err(|e| format!("{spec}: {e}"))
+}
+
+/// The sandbox rules on a loaded scene (the default arena keeps its own
+/// fingerprint).
+pub fn rules_for(scene: &str, world: World) -> Sandbox {
+    if scene == ARENA {
+        Sandbox::default()
+    } else {
+        Sandbox::with_world(scene, &(), world)
+    }
+}
+
+/// The sandbox rules for a scene name (`arena` or a built-in scene) or a
+/// scene file.
+///
+/// # Errors
+/// As [`load_scene`].
+pub fn rules_for_scene(spec: &str) -> Result<Sandbox, String> {
+    if spec == ARENA {
+        return Ok(Sandbox::default());
+    }
+    Ok(rules_for(spec, load_scene(spec)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bitroom_sim::game::Rules;
+
+    #[test]
+    fn arena_and_named_scenes_have_distinct_fingerprints() {
+        let arena = rules_for_scene(ARENA).unwrap();
+        assert_eq!(arena.fingerprint(), Sandbox::default().fingerprint());
+        let pyramid = rules_for_scene("pyramid").unwrap();
+        assert_ne!(arena.fingerprint(), pyramid.fingerprint());
+        assert_eq!(
+            pyramid.fingerprint(),
+            rules_for_scene("pyramid").unwrap().fingerprint()
+        );
+    }
+
+    #[test]
+    fn unknown_scene_is_a_one_line_error() {
+        let e = rules_for_scene("no-such-scene").unwrap_err();
+        assert!(e.contains("unknown scene"), "{e}");
+        assert!(!e.contains('\n'));
+    }
+}

@@ -1,0 +1,22 @@
+//! bitroom-server: the authoritative server and its tools.
+//!
+//! # Layout
+//! - [`serve`]: the QUIC endpoint, routing connections to rooms, shutdown.
+//! - [`room_task`](crate::serve): each room on its own task, drift-free ticks,
+//!   panics contained.
+//! - [`monitor`]: tick time and lateness histograms, counters, metrics names.
+//! - [`metrics_http`]: Prometheus text over HTTP (`--metrics`).
+//! - [`tls`]: certificates (files or a generated development certificate).
+//! - [`serve_cmd`], [`demo`], [`sim_cmd`]: the commands.
+
+pub mod demo;
+pub mod metrics_http;
+pub mod monitor;
+mod render;
+mod room_task;
+pub mod serve;
+pub mod serve_cmd;
+pub mod sim_cmd;
+pub mod tls;
+
+pub use serve::{Server, ServerConfig};

@@ -1,0 +1,271 @@
+//! One room on its own task: a [`ServerRoom`] stepped on a drift-free
+//! schedule, fed by its connections, its outputs sent on their way.
+//!
+//! Tick `n` is due at `start + n / rate` (the room's own
+//! [`ServerRoom::deadline`]), so a late tick does not push the next one
+//! back: lateness never accumulates, and after a stall the room steps the
+//! missed ticks back to back. Every call into the room runs under
+//! `catch_unwind`: a panic closes this room (its clients are told
+//! `RoomClosed`) and leaves every other room running.
+
+use crate::monitor::Monitor;
+use crate::serve::{micros, Shared, WriterMsg};
+use bitroom_client::NetRules;
+use bitroom_protocol::{ConnId, KickReason, Output, RoomConfig, RoomEvent, RoomStats, ServerRoom};
+use bytes::Bytes;
+use std::collections::BTreeMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tracing::{debug, error, info, warn};
+
+/// A connection as its room sees it.
+#[derive(Debug)]
+pub(crate) struct Peer {
+    pub connection: quinn::Connection,
+    pub writer: mpsc::Sender<WriterMsg>,
+}
+
+/// Work for a room.
+#[derive(Debug)]
+pub(crate) enum RoomCmd {
+    /// A connection that said hello to this room.
+    Join {
+        conn: ConnId,
+        peer: Peer,
+        hello: Vec<u8>,
+    },
+    /// A complete reliable message.
+    Reliable { conn: ConnId, bytes: Vec<u8> },
+    /// A datagram.
+    Datagram { conn: ConnId, bytes: Bytes },
+    /// The connection broke the stream framing: close it with this reason.
+    Kick { conn: ConnId, reason: KickReason },
+    /// The connection is gone.
+    Gone { conn: ConnId },
+}
+
+/// Ticks between publishing the room's counters.
+const PUBLISH_EVERY: u64 = 15;
+
+pub(crate) async fn run<R: NetRules>(
+    name: String,
+    shared: Arc<Shared<R>>,
+    mut rx: mpsc::Receiver<RoomCmd>,
+    config: RoomConfig,
+) {
+    let monitor: &Monitor = &shared.monitor;
+    let base = shared.base;
+    let mut room = ServerRoom::new(shared.rules.clone(), config, micros(base));
+    let mut peers: BTreeMap<ConnId, Peer> = BTreeMap::new();
+    let mut shutdown = shared.shutdown.subscribe();
+    let mut published = RoomStats::default();
+    let mut empty_since = Some(Instant::now());
+    let idle = shared.room_idle;
+    monitor.room_opened(&name);
+    info!("room opened");
+    let sleep = tokio::time::sleep_until(Instant::now());
+    tokio::pin!(sleep);
+    let outcome: Result<(), String> = loop {
+        let due = base + Duration::from_micros(room.deadline(room.tick_number() + 1));
+        sleep.as_mut().reset(due);
+        let step = tokio::select! {
+            biased;
+            _ = crate::serve::shutting_down(&mut shutdown) => {
+                let r = catch_unwind(AssertUnwindSafe(|| room.kick_all(KickReason::ServerShutdown)));
+                if r.is_ok() {
+                    dispatch(&mut room, &mut peers);
+                }
+                break r.map_err(panic_message);
+            }
+            _ = &mut sleep => {
+                let start = Instant::now();
+                let lateness = start.saturating_duration_since(due);
+                let r = catch_unwind(AssertUnwindSafe(|| room.tick(micros(base))));
+                if r.is_ok() {
+                    monitor.tick(start.elapsed(), lateness);
+                    if room.tick_number() % PUBLISH_EVERY == 0 {
+                        let now = room.stats();
+                        monitor.room(&name, &published, &now);
+                        published = now;
+                    }
+                }
+                r
+            }
+            cmd = rx.recv() => {
+                let Some(cmd) = cmd else {
+                    // Every sender is gone: the registry dropped us.
+                    break Ok(());
+                };
+                catch_unwind(AssertUnwindSafe(|| handle(&mut room, &mut peers, base, cmd)))
+            }
+        };
+        if let Err(p) = step {
+            break Err(panic_message(p));
+        }
+        let slow = dispatch(&mut room, &mut peers);
+        if !slow.is_empty() {
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                for conn in slow {
+                    room.handle_disconnect(micros(base), conn);
+                }
+            }));
+            if let Err(p) = r {
+                break Err(panic_message(p));
+            }
+            dispatch(&mut room, &mut peers);
+        }
+        while let Some(e) = room.poll_event() {
+            log_event(&e);
+        }
+        // Close a room nobody has used for a while, unless a join is on
+        // its way (joins are queued under the registry lock).
+        if peers.is_empty() && room.connection_count() == 0 {
+            let since = *empty_since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= idle {
+                let mut rooms = shared.rooms();
+                if rx.is_empty() {
+                    rooms.remove(&name);
+                    info!("room closed: empty for {idle:?}");
+                    break Ok(());
+                }
+            }
+        } else {
+            empty_since = None;
+        }
+    };
+    if let Err(msg) = &outcome {
+        error!("room closed by a panic: {msg}");
+        shared.rooms().remove(&name);
+        let reason = KickReason::RoomClosed(format!("internal error: {msg}"));
+        for (_, p) in std::mem::take(&mut peers) {
+            close_peer(&p, reason.clone(), true);
+        }
+    }
+    let now = catch_unwind(AssertUnwindSafe(|| room.stats())).unwrap_or(published);
+    monitor.room(&name, &published, &now);
+    monitor.room_closed(&name, outcome.is_err());
+    // Peers left here got their kick from `dispatch`; the writers close
+    // them after sending it.
+}
+
+fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic".into()
+    }
+}
+
+fn handle<R: NetRules>(
+    room: &mut ServerRoom<R>,
+    peers: &mut BTreeMap<ConnId, Peer>,
+    base: Instant,
+    cmd: RoomCmd,
+) {
+    let now = micros(base);
+    match cmd {
+        RoomCmd::Join { conn, peer, hello } => {
+            peers.insert(conn, peer);
+            room.handle_connect(now, conn);
+            room.handle_reliable(now, conn, &hello);
+        }
+        RoomCmd::Reliable { conn, bytes } => {
+            if peers.contains_key(&conn) {
+                room.handle_reliable(now, conn, &bytes);
+            }
+        }
+        RoomCmd::Datagram { conn, bytes } => {
+            if peers.contains_key(&conn) {
+                room.handle_datagram(now, conn, &bytes);
+            }
+        }
+        RoomCmd::Kick { conn, reason } => {
+            if peers.contains_key(&conn) {
+                info!(conn, "dropping a client: {reason}");
+                room.kick(conn, reason);
+            }
+        }
+        RoomCmd::Gone { conn } => {
+            if peers.remove(&conn).is_some() {
+                room.handle_disconnect(now, conn);
+            }
+        }
+    }
+}
+
+/// Sends the room's outputs; returns connections too slow to take their
+/// reliable messages (to be dropped).
+fn dispatch<R: NetRules>(
+    room: &mut ServerRoom<R>,
+    peers: &mut BTreeMap<ConnId, Peer>,
+) -> Vec<ConnId> {
+    let mut slow = Vec::new();
+    while let Some(o) = room.poll_output() {
+        match o {
+            Output::Datagram { conn, bytes } => {
+                if let Some(p) = peers.get(&conn) {
+                    match p.connection.send_datagram(Bytes::from(bytes)) {
+                        Ok(()) | Err(quinn::SendDatagramError::ConnectionLost(_)) => {}
+                        Err(e) => warn!(conn, "datagram not sent: {e}"),
+                    }
+                }
+            }
+            Output::Reliable { conn, bytes } => {
+                if let Some(p) = peers.get(&conn) {
+                    if p.writer.try_send(WriterMsg::Data(bytes)).is_err() {
+                        warn!(conn, "client does not read its stream: dropping it");
+                        if let Some(p) = peers.remove(&conn) {
+                            p.connection
+                                .close(1u8.into(), b"too slow to read the stream");
+                        }
+                        slow.push(conn);
+                    }
+                }
+            }
+            Output::Close { conn, reason } => {
+                if let Some(p) = peers.remove(&conn) {
+                    close_peer(&p, reason, false);
+                }
+            }
+        }
+    }
+    slow
+}
+
+/// Asks a peer's writer to close after what it holds (sending the kick
+/// first when `kick`); closes at once when the writer cannot take it.
+fn close_peer(p: &Peer, reason: KickReason, kick: bool) {
+    if let Err(e) = p.writer.try_send(WriterMsg::Close { reason, kick }) {
+        let reason = match e.into_inner() {
+            WriterMsg::Close { reason, .. } => reason,
+            WriterMsg::Data(_) => KickReason::Left,
+        };
+        crate::serve::close_now(&p.connection, &reason);
+    }
+}
+
+fn log_event(e: &RoomEvent) {
+    match e {
+        RoomEvent::Joined {
+            conn,
+            slot,
+            name,
+            reconnect,
+        } => info!(conn, ?slot, name = %name, reconnect, "joined"),
+        RoomEvent::Left { conn, slot, reason } => info!(conn, ?slot, "left: {reason}"),
+        RoomEvent::Desync { conn, slot, report } => warn!(
+            conn,
+            ?slot,
+            tick = report.tick,
+            "client desync: client {:016x}, server {:016x} (resyncing it)",
+            report.client_hash,
+            report.server_hash
+        ),
+        RoomEvent::Rejected { conn, what } => debug!(conn, "rejected: {what:?}"),
+    }
+}

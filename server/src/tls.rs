@@ -1,0 +1,123 @@
+//! The server's TLS identity: a certificate chain and its key, loaded
+//! from files or generated as a self-signed development certificate.
+
+use bitroom_client::quic::{fingerprint, fingerprint_hex, load_certs, load_key, TlsError};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// File name of the development certificate (DER).
+pub const DEV_CERT: &str = "bitroom-dev-cert.der";
+/// File name of the development key (PKCS#8 DER).
+pub const DEV_KEY: &str = "bitroom-dev-key.der";
+
+/// A certificate chain and its private key.
+pub struct Identity {
+    /// End-entity certificate first.
+    pub chain: Vec<CertificateDer<'static>>,
+    /// The end-entity certificate's key.
+    pub key: PrivateKeyDer<'static>,
+}
+
+impl fmt::Debug for Identity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Identity")
+            .field("sha256", &self.fingerprint_hex())
+            .field("chain", &self.chain.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Clone for Identity {
+    fn clone(&self) -> Identity {
+        Identity {
+            chain: self.chain.clone(),
+            key: self.key.clone_key(),
+        }
+    }
+}
+
+impl Identity {
+    /// SHA-256 of the end-entity certificate: what clients pin.
+    pub fn fingerprint(&self) -> [u8; 32] {
+        fingerprint(&self.chain[0])
+    }
+
+    /// The fingerprint as hex.
+    pub fn fingerprint_hex(&self) -> String {
+        fingerprint_hex(&self.fingerprint())
+    }
+
+    /// A fresh self-signed certificate for `localhost` (in memory).
+    ///
+    /// # Errors
+    /// Key generation failed.
+    pub fn self_signed() -> Result<Identity, TlsError> {
+        let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()])
+            .map_err(|e| TlsError::Config(format!("cannot generate a certificate: {e}")))?;
+        Ok(Identity {
+            chain: vec![ck.cert.der().clone()],
+            key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(ck.key_pair.serialize_der())),
+        })
+    }
+
+    /// Loads a certificate chain and key (PEM or DER).
+    ///
+    /// # Errors
+    /// Unreadable or unparsable files.
+    pub fn load(cert: &Path, key: &Path) -> Result<Identity, TlsError> {
+        Ok(Identity {
+            chain: load_certs(cert)?,
+            key: load_key(key)?,
+        })
+    }
+
+    /// The development certificate in `dir`: loaded if both files exist,
+    /// otherwise generated and written there. Returns the certificate's
+    /// path and whether it was created now.
+    ///
+    /// # Errors
+    /// Unreadable, unparsable or unwritable files.
+    pub fn development(dir: &Path) -> Result<(Identity, PathBuf, bool), TlsError> {
+        let cert = dir.join(DEV_CERT);
+        let key = dir.join(DEV_KEY);
+        if cert.exists() && key.exists() {
+            return Ok((Identity::load(&cert, &key)?, cert, false));
+        }
+        let id = Identity::self_signed()?;
+        let write = |path: &Path, bytes: &[u8]| {
+            std::fs::write(path, bytes).map_err(|source| TlsError::Read {
+                path: path.display().to_string(),
+                source,
+            })
+        };
+        write(&cert, &id.chain[0])?;
+        write(&key, id.key.secret_der())?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600));
+        }
+        Ok((id, cert, true))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn development_certificate_is_written_once_and_reloaded() {
+        let dir = std::env::temp_dir().join(format!("bitroom-devcert-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, path, created) = Identity::development(&dir).unwrap();
+        assert!(created);
+        let (b, _, created_again) = Identity::development(&dir).unwrap();
+        assert!(!created_again);
+        assert_eq!(a.fingerprint(), b.fingerprint());
+        // The file's fingerprint is what a client pins with --cert FILE.
+        let pin = bitroom_client::quic::CertPin::from_cert_file(&path).unwrap();
+        assert_eq!(pin, bitroom_client::quic::CertPin::Sha256(a.fingerprint()));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

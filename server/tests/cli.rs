@@ -1,0 +1,211 @@
+//! The `bitroom-server` binary: command-line errors, and a real `serve`
+//! process (metrics endpoint, a client, SIGTERM).
+
+use bitroom_client::quic::{parse_fingerprint, CertPin};
+use bitroom_client::{connect, ConnectOptions, Disconnect, Event};
+use bitroom_protocol::KickReason;
+use bitroom_sim::game::sandbox::Sandbox;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+fn server() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_bitroom-server"))
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("bitroom-cli-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+/// Exit code 2 and a single `error:` line on stderr.
+fn assert_bad_input(out: &Output, needle: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one line expected: {stderr}");
+    assert!(lines[0].starts_with("error: "), "{stderr}");
+    assert!(lines[0].contains(needle), "{needle:?} not in {stderr}");
+}
+
+#[test]
+fn bad_bind_address_is_a_one_line_error() {
+    let out = server()
+        .args(["serve", "--bind", "not-an-address"])
+        .output()
+        .expect("run");
+    assert_bad_input(&out, "--bind \"not-an-address\"");
+    let out = server()
+        .args(["serve", "--bind", "127.0.0.1:0", "--metrics", "nowhere"])
+        .output()
+        .expect("run");
+    assert_bad_input(&out, "--metrics");
+}
+
+#[test]
+fn unbindable_address_is_a_one_line_error() {
+    let dir = temp_dir("unbindable");
+    // 192.0.2.1 (TEST-NET-1) is not an address of this machine.
+    let out = server()
+        .args(["serve", "--bind", "192.0.2.1:4433", "--cert-dir"])
+        .arg(&dir)
+        .output()
+        .expect("run");
+    assert_bad_input(&out, "cannot listen on 192.0.2.1:4433");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn unreadable_certificate_is_a_one_line_error() {
+    let dir = temp_dir("cert");
+    let out = server()
+        .args(["serve", "--bind", "127.0.0.1:0", "--cert"])
+        .arg(dir.join("missing.pem"))
+        .arg("--key")
+        .arg(dir.join("missing.key"))
+        .output()
+        .expect("run");
+    assert_bad_input(&out, "missing.pem");
+    let junk = dir.join("junk.pem");
+    std::fs::write(&junk, "hello").expect("write");
+    let out = server()
+        .args(["serve", "--bind", "127.0.0.1:0", "--cert"])
+        .arg(&junk)
+        .arg("--key")
+        .arg(&junk)
+        .output()
+        .expect("run");
+    assert_bad_input(&out, "not a PEM or DER certificate");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn unknown_scene_is_a_one_line_error() {
+    let out = server()
+        .args(["serve", "--bind", "127.0.0.1:0", "--scene", "atlantis"])
+        .output()
+        .expect("run");
+    assert_bad_input(&out, "unknown scene \"atlantis\"");
+    let out = server()
+        .args(["demo", "--scene", "atlantis"])
+        .output()
+        .expect("run");
+    assert_bad_input(&out, "unknown scene");
+}
+
+/// Reads stdout lines until one starts with `prefix`; returns the rest.
+fn line_after(lines: &mut impl Iterator<Item = String>, prefix: &str) -> String {
+    for l in lines.by_ref() {
+        if let Some(rest) = l.strip_prefix(prefix) {
+            return rest.to_string();
+        }
+    }
+    panic!("no line starting with {prefix:?}");
+}
+
+fn http_get(addr: &str, path: &str) -> String {
+    let mut s = std::net::TcpStream::connect(addr).expect("metrics connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").expect("request");
+    let mut body = String::new();
+    s.read_to_string(&mut body).expect("response");
+    body
+}
+
+/// `serve` as a process: it prints its address and fingerprint, serves
+/// metrics, takes a client pinned by fingerprint, and on SIGTERM tells the
+/// client and exits 0.
+#[test]
+fn serve_process_metrics_and_sigterm() {
+    let dir = temp_dir("serve");
+    let mut child = server()
+        .args([
+            "serve",
+            "--bind",
+            "127.0.0.1:0",
+            "--metrics",
+            "127.0.0.1:0",
+            "--stats-every",
+            "0s",
+            "--cert-dir",
+        ])
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn serve");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines().map_while(Result::ok);
+    let addr = line_after(&mut lines, "listening on ");
+    let cert = line_after(&mut lines, "development certificate ");
+    let fp = cert
+        .rsplit("sha256 ")
+        .next()
+        .expect("fingerprint")
+        .to_string();
+    let metrics = line_after(&mut lines, "metrics on http://");
+    let metrics = metrics.trim_end_matches("/metrics").to_string();
+    assert!(dir.join("bitroom-dev-cert.der").exists());
+    // The file and the printed fingerprint agree.
+    let from_file = CertPin::from_cert_file(&dir.join("bitroom-dev-cert.der")).expect("cert");
+    let pin = CertPin::Sha256(parse_fingerprint(&fp).expect("fingerprint"));
+    assert_eq!(from_file, pin);
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let addr: std::net::SocketAddr = addr.parse().expect("address");
+    let mut client = runtime.block_on(async {
+        let mut c = connect(addr, "lobby", ConnectOptions::new(Sandbox::default(), pin))
+            .await
+            .expect("join");
+        while let Some(e) = c.next_event().await {
+            if matches!(e, Event::Synced { .. }) {
+                break;
+            }
+        }
+        // Let the room publish its counters.
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        c
+    });
+    let text = http_get(&metrics, "/metrics");
+    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+    for name in [
+        "bitroom_tick_duration_seconds_bucket",
+        "bitroom_tick_lateness_seconds_bucket",
+        "bitroom_rooms 1",
+        "bitroom_clients 1",
+        "bitroom_bytes_out_total",
+        "bitroom_ticks_total",
+    ] {
+        assert!(text.contains(name), "{name} missing from:\n{text}");
+    }
+    assert!(http_get(&metrics, "/nope").starts_with("HTTP/1.1 404"));
+
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let end = runtime.block_on(async {
+        tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                match client.next_event().await {
+                    Some(Event::Disconnected(d)) => return Some(d),
+                    Some(_) => {}
+                    None => return None,
+                }
+            }
+        })
+        .await
+        .expect("disconnect event")
+    });
+    assert_eq!(end, Some(Disconnect::Kicked(KickReason::ServerShutdown)));
+    let code = child.wait().expect("wait");
+    assert_eq!(code.code(), Some(0));
+    std::fs::remove_dir_all(&dir).ok();
+}
