@@ -7,8 +7,9 @@
 //!    body; contacts whose fat boxes separated are dropped; contacts that
 //!    begin touching a sleeping body wake its island;
 //! 3. **solve** — the soft-step solver (see `solver`);
-//! 4. **finalize** — transforms, sleep timers, fat boxes;
-//! 5. **continuous** — fast bodies move back to their time of impact (see `ccd`);
+//! 4. **finalize** — transforms and sleep timers;
+//! 5. **continuous** — fast bodies move back to their time of impact (see
+//!    `ccd`); then the fat boxes follow the final transforms;
 //! 6. **sleep** — islands at rest fall asleep (see `island`).
 //!
 //! Sensor pairs are contacts too, flagged `sensor`: stage 2 tests them for
