@@ -207,6 +207,9 @@ fn validate(st: &WorldState) -> Result<(), SnapshotError> {
     if s.tick_rate == 0 || s.tick_rate > 10_000 || s.substeps == 0 || s.substeps > 64 {
         return bad("settings");
     }
+    if s.hit_event_threshold < crate::math::Scalar::ZERO {
+        return bad("settings");
+    }
     let nb = st.bodies.len();
     let ns = st.shapes.len();
     if nb > u32::MAX as usize / 2 || ns > u32::MAX as usize / 2 {

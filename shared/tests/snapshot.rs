@@ -616,6 +616,29 @@ fn small_world() -> World {
     .unwrap();
     w.create_shape(sleeper, &ShapeDef::default(), ShapeGeometry::Polygon(tri))
         .unwrap();
+    // A sensor on the ground overlapping the box, hit events on the box, a bullet.
+    let sensor = ShapeDef {
+        is_sensor: true,
+        ..ShapeDef::default()
+    };
+    w.create_shape(
+        g,
+        &sensor,
+        ShapeGeometry::Circle(Circle::new(Vec2::from_ints(0, 1), Scalar::ONE).unwrap()),
+    )
+    .unwrap();
+    let hits = ShapeDef {
+        enable_hit_events: true,
+        enable_contact_events: false,
+        ..ShapeDef::default()
+    };
+    w.create_shape(
+        b,
+        &hits,
+        ShapeGeometry::Circle(Circle::new(Vec2::ZERO, Scalar::ratio(1, 4)).unwrap()),
+    )
+    .unwrap();
+    w.set_bullet(c, true).unwrap();
     steps(&mut w, 20);
     w.destroy_body(doomed).unwrap();
     steps(&mut w, 2);
@@ -721,6 +744,28 @@ fn random_byte_corruption_is_refused_or_steps_without_panicking() {
         }
         decode_and_step(&b, &format!("trial {trial}: bytes set {log:?}"));
     }
+}
+
+#[test]
+fn negative_hit_event_threshold_is_refused() {
+    // Find the threshold's 8 bytes by a distinctive value, then negate it.
+    let marker = Scalar::from_bits(0x0123_4567_89ab);
+    let w = World::new(WorldDef {
+        hit_event_threshold: marker,
+        ..WorldDef::default()
+    })
+    .unwrap();
+    let mut bytes = w.snapshot().to_bytes();
+    let pat = marker.to_bits().to_le_bytes();
+    let at = bytes
+        .windows(8)
+        .position(|x| x == pat)
+        .expect("threshold in the encoding");
+    bytes[at..at + 8].copy_from_slice(&(-marker).to_bits().to_le_bytes());
+    assert!(matches!(
+        Snapshot::from_bytes(&bytes),
+        Err(bitroom_sim::SnapshotError::Invalid("settings"))
+    ));
 }
 
 /// Offset of the body-slot count: after the settings and the tick. An empty

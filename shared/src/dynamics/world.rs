@@ -8,8 +8,9 @@
 //!    begin touching a sleeping body wake its island;
 //! 3. **solve** — the soft-step solver (see `solver`) with the joints (see
 //!    `joint`) solved before the contacts in every pass;
-//! 4. **finalize** — transforms, sleep timers, fat boxes;
-//! 5. **continuous** — fast bodies move back to their time of impact (see `ccd`);
+//! 4. **finalize** — transforms and sleep timers;
+//! 5. **continuous** — fast bodies move back to their time of impact (see
+//!    `ccd`); then the fat boxes follow the final transforms;
 //! 6. **sleep** — islands at rest fall asleep (see `island`);
 //! 7. **break** — joints whose reaction exceeded their threshold are
 //!    destroyed and reported.
