@@ -14,7 +14,7 @@
 //! [`Field::Generation`].
 
 use super::{GameSnapshot, Rules};
-use crate::dynamics::{BodyId, BodyKind, WorldState};
+use crate::dynamics::{BodyId, BodyKind, World, WorldState};
 use crate::math::{Rot, Scalar, Vec2};
 use crate::state::Snapshot;
 use std::fmt;
@@ -202,23 +202,7 @@ pub fn diff_worlds(a: &Snapshot, b: &Snapshot) -> StateDiff {
         if ba == bb {
             continue;
         }
-        let fields_of = |s: &WorldState, counts: &[u32]| {
-            s.bodies.get(i).filter(|b| b.alive).map(|b| BodyFields {
-                id: BodyId {
-                    index: i as u32,
-                    generation: b.generation,
-                },
-                kind: b.kind,
-                position: b.transform.p,
-                rotation: b.transform.q,
-                linear_velocity: b.linear_velocity,
-                angular_velocity: b.angular_velocity,
-                awake: b.awake,
-                contacts: counts.get(i).copied().unwrap_or(0),
-                user_data: b.user_data,
-            })
-        };
-        let (fa, fb) = (fields_of(sa, &ca), fields_of(sb, &cb));
+        let (fa, fb) = (fields_of(sa, i, &ca), fields_of(sb, i, &cb));
         let mut fields = Vec::new();
         match (fa, fb, ba, bb) {
             (Some(x), Some(y), Some(ba), Some(bb)) => {
@@ -334,6 +318,32 @@ pub fn diff_worlds(a: &Snapshot, b: &Snapshot) -> StateDiff {
     }
     d.other = other;
     d
+}
+
+/// Every live body's compared fields, in slot order (for exports).
+pub fn body_fields(world: &World) -> Vec<BodyFields> {
+    let s = &world.state;
+    let counts = contact_counts(s);
+    (0..s.bodies.len())
+        .filter_map(|i| fields_of(s, i, &counts))
+        .collect()
+}
+
+fn fields_of(s: &WorldState, i: usize, counts: &[u32]) -> Option<BodyFields> {
+    s.bodies.get(i).filter(|b| b.alive).map(|b| BodyFields {
+        id: BodyId {
+            index: i as u32,
+            generation: b.generation,
+        },
+        kind: b.kind,
+        position: b.transform.p,
+        rotation: b.transform.q,
+        linear_velocity: b.linear_velocity,
+        angular_velocity: b.angular_velocity,
+        awake: b.awake,
+        contacts: counts.get(i).copied().unwrap_or(0),
+        user_data: b.user_data,
+    })
 }
 
 /// Touching contacts per body slot.
