@@ -771,6 +771,11 @@ pub fn diff_replays<R: Rules, S: Read + Seek>(
         .find(|(x, y)| x.inputs != y.inputs)
         .map(|(x, _)| x.tick);
     let Some((ta, tb)) = pairs.clone().find(|(x, y)| x.hash != y.hash) else {
+        if let Some(t) = rep.inputs_differ_at {
+            rep.notes.push(format!(
+                "the inputs differ from tick {t} but the recorded hashes agree: a file whose inputs do not give its own hashes? (check with `replay verify`)"
+            ));
+        }
         if ia.ticks.len() != ib.ticks.len() {
             rep.notes.push(format!(
                 "the replays agree on their {common} common ticks; one goes on to tick {}",
