@@ -86,7 +86,8 @@ fn record_room(ticks: u64, interval: u32, loose: u32) -> (Vec<u8>, u64) {
         room.tick(now);
         while room.poll_output().is_some() {}
         while room.poll_event().is_some() {}
-        rec.record_tick(room.game(), room.last_inputs(), room.game().state_hash())
+        assert_eq!(room.last_hash(), room.game().state_hash());
+        rec.record_tick(room.game(), room.last_inputs(), room.last_hash())
             .expect("record");
         if t % 60 == 0 {
             rec.flush().expect("flush");
@@ -143,9 +144,53 @@ fn record_game(
     (rec.finish().expect("finish"), nudged)
 }
 
+/// Verifies on one thread and on three (keyframe intervals in parallel);
+/// both must report the same.
 fn verify_bytes(bytes: &[u8], opts: VerifyOptions) -> Result<VerifyReport, ResimError> {
-    let reader = ReplayReader::open(bytes)?;
-    verify(reader, sandbox_rules, &opts, &mut |_| {})
+    let one = verify(
+        ReplayReader::open(bytes)?,
+        sandbox_rules,
+        &opts,
+        &mut |_| {},
+    );
+    let three = verify_parallel(
+        ReplayReader::open(bytes)?,
+        sandbox_rules,
+        &opts,
+        3,
+        &mut |_| {},
+    );
+    match (&one, &three) {
+        (Ok(a), Ok(b)) => {
+            let key = |r: &VerifyReport| {
+                (
+                    r.start_tick,
+                    r.ticks_verified,
+                    r.last_verified,
+                    r.final_hash,
+                    r.keyframes_checked,
+                    r.divergence,
+                    r.synctest.as_ref().map(|s| s.mismatches.len()),
+                )
+            };
+            assert_eq!(key(a), key(b), "one thread and three disagree");
+            // How far the file is read after a divergence differs.
+            if a.divergence.is_none() {
+                let rest = |r: &VerifyReport| {
+                    (
+                        r.ticks_read,
+                        r.bytes_read,
+                        r.damage.as_ref().map(ToString::to_string),
+                        r.ended_cleanly,
+                    )
+                };
+                assert_eq!(rest(a), rest(b), "one thread and three disagree");
+            }
+        }
+        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+        _ => panic!("one thread and three disagree: {one:?} / {three:?}"),
+    }
+    one
 }
 
 /// Decodes every record of a file (with its byte range).

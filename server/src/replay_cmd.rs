@@ -8,7 +8,7 @@
 
 use bitroom_protocol::replay::{
     body_json, decode_initial, diff_against_resim, diff_json, diff_replays, diff_table,
-    sandbox_rules, verify, Comparison, DiffReport, Recorder, RecordingMeta, ReplayIndex,
+    sandbox_rules, verify_parallel, Comparison, DiffReport, Recorder, RecordingMeta, ReplayIndex,
     ReplayReader, Side, StartAt, VerifyOptions, VerifyReport,
 };
 use bitroom_protocol::replay::{Record, DEFAULT_KEYFRAME_INTERVAL};
@@ -65,6 +65,10 @@ struct VerifyArgs {
     /// re-simulated hashes too.
     #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
     synctest: Option<u32>,
+    /// Threads: keyframe intervals are re-simulated in parallel, each from
+    /// its keyframe (default: one per core; 1: one run from the start).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+    jobs: Option<u32>,
 }
 
 #[derive(Args, Debug)]
@@ -202,7 +206,11 @@ fn verify_file(path: &Path, args: &VerifyArgs) -> u8 {
     };
     let bar = progress_bar(size, &name);
     let start = Instant::now();
-    let res = verify(reader, sandbox_rules, &opts, &mut |p| {
+    let jobs = args.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |j| j as usize,
+    );
+    let res = verify_parallel(reader, sandbox_rules, &opts, jobs, &mut |p| {
         bar.set_position(p.bytes);
         bar.set_message(format!("tick {}", p.tick));
     });
@@ -215,10 +223,10 @@ fn verify_file(path: &Path, args: &VerifyArgs) -> u8 {
             return EXIT_BAD_INPUT;
         }
     };
-    print_verify(&name, &rep, secs, h.tick_rate)
+    print_verify(&name, &rep, secs, h.tick_rate, jobs)
 }
 
-fn print_verify(name: &str, rep: &VerifyReport, secs: f64, tick_rate: u32) -> u8 {
+fn print_verify(name: &str, rep: &VerifyReport, secs: f64, tick_rate: u32, jobs: usize) -> u8 {
     // Floats: timing figures only.
     let rate = rep.ticks_verified as f64 / secs.max(1e-9);
     let first = if rep.ticks_verified > 0 {
@@ -227,7 +235,7 @@ fn print_verify(name: &str, rep: &VerifyReport, secs: f64, tick_rate: u32) -> u8
         rep.start_tick
     };
     println!(
-        "{name}: verified {} ticks ({} to {}, from the state at tick {}) and checked {} keyframe(s) in {:.2} s: {:.0} ticks/s, {:.1}x real time; hash at tick {} {:016x}",
+        "{name}: verified {} ticks ({} to {}, from the state at tick {}) and checked {} keyframe(s) in {:.2} s on {jobs} thread(s): {:.0} ticks/s, {:.1}x real time; hash at tick {} {:016x}",
         rep.ticks_verified,
         first,
         rep.last_verified,
@@ -408,7 +416,7 @@ fn print_diff(a: &Opened, b: Option<&Opened>, rep: &DiffReport, labels: (&str, &
         let how = match c {
             Comparison::Initial => "the initial states",
             Comparison::Reconstructed => {
-                "rebuilt from the keyframes before it and checked against the recorded hashes"
+                "rebuilt from the latest keyframe before it and checked against the recorded hashes"
             }
             Comparison::Keyframe => "the first recorded keyframe after the divergence",
         };

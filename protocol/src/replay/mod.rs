@@ -40,7 +40,7 @@
 //!
 //! - this file: the format, [`encode_record`] and [`ReplayReader`];
 //! - `recorder.rs`: [`Recorder`], what a room calls at creation and per tick;
-//! - `resim.rs`: re-simulation: [`verify`], [`ReplayIndex`],
+//! - `resim.rs`: re-simulation: [`verify`], [`verify_parallel`], [`ReplayIndex`],
 //!   [`reconstruct`], [`diff_replays`], [`diff_against_resim`];
 //! - `report.rs`: state diffs as tables and JSON, and desync report files.
 //!
@@ -57,8 +57,8 @@ pub use report::{
 };
 pub use resim::{
     decode_initial, diff_against_resim, diff_replays, read_keyframe, reconstruct, sandbox_rules,
-    verify, Comparison, DiffReport, Divergence, KeyframeEntry, Progress, Reconstructed,
-    ReplayIndex, ResimError, Side, StartAt, TickEntry, VerifyOptions, VerifyReport,
+    verify, verify_parallel, Comparison, DiffReport, Divergence, KeyframeEntry, Progress,
+    Reconstructed, ReplayIndex, ResimError, Side, StartAt, TickEntry, VerifyOptions, VerifyReport,
 };
 
 use crate::messages::MAX_FRAME_EVENTS;

@@ -122,6 +122,10 @@ fn body_rows(b: &BodyDiff) -> Vec<(String, String, String, String)> {
         return rows;
     };
     let num = |rows: &mut Vec<_>, name: &str, p: Scalar, q: Scalar| {
+        if p == q {
+            // The other component of a vector that differs.
+            return;
+        }
         rows.push((
             name.to_string(),
             f(p).to_string(),
@@ -135,7 +139,14 @@ fn body_rows(b: &BodyDiff) -> Vec<(String, String, String, String)> {
                 num(&mut rows, "position x", x.position.x, y.position.x);
                 num(&mut rows, "position y", x.position.y, y.position.y);
             }
-            Field::Angle => num(&mut rows, "angle", x.angle(), y.angle()),
+            Field::Angle if x.angle() != y.angle() => {
+                num(&mut rows, "angle", x.angle(), y.angle());
+            }
+            Field::Angle => {
+                // Rotations too close for the angle to show it.
+                num(&mut rows, "rotation cos", x.rotation.c, y.rotation.c);
+                num(&mut rows, "rotation sin", x.rotation.s, y.rotation.s);
+            }
             Field::LinearVelocity => {
                 num(
                     &mut rows,
@@ -213,7 +224,16 @@ pub fn diff_table(d: &StateDiff, labels: (&str, &str)) -> String {
         );
     }
     if !d.bodies.is_empty() {
-        let _ = writeln!(out, "{} bodies differ:", d.bodies.len());
+        let n = d.bodies.len();
+        let _ = writeln!(
+            out,
+            "{n} {}:",
+            if n == 1 {
+                "body differs"
+            } else {
+                "bodies differ"
+            }
+        );
         let mut table = vec![(
             "body".to_string(),
             "field".to_string(),

@@ -19,6 +19,9 @@ use bitroom_sim::game::{
 use bitroom_sim::World;
 use std::fmt;
 use std::io::{self, Read, Seek, SeekFrom};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Mutex};
+use std::thread;
 
 /// Why a replay cannot be re-simulated (beyond a damaged tail, which only
 /// shortens what is verified).
@@ -324,8 +327,7 @@ struct Waiting {
 /// every 64 ticks.
 ///
 /// # Errors
-/// An initial state that does not decode, rules `rules` refuses, or (when
-/// starting from a keyframe) a start keyframe that does not decode.
+/// An initial state that does not decode, or rules `rules` refuses.
 pub fn verify<R, Rd, F>(
     mut reader: ReplayReader<Rd>,
     rules: F,
@@ -390,26 +392,25 @@ where
     };
     // Starts from the waiting keyframe (or the initial state) and catches
     // up with the buffered ticks.
-    let start = |waiting: &mut Waiting,
-                 report: &mut VerifyReport|
-     -> Result<(Option<Runner<R>>, bool), ResimError> {
+    let start = |waiting: &mut Waiting, report: &mut VerifyReport| -> (Option<Runner<R>>, bool) {
         let game = match waiting.keyframe.take() {
             Some((tick, bytes, recorded)) => {
-                let snap = GameSnapshot::<R>::from_bytes(&bytes)
-                    .map_err(|source| ResimError::Keyframe { tick, source })?;
-                let h = snap.state_hash();
                 report.keyframes_checked += 1;
-                if h != recorded || snap.tick() != tick {
+                let snap = GameSnapshot::<R>::from_bytes(&bytes)
+                    .ok()
+                    .filter(|s| s.tick() == tick);
+                let h = snap.as_ref().map(GameSnapshot::state_hash);
+                let Some(snap) = snap.filter(|_| h == Some(recorded)) else {
                     report.divergence = Some(Divergence::Keyframe {
                         tick,
                         recorded,
-                        keyframe: Some(h),
+                        keyframe: h,
                     });
-                    return Ok((None, false));
-                }
+                    return (None, false);
+                };
                 report.start_tick = tick;
                 report.last_verified = tick;
-                report.final_hash = h;
+                report.final_hash = recorded;
                 Game::from_snapshot(rules.clone(), &snap)
             }
             None => Game::from_snapshot(rules.clone(), &initial),
@@ -417,10 +418,10 @@ where
         let mut r = Runner::new(game, opts.synctest);
         for (tick, inputs, hash) in waiting.ticks.drain(..) {
             if !check(&mut r, report, tick, inputs, hash) {
-                return Ok((Some(r), false));
+                return (Some(r), false);
             }
         }
-        Ok((Some(r), true))
+        (Some(r), true)
     };
     let mut going = true;
     while going {
@@ -435,7 +436,7 @@ where
                         waiting.ticks.push((tick, inputs, hash));
                         continue;
                     }
-                    let (r, ok) = start(&mut waiting, &mut report)?;
+                    let (r, ok) = start(&mut waiting, &mut report);
                     runner = r;
                     if !ok {
                         break;
@@ -475,12 +476,269 @@ where
         }
     }
     if runner.is_none() && report.divergence.is_none() {
-        runner = start(&mut waiting, &mut report)?.0;
+        runner = start(&mut waiting, &mut report).0;
     }
     report.damage = reader.take_stop_reason();
     report.ended_cleanly = reader.ended_cleanly();
     report.bytes_read = reader.offset();
     report.synctest = runner.as_ref().and_then(Runner::synctest_report);
+    progress(Progress {
+        tick: reader.last_tick(),
+        bytes: reader.offset(),
+        verified: report.ticks_verified,
+    });
+    Ok(report)
+}
+
+/// Where a segment of [`verify_parallel`] starts.
+enum SegmentStart {
+    Initial,
+    Keyframe {
+        tick: u64,
+        bytes: Vec<u8>,
+        recorded: u64,
+    },
+}
+
+/// One keyframe interval: a start state and the ticks after it.
+struct Segment {
+    seq: usize,
+    start: SegmentStart,
+    ticks: Vec<(u64, InputSet, u64)>,
+}
+
+/// What one segment's re-simulation found.
+#[derive(Default)]
+struct SegmentResult {
+    seq: usize,
+    start_tick: u64,
+    verified: u64,
+    last_verified: u64,
+    final_hash: u64,
+    keyframes_checked: u64,
+    divergence: Option<Divergence>,
+    synctest: Option<SyncTestReport>,
+}
+
+fn run_segment<R: Rules>(
+    rules: &R,
+    initial: &[u8],
+    synctest: Option<u32>,
+    seg: Segment,
+) -> SegmentResult {
+    let mut res = SegmentResult {
+        seq: seg.seq,
+        ..SegmentResult::default()
+    };
+    let snap = match seg.start {
+        SegmentStart::Initial => match GameSnapshot::<R>::from_bytes(initial) {
+            Ok(s) => s,
+            // Decoded once already by the caller.
+            Err(_) => return res,
+        },
+        SegmentStart::Keyframe {
+            tick,
+            bytes,
+            recorded,
+        } => {
+            res.start_tick = tick;
+            res.last_verified = tick;
+            res.keyframes_checked = 1;
+            let snap = GameSnapshot::<R>::from_bytes(&bytes)
+                .ok()
+                .filter(|s| s.tick() == tick);
+            let h = snap.as_ref().map(GameSnapshot::state_hash);
+            match snap {
+                Some(s) if h == Some(recorded) => s,
+                _ => {
+                    res.divergence = Some(Divergence::Keyframe {
+                        tick,
+                        recorded,
+                        keyframe: h,
+                    });
+                    return res;
+                }
+            }
+        }
+    };
+    res.start_tick = snap.tick();
+    res.last_verified = snap.tick();
+    res.final_hash = snap.state_hash();
+    let mut runner = Runner::new(Game::from_snapshot(rules.clone(), &snap), synctest);
+    for (tick, inputs, hash) in seg.ticks {
+        if let Some(d) = runner.step(inputs) {
+            res.divergence = Some(d);
+            break;
+        }
+        let computed = runner.game().state_hash();
+        if computed != hash {
+            res.divergence = Some(Divergence::Hash {
+                tick,
+                recorded: hash,
+                computed,
+            });
+            break;
+        }
+        res.verified += 1;
+        res.last_verified = tick;
+        res.final_hash = computed;
+    }
+    res.synctest = runner.synctest_report();
+    res
+}
+
+/// [`verify`] on `jobs` threads: the reading thread cuts the file at its
+/// keyframes and each interval is re-simulated from its keyframe (whose
+/// state is first checked against its tick's recorded hash) on a worker.
+/// Every interval starts from a state with the recorded hash and must
+/// reproduce every recorded hash after it, so this finds the same first
+/// divergence as a single run from the initial state. At most `jobs`
+/// intervals wait in memory. `jobs <= 1` is [`verify`].
+///
+/// # Errors
+/// As [`verify`].
+pub fn verify_parallel<R, Rd, F>(
+    mut reader: ReplayReader<Rd>,
+    rules: F,
+    opts: &VerifyOptions,
+    jobs: usize,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<VerifyReport, ResimError>
+where
+    R: Rules + Send,
+    Rd: Read,
+    F: FnOnce(&Header, &GameSnapshot<R>) -> Result<R, ResimError>,
+{
+    if jobs <= 1 {
+        return verify(reader, rules, opts, progress);
+    }
+    let header = reader.header().clone();
+    let initial = decode_initial::<R>(&header)?;
+    let rules = rules(&header, &initial)?;
+    let mut report = VerifyReport {
+        start_tick: header.start_tick,
+        last_verified: header.start_tick,
+        final_hash: initial.state_hash(),
+        ..VerifyReport::default()
+    };
+    // Ticks after the earliest divergence found so far are not worth reading.
+    let stop_after = AtomicU64::new(u64::MAX);
+    let (seg_tx, seg_rx) = mpsc::sync_channel::<Segment>(jobs);
+    let seg_rx = Mutex::new(seg_rx);
+    let (res_tx, res_rx) = mpsc::channel::<SegmentResult>();
+    let mut results = Vec::new();
+    thread::scope(|scope| {
+        for _ in 0..jobs {
+            let (rules, seg_rx, res_tx) = (rules.clone(), &seg_rx, res_tx.clone());
+            let (initial, stop_after) = (&header.initial[..], &stop_after);
+            scope.spawn(move || loop {
+                let next = seg_rx.lock().map(|rx| rx.recv());
+                let Ok(Ok(seg)) = next else { break };
+                let from = match &seg.start {
+                    SegmentStart::Initial => 0,
+                    SegmentStart::Keyframe { tick, .. } => *tick,
+                };
+                if from > stop_after.load(Ordering::Relaxed) {
+                    // After a divergence: not needed.
+                    continue;
+                }
+                let res = run_segment(&rules, initial, opts.synctest, seg);
+                if let Some(d) = res.divergence {
+                    stop_after.fetch_min(d.tick(), Ordering::Relaxed);
+                }
+                if res_tx.send(res).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(res_tx);
+        let mut seq = 0;
+        let mut current = Segment {
+            seq: 0,
+            start: SegmentStart::Initial,
+            ticks: Vec::new(),
+        };
+        let mut last_hash = 0;
+        let mut verified_so_far = 0;
+        let mut stopped = false;
+        while let Some(rec) = reader.next() {
+            match rec {
+                Record::Tick { tick, inputs, hash } => {
+                    report.ticks_read += 1;
+                    last_hash = hash;
+                    current.ticks.push((tick, inputs, hash));
+                }
+                Record::Keyframe { tick, snapshot } => {
+                    let skip = match opts.start {
+                        None => false,
+                        Some(StartAt::Latest) => true,
+                        Some(StartAt::AtOrBefore(n)) => tick <= n,
+                    };
+                    seq += 1;
+                    let next = Segment {
+                        seq,
+                        start: SegmentStart::Keyframe {
+                            tick,
+                            bytes: snapshot,
+                            recorded: last_hash,
+                        },
+                        ticks: Vec::new(),
+                    };
+                    let done = std::mem::replace(&mut current, next);
+                    if !skip && seg_tx.send(done).is_err() {
+                        break;
+                    }
+                    while let Ok(r) = res_rx.try_recv() {
+                        verified_so_far += r.verified;
+                        results.push(r);
+                    }
+                    progress(Progress {
+                        tick,
+                        bytes: reader.offset(),
+                        verified: verified_so_far,
+                    });
+                    if tick > stop_after.load(Ordering::Relaxed) {
+                        stopped = true;
+                        break;
+                    }
+                }
+                Record::Header(_) | Record::End { .. } => {}
+            }
+        }
+        if !stopped {
+            let _ = seg_tx.send(current);
+        }
+        drop(seg_tx);
+        results.extend(res_rx.iter());
+    });
+    results.sort_by_key(|r| r.seq);
+    let mut first = true;
+    for r in results {
+        if first {
+            report.start_tick = r.start_tick;
+            first = false;
+        }
+        report.ticks_verified += r.verified;
+        report.keyframes_checked += r.keyframes_checked;
+        if r.verified > 0 || r.divergence.is_none() {
+            report.last_verified = r.last_verified;
+            report.final_hash = r.final_hash;
+        }
+        if let Some(st) = r.synctest {
+            let total = report.synctest.get_or_insert_with(SyncTestReport::default);
+            total.ticks += st.ticks;
+            total.rollbacks += st.rollbacks;
+            total.checked += st.checked;
+            total.mismatches.extend(st.mismatches);
+        }
+        if r.divergence.is_some() {
+            report.divergence = r.divergence;
+            break;
+        }
+    }
+    report.damage = reader.take_stop_reason();
+    report.ended_cleanly = reader.ended_cleanly();
+    report.bytes_read = reader.offset();
     progress(Progress {
         tick: reader.last_tick(),
         bytes: reader.offset(),
