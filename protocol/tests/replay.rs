@@ -741,6 +741,14 @@ impl Write for Failing {
 }
 
 #[test]
+fn recorders_and_state_jobs_can_move_to_other_threads() {
+    fn send<T: Send>() {}
+    send::<Recorder<std::io::BufWriter<std::fs::File>, Sandbox>>();
+    send::<StateJob<Sandbox>>();
+    send::<GameSnapshot<Sandbox>>();
+}
+
+#[test]
 fn the_recorder_refuses_gaps_and_stops_after_a_write_error() {
     let mut game = Game::new(rules(4), 2);
     let mut rec = Recorder::new(Vec::new(), &game, meta(10)).expect("recorder");

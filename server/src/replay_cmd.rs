@@ -486,7 +486,15 @@ fn info_cmd(args: &InfoArgs) -> ExitCode {
         .iter()
         .enumerate()
         .filter(|(_, v)| !v.is_empty())
-        .map(|(i, v)| format!("slot {i} {}", v.join(", ")))
+        .map(|(i, v)| {
+            const SHOWN: usize = 12;
+            let more = match v.len().saturating_sub(SHOWN) {
+                0 => String::new(),
+                n => format!(", ... ({n} more)"),
+            };
+            let shown = &v[..v.len().min(SHOWN)];
+            format!("slot {i} {}{more}", shown.join(", "))
+        })
         .collect();
     if active.is_empty() {
         println!("players     none joined");
