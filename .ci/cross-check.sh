@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Cross-platform determinism check for the bitroom simulation.
 #
-# Runs the sim crate's golden-hash test (`shared/tests/golden.rs`) on:
+# Runs the sim crate's golden-hash test (`shared/tests/golden.rs`) and the
+# committed replay fixture's test (`protocol/tests/replay_fixture.rs`) on:
 #   x86_64 host (release and debug), i686-unknown-linux-musl (native),
 #   aarch64-unknown-linux-musl (qemu-aarch64-static), wasm32-wasip1 (node WASI),
 #   and s390x-unknown-linux-gnu (big-endian) under Miri, for the tests whose
@@ -13,6 +14,9 @@
 #   BITROOM_ROOT           workspace root            [dir above this script]
 #   BITROOM_SIM_PKG        package to test           [bitroom-sim]
 #   BITROOM_GOLDEN_TEST    integration test target   [golden]
+#   BITROOM_EXTRA_GOLDEN   more "package:test" pairs run the same way, their
+#                          GOLDEN lines diffed with the rest
+#                          [bitroom-protocol:replay_fixture]
 #   BITROOM_CROSS_TARGETS  space-separated targets (may be empty)
 #                          [i686-unknown-linux-musl aarch64-unknown-linux-musl wasm32-wasip1]
 #   BITROOM_MIRI           1 = run the s390x Miri step, 0 = skip          [1]
@@ -29,6 +33,7 @@ CI_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "${BITROOM_ROOT:-$CI_DIR/..}" && pwd)
 PKG=${BITROOM_SIM_PKG:-bitroom-sim}
 GOLDEN_TEST=${BITROOM_GOLDEN_TEST:-golden}
+read -r -a EXTRA_GOLDEN <<<"${BITROOM_EXTRA_GOLDEN-bitroom-protocol:replay_fixture}"
 read -r -a CROSS_TARGETS <<<"${BITROOM_CROSS_TARGETS-i686-unknown-linux-musl aarch64-unknown-linux-musl wasm32-wasip1}"
 MIRI=${BITROOM_MIRI:-1}
 MIRI_TIMEOUT=${BITROOM_MIRI_TIMEOUT:-900}
@@ -130,6 +135,11 @@ run_target() { # label cargo-args...
   local start=$SECONDS rc=0 logf="$OUT/$label.log" note
   log "[$label] cargo test -p $PKG --test $GOLDEN_TEST $*"
   (cd "$ROOT" && cargo test -p "$PKG" --test "$GOLDEN_TEST" "$@" -- "${TEST_ARGS[@]}") 2>&1 | tee "$logf" || rc=$?
+  local extra
+  for extra in "${EXTRA_GOLDEN[@]}"; do
+    log "[$label] cargo test -p ${extra%%:*} --test ${extra#*:} $*"
+    (cd "$ROOT" && cargo test -p "${extra%%:*}" --test "${extra#*:}" "$@" -- "${TEST_ARGS[@]}") 2>&1 | tee -a "$logf" || rc=$?
+  done
   extract_golden "$logf" >"$OUT/$label.golden"
   local n secs
   n=$(wc -l <"$OUT/$label.golden")
@@ -191,6 +201,13 @@ run_miri() {
   log "[$label] cargo +$NIGHTLY miri test -p $PKG --target $MIRI_TARGET --test $GOLDEN_TEST -- $MIRI_FILTER  (cap ${MIRI_TIMEOUT}s, MIRIFLAGS=$MIRIFLAGS)"
   (cd "$ROOT" && timeout -k 30 "$MIRI_TIMEOUT" \
     cargo "+$NIGHTLY" miri test -p "$PKG" --target "$MIRI_TARGET" --test "$GOLDEN_TEST" -- "$MIRI_FILTER" "${TEST_ARGS[@]}") 2>&1 | tee "$logf" || rc=$?
+  local extra
+  for extra in "${EXTRA_GOLDEN[@]}"; do
+    [[ $rc -eq 124 || $rc -eq 137 ]] && break
+    log "[$label] cargo +$NIGHTLY miri test -p ${extra%%:*} --target $MIRI_TARGET --test ${extra#*:} -- $MIRI_FILTER"
+    (cd "$ROOT" && timeout -k 30 "$MIRI_TIMEOUT" \
+      cargo "+$NIGHTLY" miri test -p "${extra%%:*}" --target "$MIRI_TARGET" --test "${extra#*:}" -- "$MIRI_FILTER" "${TEST_ARGS[@]}") 2>&1 | tee -a "$logf" || rc=$?
+  done
   extract_golden "$logf" >"$OUT/$label.golden"
   local n secs note
   n=$(wc -l <"$OUT/$label.golden")
@@ -215,7 +232,7 @@ run_miri() {
 }
 
 summary() {
-  printf '\n==> Cross-platform determinism summary (%s, test %s)\n' "$PKG" "$GOLDEN_TEST"
+  printf '\n==> Cross-platform determinism summary (%s, test %s; also %s)\n' "$PKG" "$GOLDEN_TEST" "${EXTRA_GOLDEN[*]:-nothing}"
   printf '%-28s %-9s %7s  %s\n' TARGET RESULT SECONDS NOTE
   printf '%-28s %-9s %7s  %s\n' ---------------------------- --------- ------- ----
   local r label status secs note
@@ -228,7 +245,7 @@ summary() {
 
 # -------------------------------------------------------------------- main --
 
-log "cross-check: root=$ROOT pkg=$PKG test=$GOLDEN_TEST targets=${CROSS_TARGETS[*]} miri=$MIRI"
+log "cross-check: root=$ROOT pkg=$PKG test=$GOLDEN_TEST extra=${EXTRA_GOLDEN[*]:-} targets=${CROSS_TARGETS[*]} miri=$MIRI"
 TOTAL_START=$SECONDS
 
 run_target "$REF_LABEL" --release

@@ -1,13 +1,17 @@
 //! bitroom-protocol: wire messages, their codec, and the sans-IO netcode
 //! state machines — [`ServerRoom`] (authoritative) and [`ClientSession`]
-//! (prediction, rollback, clock sync).
+//! (prediction, rollback, clock sync) — and the replay format with its
+//! recorder and re-simulation tools ([`replay`]).
 //!
 //! Nothing here reads a clock, opens a socket or draws OS randomness: time
 //! comes in as [`Micros`] arguments, randomness from seeds. The server and
 //! client crates wrap these machines with tokio + quinn; the tests wrap them
-//! with a simulated network.
+//! with a simulated network. Replays are read from any `Read` and written to
+//! any `Write`; the one function that touches the file system is
+//! [`replay::write_desync_report`].
 
 pub mod messages;
+pub mod replay;
 pub mod room;
 pub mod session;
 

@@ -310,6 +310,14 @@ impl<R: Rules> ServerRoom<R> {
         &self.last_inputs
     }
 
+    /// The state hash of the latest tick, as computed for its frames (for
+    /// recording without hashing the state twice).
+    pub fn last_hash(&self) -> u64 {
+        self.history
+            .back()
+            .map_or_else(|| self.game.state_hash(), |h| h.hash)
+    }
+
     /// When tick `t` is due: `start + t / tick_rate` seconds.
     pub fn deadline(&self, t: u64) -> Micros {
         self.start + t * 1_000_000 / u64::from(self.config.tick_rate)

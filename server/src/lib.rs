@@ -7,12 +7,13 @@
 //! - [`monitor`]: tick time and lateness histograms, counters, metrics names.
 //! - [`metrics_http`]: Prometheus text over HTTP (`--metrics`).
 //! - [`tls`]: certificates (files or a generated development certificate).
-//! - [`serve_cmd`], [`demo`], [`sim_cmd`]: the commands.
+//! - [`serve_cmd`], [`demo`], [`sim_cmd`], [`replay_cmd`]: the commands.
 
 pub mod demo;
 pub mod metrics_http;
 pub mod monitor;
 mod render;
+pub mod replay_cmd;
 mod room_task;
 pub mod serve;
 pub mod serve_cmd;

@@ -2,7 +2,7 @@
 //!
 //! Thin by design: parse the arguments, call into the library modules.
 
-use bitroom_server::{demo, serve_cmd, sim_cmd};
+use bitroom_server::{demo, replay_cmd, serve_cmd, sim_cmd};
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
@@ -25,6 +25,8 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Run a scene headless: final state hash, ms/step, JSON states, rendering, benchmarks.
     Sim(sim_cmd::SimArgs),
+    /// Replay files: verify, diff, info, export (and record a bot game).
+    Replay(replay_cmd::ReplayArgs),
 }
 
 fn main() -> ExitCode {
@@ -43,5 +45,6 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve_cmd::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Sim(args) => sim_cmd::run(args),
+        Command::Replay(args) => replay_cmd::run(args),
     }
 }

@@ -175,6 +175,11 @@ impl Snapshot {
         self.state.tick
     }
 
+    /// The saved state (for field-by-field comparisons).
+    pub(crate) fn world_state(&self) -> &WorldState {
+        &self.state
+    }
+
     /// The canonical bytes (the same bytes the state hash covers).
     pub fn to_bytes(&self) -> Vec<u8> {
         bincode::serde::encode_to_vec(&self.state, CONFIG).expect("state encodes")

@@ -61,6 +61,7 @@
 //! ```
 
 pub mod bots;
+pub mod diff;
 mod rollback;
 pub mod sandbox;
 mod synctest;

@@ -96,6 +96,20 @@ impl Sandbox {
             base: Arc::new(base.snapshot()),
         }
     }
+
+    /// Sandbox rules for re-simulating a recording: the rules' behaviour
+    /// does not depend on the scene (only [`Rules::build_world`] does, and a
+    /// replay starts from its recorded snapshot instead), so a replay needs
+    /// neither the scene file nor its parameters, only the recorded
+    /// `fingerprint`, which is kept so the rules identify as the recorded
+    /// ones. `base` is what [`Rules::build_world`] returns (the recording's
+    /// initial world is the natural choice).
+    pub fn for_replay(base: World, fingerprint: u64) -> Sandbox {
+        Sandbox {
+            fingerprint,
+            base: Arc::new(base.snapshot()),
+        }
+    }
 }
 
 impl Default for Sandbox {

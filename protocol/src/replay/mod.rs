@@ -1,0 +1,653 @@
+//! Replay files: what went into a room, tick by tick, so anyone can re-run
+//! it and check every state hash.
+//!
+//! # Format (version [`FORMAT_VERSION`])
+//!
+//! A file is the 8-byte magic [`MAGIC`] (`BRREPLAY`), then records. Every
+//! record is framed as
+//!
+//! ```text
+//! [u32 LE payload length][u32 LE CRC-32 (IEEE) of the payload][payload]
+//! ```
+//!
+//! and the payload is a [`Record`] in bincode 2's fixed-int little-endian
+//! configuration (the same as the wire messages and the state encoding).
+//! The first record is always [`Record::Header`]: format version, build,
+//! rules, tick rate, fingerprint, room, scene, seats, keyframe interval and
+//! the initial game snapshot ([`GameSnapshot::to_bytes`] bytes) at
+//! `start_tick`. Then, for every tick `start_tick + 1, start_tick + 2, …`, a
+//! [`Record::Tick`] with the tick's [`InputSet`] (every seat's input plus the
+//! join / leave events) and the state hash after it; after the tick record of
+//! every tick that is a multiple of the keyframe interval, a
+//! [`Record::Keyframe`] with the game snapshot at that tick; and, when the
+//! recording was closed cleanly, a final [`Record::End`].
+//!
+//! The header's payload starts with the variant index 0 and the format
+//! version (both `u32` LE), and every future version keeps that prefix, so an
+//! old reader names the version it cannot read instead of failing to decode.
+//!
+//! # Damage
+//!
+//! Records are appended and flushed at least once per second, so a crash
+//! leaves a readable prefix. [`ReplayReader`] yields every intact record and
+//! stops at the first one that is truncated, fails its CRC, is over
+//! [`MAX_RECORD`] bytes, does not decode or breaks the ordering rules; the
+//! reason and its byte offset are kept ([`ReplayReader::stop_reason`]). Any
+//! byte string gives an error or a valid prefix: lengths are checked before
+//! anything is allocated for them.
+//!
+//! # Layout
+//!
+//! - this file: the format, [`encode_record`] and [`ReplayReader`];
+//! - `recorder.rs`: [`Recorder`], what a room calls at creation and per tick;
+//! - `resim.rs`: re-simulation: [`verify`], [`verify_parallel`], [`ReplayIndex`],
+//!   [`reconstruct`], [`diff_replays`], [`diff_against_resim`];
+//! - `report.rs`: state diffs as tables and JSON, and desync report files.
+//!
+//! [`GameSnapshot::to_bytes`]: bitroom_sim::game::GameSnapshot::to_bytes
+
+mod recorder;
+mod report;
+mod resim;
+
+pub use recorder::{RecordError, Recorder, RecorderStats, RecordingMeta, StateJob};
+pub use report::{
+    body_json, diff_json, diff_table, safe_file_stem, write_desync_report, DesyncContext,
+    REPLAY_EXTENSION,
+};
+pub use resim::{
+    decode_initial, diff_against_resim, diff_replays, read_keyframe, reconstruct, sandbox_rules,
+    verify, verify_parallel, Comparison, DiffReport, Divergence, KeyframeEntry, Progress,
+    Reconstructed, ReplayIndex, ResimError, Side, StartAt, TickEntry, VerifyOptions, VerifyReport,
+};
+
+use crate::messages::MAX_FRAME_EVENTS;
+use bincode::config::{Configuration, Fixint, LittleEndian, NoLimit};
+use bitroom_sim::game::{InputSet, MAX_SLOTS};
+use serde::{Deserialize, Serialize};
+use std::io::{self, Read};
+
+/// The first 8 bytes of every replay file.
+pub const MAGIC: &[u8; 8] = b"BRREPLAY";
+/// The format this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+/// Largest record payload accepted (a keyframe of the largest snapshot,
+/// 64 MiB of world plus 1 MiB of game state, fits).
+pub const MAX_RECORD: usize = 72 << 20;
+/// Bytes before each payload: length and CRC-32.
+pub const FRAME_HEADER: usize = 8;
+/// Default ticks between keyframes (10 s at 60 Hz).
+pub const DEFAULT_KEYFRAME_INTERVAL: u32 = 600;
+/// Longest text field in the header (bytes).
+pub const MAX_HEADER_TEXT: usize = 1024;
+/// Name of the sandbox rules in [`Header::rules`].
+pub const SANDBOX_RULES: &str = "sandbox";
+
+const CONFIG: Configuration<LittleEndian, Fixint, NoLimit> = bincode::config::standard()
+    .with_fixed_int_encoding()
+    .with_little_endian();
+
+/// What a replay starts with.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Header {
+    /// [`FORMAT_VERSION`] of the writer. Must stay the first field.
+    pub format_version: u32,
+    /// Version of the bitroom build that recorded.
+    pub bitroom_version: String,
+    /// Name of the rules ([`SANDBOX_RULES`]).
+    pub rules: String,
+    /// Ticks per second.
+    pub tick_rate: u32,
+    /// [`Rules::fingerprint`](bitroom_sim::game::Rules::fingerprint) of the
+    /// recorded rules and scene.
+    pub rules_fingerprint: u64,
+    /// Room name.
+    pub room: String,
+    /// Scene name or file the room was built from.
+    pub scene: String,
+    /// Player seats.
+    pub slots: u8,
+    /// Ticks between keyframes.
+    pub keyframe_interval: u32,
+    /// Tick of the initial snapshot; the first tick record is the next one.
+    pub start_tick: u64,
+    /// Game snapshot at `start_tick` ([`GameSnapshot::to_bytes`] bytes).
+    ///
+    /// [`GameSnapshot::to_bytes`]: bitroom_sim::game::GameSnapshot::to_bytes
+    // `serde_bytes`: the same bytes as a sequence of `u8`, decoded at once.
+    #[serde(with = "serde_bytes")]
+    pub initial: Vec<u8>,
+}
+
+/// One record of a replay file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Record {
+    /// The header (first record, only there).
+    Header(Header),
+    /// One tick: what went in and the state hash after it.
+    Tick {
+        /// The tick (the state after stepping with `inputs`).
+        tick: u64,
+        /// Every seat's input and the join / leave events.
+        inputs: InputSet,
+        /// Game state hash at `tick`.
+        hash: u64,
+    },
+    /// The full game state at a tick (after that tick's record).
+    Keyframe {
+        /// The tick.
+        tick: u64,
+        /// [`GameSnapshot::to_bytes`] bytes.
+        ///
+        /// [`GameSnapshot::to_bytes`]: bitroom_sim::game::GameSnapshot::to_bytes
+        #[serde(with = "serde_bytes")]
+        snapshot: Vec<u8>,
+    },
+    /// The recording was closed cleanly after `tick`.
+    End {
+        /// The last tick recorded.
+        tick: u64,
+    },
+}
+
+/// [`Record`] by reference: encodes to the same bytes without copying.
+#[derive(Serialize)]
+pub(crate) enum RecordRef<'a> {
+    Header(&'a Header),
+    Tick {
+        tick: u64,
+        inputs: &'a InputSet,
+        hash: u64,
+    },
+    Keyframe {
+        tick: u64,
+        #[serde(with = "serde_bytes")]
+        snapshot: &'a [u8],
+    },
+    End {
+        tick: u64,
+    },
+}
+
+/// Why a replay (or the rest of it) cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// The file does not start with [`MAGIC`].
+    #[error("not a bitroom replay (the file does not start with \"BRREPLAY\")")]
+    BadMagic,
+    /// The header declares another format version.
+    #[error("unsupported replay format version {found} (this build reads version {supported})")]
+    UnsupportedVersion {
+        /// Version in the file.
+        found: u32,
+        /// [`FORMAT_VERSION`].
+        supported: u32,
+    },
+    /// The file ends inside a record.
+    #[error("record at byte {offset} is truncated: {have} of {need} bytes present")]
+    Truncated {
+        /// Where the record starts.
+        offset: u64,
+        /// Bytes present from there.
+        have: u64,
+        /// Bytes the record needs (frame header included).
+        need: u64,
+    },
+    /// A record declares a length over [`MAX_RECORD`].
+    #[error("record at byte {offset} declares {len} bytes, over the limit of {limit}")]
+    TooLarge {
+        /// Where the record starts.
+        offset: u64,
+        /// Declared payload length.
+        len: u64,
+        /// [`MAX_RECORD`].
+        limit: u64,
+    },
+    /// The payload's CRC-32 differs from the stored one.
+    #[error("record at byte {offset} fails its crc32 check (stored {stored:08x}, computed {computed:08x})")]
+    Crc {
+        /// Where the record starts.
+        offset: u64,
+        /// The stored CRC.
+        stored: u32,
+        /// The payload's CRC.
+        computed: u32,
+    },
+    /// The payload is not a record.
+    #[error("record at byte {offset} does not decode: {source}")]
+    Decode {
+        /// Where the record starts.
+        offset: u64,
+        /// Why.
+        source: bincode::error::DecodeError,
+    },
+    /// A well-formed record that breaks a rule (named).
+    #[error("record at byte {offset} is invalid: {what}")]
+    Invalid {
+        /// Where the record starts.
+        offset: u64,
+        /// The rule.
+        what: &'static str,
+    },
+    /// Reading failed.
+    #[error("read error at byte {offset}: {source}")]
+    Io {
+        /// Where the read started.
+        offset: u64,
+        /// Why.
+        source: io::Error,
+    },
+}
+
+impl ReplayError {
+    /// The byte offset the error is about, when there is one.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            ReplayError::BadMagic => Some(0),
+            ReplayError::UnsupportedVersion { .. } => Some(MAGIC.len() as u64),
+            ReplayError::Truncated { offset, .. }
+            | ReplayError::TooLarge { offset, .. }
+            | ReplayError::Crc { offset, .. }
+            | ReplayError::Decode { offset, .. }
+            | ReplayError::Invalid { offset, .. }
+            | ReplayError::Io { offset, .. } => Some(*offset),
+        }
+    }
+}
+
+/// Appends one framed record to `out`.
+pub fn encode_record(record: &Record, out: &mut Vec<u8>) {
+    let r = match record {
+        Record::Header(h) => RecordRef::Header(h),
+        Record::Tick { tick, inputs, hash } => RecordRef::Tick {
+            tick: *tick,
+            inputs,
+            hash: *hash,
+        },
+        Record::Keyframe { tick, snapshot } => RecordRef::Keyframe {
+            tick: *tick,
+            snapshot,
+        },
+        Record::End { tick } => RecordRef::End { tick: *tick },
+    };
+    encode_ref(&r, out);
+}
+
+/// Appends one framed record: reserves the frame header, encodes in place,
+/// then fills in the length and CRC.
+pub(crate) fn encode_ref(record: &RecordRef<'_>, out: &mut Vec<u8>) {
+    let start = out.len();
+    out.extend_from_slice(&[0; FRAME_HEADER]);
+    bincode::serde::encode_into_std_write(record, out, CONFIG).expect("records encode");
+    let payload = &out[start + FRAME_HEADER..];
+    // Our records stay below MAX_RECORD < 4 GiB (snapshots are limited).
+    let len = payload.len() as u32;
+    let crc = crc32fast::hash(payload);
+    out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+    out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// The magic and the header record: the first bytes of a replay file.
+pub fn encode_header(header: &Header) -> Vec<u8> {
+    let mut out = Vec::with_capacity(header.initial.len() + 256);
+    out.extend_from_slice(MAGIC);
+    encode_ref(&RecordRef::Header(header), &mut out);
+    out
+}
+
+/// Reads a replay: the header at [`ReplayReader::open`], then the records
+/// as an iterator that ends at the end of the file or at the first damaged
+/// record (see the module docs).
+#[derive(Debug)]
+pub struct ReplayReader<Rd> {
+    inner: Rd,
+    header: Header,
+    /// Bytes consumed: the end of the last intact record.
+    offset: u64,
+    /// Start of the record returned last.
+    record_offset: u64,
+    /// Tick of the latest tick record.
+    last_tick: u64,
+    keyframe_at_last_tick: bool,
+    ended: bool,
+    done: bool,
+    stop: Option<ReplayError>,
+    payload: Vec<u8>,
+}
+
+impl<Rd: Read> ReplayReader<Rd> {
+    /// Reads the magic and the header.
+    ///
+    /// # Errors
+    /// Not a replay, an unsupported format version, or a header record that
+    /// is damaged, does not decode or breaks a rule.
+    pub fn open(mut inner: Rd) -> Result<ReplayReader<Rd>, ReplayError> {
+        let mut magic = [0u8; 8];
+        let n = read_full(&mut inner, &mut magic)
+            .map_err(|source| ReplayError::Io { offset: 0, source })?;
+        if n < magic.len() || &magic != MAGIC {
+            return Err(ReplayError::BadMagic);
+        }
+        let at = MAGIC.len() as u64;
+        let mut payload = Vec::new();
+        if !read_frame(&mut inner, at, &mut payload)? {
+            return Err(ReplayError::Truncated {
+                offset: at,
+                have: 0,
+                need: FRAME_HEADER as u64,
+            });
+        }
+        let p = &payload;
+        let variant = p.first_chunk::<4>().map(|b| u32::from_le_bytes(*b));
+        if variant != Some(0) {
+            return Err(ReplayError::Invalid {
+                offset: at,
+                what: "the first record is not a header",
+            });
+        }
+        let version = p
+            .get(4..8)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        match version {
+            Some(FORMAT_VERSION) => {}
+            Some(found) => {
+                return Err(ReplayError::UnsupportedVersion {
+                    found,
+                    supported: FORMAT_VERSION,
+                })
+            }
+            None => {
+                return Err(ReplayError::Invalid {
+                    offset: at,
+                    what: "header too short",
+                })
+            }
+        }
+        let Record::Header(h) = decode_payload(&payload, at)? else {
+            unreachable!("variant 0 is the header");
+        };
+        let bad = |what| Err(ReplayError::Invalid { offset: at, what });
+        if h.slots == 0 || h.slots > MAX_SLOTS {
+            return bad("seat count out of range");
+        }
+        if h.tick_rate == 0 || h.tick_rate > 10_000 {
+            return bad("tick rate out of range");
+        }
+        if h.keyframe_interval == 0 {
+            return bad("keyframe interval is zero");
+        }
+        if [&h.bitroom_version, &h.rules, &h.room, &h.scene]
+            .iter()
+            .any(|s| s.len() > MAX_HEADER_TEXT)
+        {
+            return bad("text field too long");
+        }
+        if h.initial.is_empty() {
+            return bad("no initial state");
+        }
+        Ok(ReplayReader {
+            inner,
+            offset: at + FRAME_HEADER as u64 + payload.len() as u64,
+            record_offset: at,
+            last_tick: h.start_tick,
+            // The header holds the start tick's state.
+            keyframe_at_last_tick: true,
+            ended: false,
+            done: false,
+            stop: None,
+            payload,
+            header: h,
+        })
+    }
+
+    /// The header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// Bytes read up to the end of the last intact record.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Where the record returned last starts.
+    pub fn record_offset(&self) -> u64 {
+        self.record_offset
+    }
+
+    /// Tick of the latest tick record read (the start tick before any).
+    pub fn last_tick(&self) -> u64 {
+        self.last_tick
+    }
+
+    /// Why reading stopped before the end of the file (`None` while reading
+    /// and after a clean end).
+    pub fn stop_reason(&self) -> Option<&ReplayError> {
+        self.stop.as_ref()
+    }
+
+    /// Takes the stop reason out.
+    pub fn take_stop_reason(&mut self) -> Option<ReplayError> {
+        self.stop.take()
+    }
+
+    /// Whether the recording's end record was read.
+    pub fn ended_cleanly(&self) -> bool {
+        self.ended
+    }
+
+    /// The next intact record, checked against the ordering rules.
+    fn next_checked(&mut self) -> Result<Option<Record>, ReplayError> {
+        let at = self.offset;
+        if !read_frame(&mut self.inner, at, &mut self.payload)? {
+            return Ok(None);
+        }
+        self.offset = at + (FRAME_HEADER + self.payload.len()) as u64;
+        let rec = decode_payload(&self.payload, at)?;
+        let bad = |what| Err(ReplayError::Invalid { offset: at, what });
+        if self.ended {
+            return bad("record after the end record");
+        }
+        match &rec {
+            Record::Header(_) => return bad("a second header"),
+            Record::Tick { tick, inputs, .. } => {
+                if *tick != self.last_tick.wrapping_add(1) || *tick == 0 {
+                    return bad("tick out of sequence");
+                }
+                if inputs.inputs.len() > usize::from(MAX_SLOTS) {
+                    return bad("more inputs than seats");
+                }
+                if inputs.events.len() > MAX_FRAME_EVENTS {
+                    return bad("too many join / leave events");
+                }
+                self.last_tick = *tick;
+                self.keyframe_at_last_tick = false;
+            }
+            Record::Keyframe { tick, snapshot } => {
+                if *tick != self.last_tick || self.keyframe_at_last_tick {
+                    return bad("keyframe does not follow its tick");
+                }
+                if snapshot.is_empty() {
+                    return bad("empty keyframe");
+                }
+                self.keyframe_at_last_tick = true;
+            }
+            Record::End { tick } => {
+                if *tick != self.last_tick {
+                    return bad("end record names another tick");
+                }
+                self.ended = true;
+            }
+        }
+        self.record_offset = at;
+        Ok(Some(rec))
+    }
+}
+
+impl<Rd: Read> Iterator for ReplayReader<Rd> {
+    type Item = Record;
+
+    fn next(&mut self) -> Option<Record> {
+        if self.done {
+            return None;
+        }
+        match self.next_checked() {
+            Ok(Some(r)) => Some(r),
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                self.stop = Some(e);
+                None
+            }
+        }
+    }
+}
+
+fn decode_payload(payload: &[u8], offset: u64) -> Result<Record, ReplayError> {
+    let (rec, used): (Record, usize) =
+        bincode::serde::decode_from_slice(payload, CONFIG.with_limit::<MAX_RECORD>())
+            .map_err(|source| ReplayError::Decode { offset, source })?;
+    if used != payload.len() {
+        return Err(ReplayError::Invalid {
+            offset,
+            what: "trailing bytes in the record",
+        });
+    }
+    Ok(rec)
+}
+
+/// Reads until `buf` is full or the input ends; returns the bytes read.
+fn read_full<Rd: Read>(r: &mut Rd, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Reads one frame starting at byte `at` into `payload`, checking its
+/// length and CRC. `Ok(false)`: the input ended before the frame started.
+fn read_frame<Rd: Read>(
+    inner: &mut Rd,
+    at: u64,
+    payload: &mut Vec<u8>,
+) -> Result<bool, ReplayError> {
+    let mut head = [0u8; FRAME_HEADER];
+    let n = read_full(inner, &mut head).map_err(|source| ReplayError::Io { offset: at, source })?;
+    if n == 0 {
+        return Ok(false);
+    }
+    if n < FRAME_HEADER {
+        return Err(ReplayError::Truncated {
+            offset: at,
+            have: n as u64,
+            need: FRAME_HEADER as u64,
+        });
+    }
+    let len = u64::from(u32::from_le_bytes([head[0], head[1], head[2], head[3]]));
+    let stored = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
+    if len > MAX_RECORD as u64 {
+        return Err(ReplayError::TooLarge {
+            offset: at,
+            len,
+            limit: MAX_RECORD as u64,
+        });
+    }
+    payload.clear();
+    // `take` bounds the read; the buffer grows with the bytes actually
+    // present, never with the declared length alone.
+    inner
+        .take(len)
+        .read_to_end(payload)
+        .map_err(|source| ReplayError::Io { offset: at, source })?;
+    if (payload.len() as u64) < len {
+        return Err(ReplayError::Truncated {
+            offset: at,
+            have: (FRAME_HEADER + payload.len()) as u64,
+            need: FRAME_HEADER as u64 + len,
+        });
+    }
+    let computed = crc32fast::hash(payload);
+    if computed != stored {
+        return Err(ReplayError::Crc {
+            offset: at,
+            stored,
+            computed,
+        });
+    }
+    Ok(true)
+}
+
+/// Reads the one record that starts at the reader's position, which is
+/// byte `offset` of the file (for seeking to a keyframe found earlier).
+pub(crate) fn read_record_at<Rd: Read>(mut inner: Rd, offset: u64) -> Result<Record, ReplayError> {
+    let mut payload = Vec::new();
+    if !read_frame(&mut inner, offset, &mut payload)? {
+        return Err(ReplayError::Truncated {
+            offset,
+            have: 0,
+            need: FRAME_HEADER as u64,
+        });
+    }
+    decode_payload(&payload, offset)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bitroom_sim::game::{PlayerInput, SlotEvent};
+
+    #[test]
+    fn borrowed_and_owned_records_encode_alike() {
+        let inputs = InputSet {
+            inputs: vec![PlayerInput {
+                buttons: 3,
+                move_x: -4,
+                move_y: 5,
+                aim: 600,
+            }],
+            events: vec![SlotEvent::Join(0), SlotEvent::Leave(3)],
+        };
+        let owned = Record::Tick {
+            tick: 9,
+            inputs: inputs.clone(),
+            hash: 77,
+        };
+        let bytes = bincode::serde::encode_to_vec(&owned, CONFIG).unwrap();
+        let by_ref = bincode::serde::encode_to_vec(
+            RecordRef::Tick {
+                tick: 9,
+                inputs: &inputs,
+                hash: 77,
+            },
+            CONFIG,
+        )
+        .unwrap();
+        assert_eq!(bytes, by_ref);
+        let kf = Record::Keyframe {
+            tick: 5,
+            snapshot: vec![1, 2, 3],
+        };
+        let a = bincode::serde::encode_to_vec(&kf, CONFIG).unwrap();
+        let b = bincode::serde::encode_to_vec(
+            RecordRef::Keyframe {
+                tick: 5,
+                snapshot: &[1, 2, 3],
+            },
+            CONFIG,
+        )
+        .unwrap();
+        assert_eq!(a, b);
+        // Byte strings encode as a plain sequence of u8 would.
+        let plain = bincode::serde::encode_to_vec((2u32, 5u64, vec![1u8, 2, 3]), CONFIG).unwrap();
+        assert_eq!(a, plain);
+    }
+}
