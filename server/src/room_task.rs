@@ -9,12 +9,19 @@
 //! `RoomClosed`) and leaves every other room running.
 
 use crate::monitor::Monitor;
-use crate::serve::{micros, Shared, WriterMsg};
+use crate::serve::{micros, RecordConfig, Shared, WriterMsg};
 use bitroom_client::NetRules;
+use bitroom_protocol::replay::{
+    safe_file_stem, write_desync_report, DesyncContext, Recorder, RecordingMeta, REPLAY_EXTENSION,
+};
+use bitroom_protocol::DesyncReport;
 use bitroom_protocol::{ConnId, KickReason, Output, RoomConfig, RoomEvent, RoomStats, ServerRoom};
 use bytes::Bytes;
 use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::BufWriter;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -66,6 +73,10 @@ pub(crate) async fn run<R: NetRules>(
     let idle = shared.room_idle;
     monitor.room_opened(&name);
     info!("room opened");
+    let mut recording = shared
+        .record
+        .as_ref()
+        .and_then(|rc| Recording::start(rc, &name, &room));
     let sleep = tokio::time::sleep_until(Instant::now());
     tokio::pin!(sleep);
     let outcome: Result<(), String> = loop {
@@ -85,6 +96,9 @@ pub(crate) async fn run<R: NetRules>(
                 let lateness = start.saturating_duration_since(due);
                 let r = catch_unwind(AssertUnwindSafe(|| room.tick(micros(base))));
                 if r.is_ok() {
+                    if let Some(rec) = &mut recording {
+                        rec.tick(&room);
+                    }
                     monitor.tick(start.elapsed(), lateness);
                     if room.tick_number() % PUBLISH_EVERY == 0 {
                         let now = room.stats();
@@ -119,6 +133,9 @@ pub(crate) async fn run<R: NetRules>(
         }
         while let Some(e) = room.poll_event() {
             log_event(&e);
+            if let (Some(rec), RoomEvent::Desync { conn, slot, report }) = (&recording, &e) {
+                rec.desync_report(&name, *conn, *slot, report);
+            }
         }
         // Close a room nobody has used for a while, unless a join is on
         // its way (joins are queued under the registry lock).
@@ -143,6 +160,9 @@ pub(crate) async fn run<R: NetRules>(
         for (_, p) in std::mem::take(&mut peers) {
             close_peer(&p, reason.clone(), true);
         }
+    }
+    if let Some(rec) = recording {
+        rec.finish();
     }
     let now = catch_unwind(AssertUnwindSafe(|| room.stats())).unwrap_or(published);
     monitor.room(&name, &published, &now);
@@ -267,5 +287,108 @@ fn log_event(e: &RoomEvent) {
             report.server_hash
         ),
         RoomEvent::Rejected { conn, what } => debug!(conn, "rejected: {what:?}"),
+    }
+}
+
+/// A room's replay file (`serve --record DIR`): the header at the start,
+/// one record per tick, flushed at least once a second, so a crash loses at
+/// most the last second.
+struct Recording<R: NetRules> {
+    recorder: Option<Recorder<BufWriter<File>, R>>,
+    dir: PathBuf,
+    path: PathBuf,
+    flushed: Instant,
+}
+
+impl<R: NetRules> Recording<R> {
+    fn start(rc: &RecordConfig, room_name: &str, room: &ServerRoom<R>) -> Option<Recording<R>> {
+        if let Err(e) = std::fs::create_dir_all(&rc.dir) {
+            error!("cannot record into {}: {e}", rc.dir.display());
+            return None;
+        }
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        let path = rc.dir.join(format!(
+            "{}-{stamp}.{REPLAY_EXTENSION}",
+            safe_file_stem(room_name)
+        ));
+        let file = match File::create(&path) {
+            Ok(f) => f,
+            Err(e) => {
+                error!("cannot record to {}: {e}", path.display());
+                return None;
+            }
+        };
+        let mut meta = RecordingMeta::new(room_name, &rc.scene, room.config().tick_rate);
+        meta.keyframe_interval = rc.keyframe_interval;
+        match Recorder::new(BufWriter::new(file), room.game(), meta) {
+            Ok(r) => {
+                info!("recording to {}", path.display());
+                Some(Recording {
+                    recorder: Some(r),
+                    dir: rc.dir.clone(),
+                    path,
+                    flushed: Instant::now(),
+                })
+            }
+            Err(e) => {
+                error!("cannot record to {}: {e}", path.display());
+                None
+            }
+        }
+    }
+
+    fn tick(&mut self, room: &ServerRoom<R>) {
+        let Some(rec) = &mut self.recorder else {
+            return;
+        };
+        let mut r = rec.record_tick(room.game(), room.last_inputs(), room.last_hash());
+        if r.is_ok() && self.flushed.elapsed() >= Duration::from_secs(1) {
+            self.flushed = Instant::now();
+            r = rec.flush();
+        }
+        if let Err(e) = r {
+            error!("recording to {} stopped: {e}", self.path.display());
+            self.recorder = None;
+        }
+    }
+
+    /// Writes a desync report (server and client state at the tick, their
+    /// field diff) next to the replay, off the room's task.
+    fn desync_report(&self, room: &str, conn: ConnId, slot: Option<u8>, report: &DesyncReport) {
+        let Some(rec) = &self.recorder else {
+            return;
+        };
+        let job = rec.state_job(report.tick);
+        let ctx = DesyncContext {
+            room: room.to_string(),
+            client: match slot {
+                Some(s) => format!("slot{s}-conn{conn}"),
+                None => format!("conn{conn}"),
+            },
+            build: env!("CARGO_PKG_VERSION").to_string(),
+            tick: report.tick,
+            server_hash: report.server_hash,
+            client_hash: report.client_hash,
+        };
+        let dir = self.dir.clone();
+        let state = report.state.clone();
+        tokio::task::spawn_blocking(move || {
+            let server = job.map(|j| j.run());
+            match write_desync_report(&dir, &ctx, server.as_ref(), &state) {
+                Ok(p) => warn!("desync report written to {}", p.display()),
+                Err(e) => error!("cannot write the desync report: {e}"),
+            }
+        });
+    }
+
+    fn finish(self) {
+        if let Some(rec) = self.recorder {
+            match rec.finish() {
+                Ok(_) => info!("recording closed: {}", self.path.display()),
+                Err(e) => error!("recording {} not closed cleanly: {e}", self.path.display()),
+            }
+        }
     }
 }

@@ -55,6 +55,19 @@ pub struct ServerConfig<R> {
     pub room_idle: Duration,
     /// Certificate and key.
     pub identity: Identity,
+    /// Record every room (and write desync reports) here.
+    pub record: Option<RecordConfig>,
+}
+
+/// Where and how rooms are recorded (`serve --record DIR`).
+#[derive(Debug, Clone)]
+pub struct RecordConfig {
+    /// Directory for replay files (`<room>-<unix time>.brr`) and desync reports.
+    pub dir: std::path::PathBuf,
+    /// Scene name written into the replay header.
+    pub scene: String,
+    /// Ticks between keyframes.
+    pub keyframe_interval: u32,
 }
 
 impl<R> ServerConfig<R> {
@@ -69,6 +82,7 @@ impl<R> ServerConfig<R> {
             hello_timeout: Duration::from_secs(5),
             room_idle: Duration::from_secs(30),
             identity,
+            record: None,
         }
     }
 }
@@ -123,6 +137,7 @@ pub(crate) struct Shared<R> {
     pub base: Instant,
     pub monitor: Arc<Monitor>,
     pub shutdown: watch::Sender<bool>,
+    pub record: Option<RecordConfig>,
     rooms: Mutex<BTreeMap<String, RoomEntry>>,
     next_conn: AtomicU64,
     rooms_created: AtomicU64,
@@ -244,6 +259,7 @@ impl<R: NetRules> Server<R> {
             base: Instant::now(),
             monitor: Arc::new(Monitor::default()),
             shutdown: watch::channel(false).0,
+            record: config.record,
             rooms: Mutex::new(BTreeMap::new()),
             next_conn: AtomicU64::new(1),
             rooms_created: AtomicU64::new(0),

@@ -65,6 +65,13 @@ pub struct ServeArgs {
     /// often; 0 for never.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     stats_every: Duration,
+    /// Record every room into this directory (one replay file per room,
+    /// flushed every second) and write client desync reports there.
+    #[arg(long, value_name = "DIR")]
+    record: Option<std::path::PathBuf>,
+    /// Ticks between keyframe snapshots in recordings.
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u32).range(1..))]
+    keyframe_interval: u32,
 }
 
 fn bad(msg: impl std::fmt::Display) -> ExitCode {
@@ -127,6 +134,16 @@ pub fn run(args: ServeArgs) -> ExitCode {
     config.max_connections = args.max_connections;
     config.hello_timeout = args.hello_timeout;
     config.room_idle = args.room_idle;
+    if let Some(dir) = &args.record {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            return bad(format_args!("--record {}: {e}", dir.display()));
+        }
+        config.record = Some(crate::serve::RecordConfig {
+            dir: dir.clone(),
+            scene: args.scene.clone(),
+            keyframe_interval: args.keyframe_interval,
+        });
+    }
     let code = runtime.block_on(async move {
         let metrics = match metrics_addr {
             Some(addr) => {

@@ -528,3 +528,49 @@ async fn a_client_that_never_says_hello_is_dropped() {
     assert_room_goes_on(&w).await;
     server.shutdown().await;
 }
+
+/// `serve --record`: a real room over QUIC is recorded, and the replay
+/// verifies tick for tick (and names its players' joins and leaves).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_room_verifies() {
+    use bitroom_protocol::replay::{sandbox_rules, verify, ReplayReader, VerifyOptions};
+    let dir = std::env::temp_dir().join(format!("bitroom-record-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let record_dir = dir.clone();
+    let mut server = TestServer::start(rules(), move |c| {
+        c.record = Some(bitroom_server::serve::RecordConfig {
+            dir: record_dir,
+            scene: "arena60".into(),
+            keyframe_interval: 60,
+        });
+    });
+    let mut fleet = BotFleet::new(server.addr, rules(), server.pin);
+    fleet.spawn(bot("a", "rec", Strategy::Random, 1));
+    fleet.spawn(bot("b", "rec", Strategy::Chaser, 2));
+    wait_for("2 bots connected", 10 * SEC, || {
+        fleet.status().connected == 2
+    })
+    .await;
+    let start = server.ticks();
+    wait_for("200 ticks", 20 * SEC, || server.ticks() >= start + 200).await;
+    let report = fleet.finish().await;
+    assert!(report.bots.iter().all(|b| b.desyncs == 0));
+    server.shutdown().await;
+    let files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("record dir")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let bytes = std::fs::read(&files[0]).expect("replay");
+    let reader = ReplayReader::open(&bytes[..]).expect("header");
+    let opts = VerifyOptions {
+        start: None,
+        synctest: None,
+    };
+    let rep = verify(reader, sandbox_rules, &opts, &mut |_| {}).expect("re-simulates");
+    assert_eq!(rep.divergence, None);
+    assert!(rep.damage.is_none(), "{:?}", rep.damage);
+    assert!(rep.ticks_verified >= 200, "{rep:?}");
+    assert!(rep.keyframes_checked >= 3, "{rep:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
