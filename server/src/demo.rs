@@ -120,6 +120,7 @@ async fn demo(args: DemoArgs, rules: bitroom_sim::game::sandbox::Sandbox) -> Exi
             seed: args.seed.wrapping_add(i as u64),
             predict: true,
             conditioner: (i == 3).then_some(conditioner),
+            load: false,
         });
     }
     let bar = std::io::stderr().is_terminal().then(|| {

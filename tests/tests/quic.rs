@@ -33,6 +33,7 @@ fn bot(name: &str, room: &str, strategy: Strategy, seed: u64) -> BotSpec {
         seed,
         predict: true,
         conditioner: None,
+        load: false,
     }
 }
 
@@ -526,5 +527,42 @@ async fn a_client_that_never_says_hello_is_dropped() {
     assert_eq!(silent.kicked(5 * SEC).await, KickReason::HandshakeTimeout);
     assert_eq!(half.kicked(5 * SEC).await, KickReason::HandshakeTimeout);
     assert_room_goes_on(&w).await;
+    server.shutdown().await;
+}
+
+/// Load clients (traffic without simulation) get slots, receive frames,
+/// acknowledge them (so the room barely resends) and send inputs the room
+/// uses; a real bot in the same room stays in sync.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn load_clients_play_without_simulating() {
+    let mut server = TestServer::start(rules(), |_| {});
+    let mut fleet = BotFleet::new(server.addr, rules(), server.pin);
+    fleet.spawn(bot("real", "load", Strategy::Chaser, 1));
+    for i in 0..6 {
+        fleet.spawn(BotSpec {
+            load: true,
+            ..bot(&format!("load{i}"), "load", Strategy::Random, 10 + i)
+        });
+    }
+    wait_for("7 clients connected", 10 * SEC, || {
+        fleet.status().connected == 7
+    })
+    .await;
+    let start = server.ticks();
+    wait_for("300 ticks", 30 * SEC, || server.ticks() >= start + 300).await;
+    let room = server.monitor.snapshot().room_stats["load"];
+    let report = fleet.finish().await;
+    for b in &report.bots {
+        assert!(b.error.is_none(), "{}: {:?}", b.name, b.error);
+        let s = b.stats.expect("stats").session;
+        assert!(s.frames >= 250, "{}: {s:?}", b.name);
+    }
+    let real = report.bots[0].stats.expect("stats").session;
+    assert_eq!(report.bots[0].desyncs, 0);
+    assert!(real.verified >= 250, "{real:?}");
+    // Load clients' inputs arrive in time and their acks stop resends.
+    assert_eq!(room.players, 7, "{room:?}");
+    assert!(room.resent_frames < room.ticks, "{room:?}");
+    assert!(room.missing_inputs < room.ticks * 7 / 4, "{room:?}");
     server.shutdown().await;
 }
