@@ -195,6 +195,8 @@ pub async fn shutdown_signal() {
 async fn status_lines(monitor: Arc<Monitor>, every: Duration) {
     let mut cpu = CpuClock::new();
     let mut interval = tokio::time::interval(every);
+    // After a stall, one line, not a burst of them.
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     interval.tick().await;
     loop {
         interval.tick().await;

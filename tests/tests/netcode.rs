@@ -300,6 +300,31 @@ fn stalled_client_recovers() {
     );
 }
 
+/// A client silent for longer than the frame history gets a snapshot, and
+/// no more than one per retry interval while it stays silent; it
+/// recovers afterwards.
+#[test]
+fn a_long_silent_client_is_not_flooded_with_snapshots() {
+    let mut sim = NetSim::new(rules(), RoomConfig::default(), 9);
+    let link = LinkConfig::delay(30 * MS);
+    sim.add_client(player("a"), link, link, Some(bot(Strategy::Random, 1)));
+    sim.add_client(player("b"), link, link, Some(bot(Strategy::Chaser, 2)));
+    sim.run_until(2 * SEC);
+    assert_eq!(sim.server.stats().snapshots, 2, "the joins");
+    // History is 240 ticks (4 s): frozen for 9 s, b falls out of it at
+    // ~6 s and stays silent until 11 s.
+    sim.freeze(1, 9 * SEC);
+    sim.run_until(11 * SEC);
+    let during = sim.server.stats().snapshots - 2;
+    assert!((1..=4).contains(&during), "{during} snapshots while silent");
+    sim.run_until(14 * SEC);
+    assert!(sim.clients[1].session().is_playing());
+    assert_in_sync(&sim, 1);
+    assert_in_sync(&sim, 0);
+    let s = sim.clients[1].session().stats();
+    assert!(s.confirmed + 20 >= sim.server.tick_number(), "{s:?}");
+}
+
 /// The clock keeps inputs arriving just ahead of need, and the tick rate
 /// adjustment stays within ±10 %.
 #[test]
