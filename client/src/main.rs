@@ -55,7 +55,8 @@ struct BotsArgs {
     /// pings) without simulating or checking anything. Hundreds per core.
     #[arg(long, conflicts_with = "no_predict")]
     load: bool,
-    /// The server's scene: `arena` or a built-in scene or file (must match).
+    /// The server's scene (must match): `arena`, `arena:N`, a built-in
+    /// scene or a JSON scene file.
     #[arg(long, default_value = "arena")]
     scene: String,
     /// Seed of the bots' inputs (bot i uses SEED + i).

@@ -24,7 +24,8 @@ pub struct DemoArgs {
     /// Ticks per second.
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u32).range(1..=1000))]
     tick_rate: u32,
-    /// The scene: `arena` or a built-in scene or file.
+    /// The scene: `arena` (200 loose bodies), `arena:N` (N loose bodies), a
+    /// built-in scene or a JSON scene file.
     #[arg(long, default_value = "arena")]
     scene: String,
     /// Seed of the bots' inputs and of the conditioner.
