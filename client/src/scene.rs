@@ -23,7 +23,7 @@ pub fn load_scene(spec: &str) -> Result<World, String> {
     let path = std::path::Path::new(spec);
     if !path.exists() {
         return Err(format!(
-            "unknown scene {spec:?}: not a built-in name ({ARENA}, {}) and no such file",
+            "unknown scene {spec:?}: not a built-in name ({}) and no such file",
             SCENE_NAMES.join(", ")
         ));
     }
@@ -71,7 +71,14 @@ pub fn rules_for_scene(spec: &str) -> Result<Sandbox, String> {
             })?;
         return Ok(Sandbox::new(SandboxConfig { loose_bodies }));
     }
-    Ok(rules_for(spec, load_scene(spec)?))
+    let world = load_scene(spec).map_err(|e| {
+        if e.starts_with("unknown scene") {
+            format!("{e} (rooms also take {ARENA} and {ARENA}:N)")
+        } else {
+            e
+        }
+    })?;
+    Ok(rules_for(spec, world))
 }
 
 #[cfg(test)]
