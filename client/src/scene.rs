@@ -102,13 +102,19 @@ mod tests {
     fn arena_size_is_part_of_the_fingerprint() {
         let a = rules_for_scene("arena:1000").unwrap();
         assert_eq!(a.build_world().body_count(), 1006, "1000 loose + 6 fixed");
-        assert_ne!(a.fingerprint(), rules_for_scene(ARENA).unwrap().fingerprint());
+        assert_ne!(
+            a.fingerprint(),
+            rules_for_scene(ARENA).unwrap().fingerprint()
+        );
         assert_eq!(
             rules_for_scene("arena:200").unwrap().fingerprint(),
             rules_for_scene(ARENA).unwrap().fingerprint()
         );
         for bad in ["arena:", "arena:-1", "arena:lots", "arena:4001"] {
-            assert!(rules_for_scene(bad).unwrap_err().contains("arena:N"), "{bad}");
+            assert!(
+                rules_for_scene(bad).unwrap_err().contains("arena:N"),
+                "{bad}"
+            );
         }
     }
 

@@ -293,8 +293,8 @@ impl<R: NetRules> Server<R> {
                     }
                     let shared = self.shared.clone();
                     let count = self.connections.clone();
+                    count.fetch_add(1, Ordering::Relaxed);
                     tokio::spawn(async move {
-                        count.fetch_add(1, Ordering::Relaxed);
                         shared.monitor.connection(true);
                         handle_incoming(incoming, &shared).await;
                         shared.monitor.connection(false);
@@ -519,7 +519,7 @@ fn join_room<R: NetRules>(
     // Queued under the registry lock: a room closing for idleness checks
     // its queue under the same lock.
     tx.try_send(RoomCmd::Join { conn, peer, hello })
-        .map_err(|_| KickReason::RoomClosed("room is not accepting joins".into()))?;
+        .map_err(|_| KickReason::RoomClosed("room is too busy to take a join".into()))?;
     Ok(tx)
 }
 

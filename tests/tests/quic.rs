@@ -566,3 +566,36 @@ async fn load_clients_play_without_simulating() {
     assert!(room.missing_inputs < room.ticks * 7 / 4, "{room:?}");
     server.shutdown().await;
 }
+
+/// Past `max_rooms`, a join that would create a room is refused with the
+/// reason; joins to existing rooms still work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn too_many_rooms_is_refused() {
+    let mut server = TestServer::start(rules(), |c| c.max_rooms = 1);
+    let _a = connect(
+        server.addr,
+        "only",
+        ConnectOptions::new(rules(), server.pin),
+    )
+    .await
+    .expect("first room");
+    match connect(
+        server.addr,
+        "second",
+        ConnectOptions::new(rules(), server.pin),
+    )
+    .await
+    {
+        Err(ConnectError::Refused(KickReason::TooManyRooms)) => {}
+        other => panic!("expected too many rooms, got {other:?}"),
+    }
+    let b = connect(
+        server.addr,
+        "only",
+        ConnectOptions::new(rules(), server.pin),
+    )
+    .await
+    .expect("an existing room still takes players");
+    assert_eq!(b.slot(), Some(1));
+    server.shutdown().await;
+}
