@@ -152,10 +152,16 @@ fn bots(args: BotsArgs) -> ExitCode {
             }
             while now >= next_spawn {
                 match specs.next() {
-                    Some(s) => fleet.spawn(s),
-                    None => break,
+                    Some(s) => {
+                        fleet.spawn(s);
+                        next_spawn += spawn_gap;
+                    }
+                    None => {
+                        // All started: no more spawn wake-ups.
+                        next_spawn = end;
+                        break;
+                    }
                 }
-                next_spawn += spawn_gap;
             }
             if now >= next_status {
                 let s = fleet.status();

@@ -472,7 +472,7 @@ async fn handle_connection<R: NetRules>(
         writer(connection.clone(), send, writer_rx, shared.done.clone())
             .instrument(tracing::Span::current()),
     );
-    forward(conn, &connection, recv, framer, &room).await;
+    forward(conn, &connection, recv, framer, &room, shared.base).await;
     let _ = room.send(RoomCmd::Gone { conn }).await;
     debug!("connection over");
 }
@@ -531,6 +531,7 @@ async fn forward(
     mut recv: quinn::RecvStream,
     mut framer: StreamFramer,
     room: &mpsc::Sender<RoomCmd>,
+    base: Instant,
 ) {
     let mut buf = vec![0u8; 64 << 10];
     let mut stream_open = true;
@@ -562,7 +563,8 @@ async fn forward(
             },
             d = connection.read_datagram() => match d {
                 Ok(bytes) => {
-                    if let Err(e) = room.try_send(RoomCmd::Datagram { conn, bytes }) {
+                    let at = micros(base);
+                    if let Err(e) = room.try_send(RoomCmd::Datagram { conn, bytes, at }) {
                         match e {
                             mpsc::error::TrySendError::Full(_) => {
                                 metrics::counter!(crate::monitor::names::QUEUE_DROPS).increment(1);
