@@ -11,6 +11,7 @@ use crate::quic::{parse_fingerprint, CertPin, TlsError};
 use crate::{connect, ConnectOptions, Event, HandleStats};
 use bitroom_sim::game::bots::{Bot, Strategy};
 use bitroom_sim::game::sandbox::Sandbox;
+use bitroom_sim::game::Rules;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -110,6 +111,8 @@ pub struct BotSpec {
     pub predict: bool,
     /// Its own conditioned socket.
     pub conditioner: Option<ConditionerConfig>,
+    /// Traffic only ([`crate::load`]): no simulation, no hash checks.
+    pub load: bool,
 }
 
 /// A bot's counters, live and at the end.
@@ -384,6 +387,9 @@ async fn run_bot(
     let set = |f: &mut dyn FnMut(&mut BotReport)| {
         f(&mut live.report.lock().unwrap_or_else(|e| e.into_inner()));
     };
+    if spec.load {
+        return run_load_bot(server, rules.fingerprint(), pin, spec, live, stop).await;
+    }
     let mut bot = Bot::new(spec.strategy, spec.seed);
     let mut options = ConnectOptions::new(rules, pin);
     options.name = spec.name.clone();
@@ -445,6 +451,36 @@ async fn run_bot(
     }
 }
 
+async fn run_load_bot(
+    server: SocketAddr,
+    rules: u64,
+    pin: CertPin,
+    spec: BotSpec,
+    live: &Live,
+    stop: watch::Receiver<bool>,
+) {
+    let started = Instant::now();
+    let publish = |s: crate::load::LoadStats| {
+        let mut r = live.report.lock().unwrap_or_else(|e| e.into_inner());
+        if s.slot.is_some() && r.slot.is_none() {
+            r.time_to_sync = Some(started.elapsed());
+        }
+        r.slot = s.slot;
+        r.connected = s.end.is_none() && s.slot.is_some();
+        r.stats = Some(s.stats);
+        r.connected_for = started.elapsed();
+        if let Some(end) = s.end {
+            if end != crate::Disconnect::Closed {
+                r.error = Some(format!("disconnected: {end}"));
+            }
+        }
+    };
+    let result = crate::load::run(server, &spec.room, rules, pin, spec.seed, publish, stop).await;
+    if let Err(e) = result {
+        live.report.lock().unwrap_or_else(|e| e.into_inner()).error = Some(e.to_string());
+    }
+}
+
 /// Builds the bots for `bitroom-client bots`: `count` bots, spread over
 /// `rooms` rooms (`ROOM` or `ROOM-0`, `ROOM-1`, …).
 #[allow(clippy::too_many_arguments)]
@@ -456,6 +492,7 @@ pub fn plan(
     seed: u64,
     predict: bool,
     conditioner: Option<ConditionerConfig>,
+    load: bool,
 ) -> Vec<BotSpec> {
     (0..count)
         .map(|i| BotSpec {
@@ -472,6 +509,7 @@ pub fn plan(
                 seed: c.seed.wrapping_add(u64::from(i)),
                 ..c
             }),
+            load,
         })
         .collect()
 }

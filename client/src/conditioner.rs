@@ -5,10 +5,12 @@
 //! [`ConditionedSocket`] wraps the runtime's socket and implements quinn's
 //! `AsyncUdpSocket`. Every datagram, in either direction, independently:
 //! is dropped with probability `loss`; otherwise is delivered after
-//! `latency + uniform(0..=jitter)` (jitter reorders, as on a real path);
-//! with probability `reorder` is held back a further `latency/2..latency`
-//! (at least 5 ms) so later ones overtake it; with probability `dup` is
-//! delivered twice. So the round trip is about `2 × latency`. All choices
+//! `latency + uniform(0..=jitter)`, but not before the datagram sent ahead
+//! of it (jitter varies the delay without reordering, like a queue; QUIC
+//! would read heavy reordering as loss); with probability `reorder` is
+//! held back a further `latency/2..latency` (at least 5 ms) so later ones
+//! overtake it; with probability `dup` is delivered twice. So the round
+//! trip is about `2 × latency`. All choices
 //! come from a seeded generator: one seed, one sequence of decisions
 //! (delivery times still depend on the OS scheduler).
 
@@ -153,6 +155,8 @@ struct Decider {
     config: ConditionerConfig,
     rng: SmallRng,
     seq: u64,
+    /// Delivery time of the latest in-order datagram.
+    last: Option<Instant>,
 }
 
 impl Decider {
@@ -178,14 +182,20 @@ impl Decider {
         let latency = c.latency.as_micros() as u64;
         (0..copies)
             .map(|_| {
-                let mut d = latency + self.rng.random_range(0..=jitter);
+                let d = latency + self.rng.random_range(0..=jitter);
+                let mut at = now + Duration::from_micros(d);
+                if let Some(last) = self.last {
+                    at = at.max(last);
+                }
                 if self.chance(c.reorder_ppm) {
                     counters.reordered.fetch_add(1, AtomicOrdering::Relaxed);
                     let base = latency.max(10_000);
-                    d += self.rng.random_range(base / 2..=base);
+                    at += Duration::from_micros(self.rng.random_range(base / 2..=base));
+                } else {
+                    self.last = Some(at);
                 }
                 self.seq += 1;
-                (now + Duration::from_micros(d), self.seq)
+                (at, self.seq)
             })
             .collect()
     }
@@ -221,6 +231,7 @@ impl ConditionedSocket {
             config,
             rng: SmallRng::seed_from_u64(config.seed ^ salt),
             seq: 0,
+            last: None,
         };
         Arc::new(ConditionedSocket {
             inner,
@@ -470,10 +481,13 @@ mod tests {
                 config,
                 rng: SmallRng::seed_from_u64(7),
                 seq: 0,
+                last: None,
             };
-            let now = Instant::now();
-            let delays: Vec<Vec<Duration>> = (0..10_000)
-                .map(|_| {
+            // One datagram per millisecond.
+            let start = Instant::now();
+            let delays: Vec<Vec<Duration>> = (0..10_000u64)
+                .map(|i| {
+                    let now = start + Duration::from_millis(i);
                     d.decide(now, &counters)
                         .into_iter()
                         .map(|(t, _)| t - now)
@@ -491,5 +505,15 @@ mod tests {
             assert!(*d >= Duration::from_millis(100) && *d <= Duration::from_millis(120));
         }
         assert!(a.iter().any(|d| d.len() == 2), "some duplicates");
+        // Jitter does not reorder: delivery times never go backwards.
+        let times: Vec<Duration> = a
+            .iter()
+            .enumerate()
+            .flat_map(|(i, d)| d.iter().map(move |d| *d + Duration::from_millis(i as u64)))
+            .collect();
+        assert!(times.windows(2).all(|w| w[0] <= w[1]));
+        let spread = a.iter().flatten().max().unwrap().as_micros()
+            - a.iter().flatten().min().unwrap().as_micros();
+        assert!(spread >= 15_000, "jitter varies the delay: {spread} µs");
     }
 }

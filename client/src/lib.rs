@@ -39,11 +39,13 @@
 //! - [`quic`]: ALPN, transport settings, certificate pinning.
 //! - [`conditioner`]: a userspace link conditioner under quinn's socket.
 //! - [`bots`]: headless bot players (the `bitroom-client bots` command).
+//! - [`load`]: load clients: a player's traffic without its simulation.
 //! - [`scene`]: the rules for a scene name or file (matches the server).
 
 pub mod bots;
 pub mod conditioner;
 mod connection;
+pub mod load;
 pub mod quic;
 pub mod scene;
 

@@ -30,7 +30,7 @@ enum Command {
 
 #[derive(Args, Debug)]
 struct BotsArgs {
-    /// Server address, e.g. 127.0.0.1:4433.
+    /// Server address, e.g. 127.0.0.1:4433 or server:4433.
     #[arg(long, value_name = "ADDR")]
     server: String,
     /// Room to join (created by the server on first join).
@@ -51,7 +51,12 @@ struct BotsArgs {
     /// Follow the confirmed game only (no prediction, no rollbacks; cheaper).
     #[arg(long)]
     no_predict: bool,
-    /// The server's scene: `arena` or a built-in scene or file (must match).
+    /// Load clients: a player's traffic (hello, inputs every tick, acks,
+    /// pings) without simulating or checking anything. Hundreds per core.
+    #[arg(long, conflicts_with = "no_predict")]
+    load: bool,
+    /// The server's scene (must match): `arena`, `arena:N`, a built-in
+    /// scene or a JSON scene file.
     #[arg(long, default_value = "arena")]
     scene: String,
     /// Seed of the bots' inputs (bot i uses SEED + i).
@@ -91,11 +96,11 @@ fn bots(args: BotsArgs) -> ExitCode {
         eprintln!("error: {msg}");
         ExitCode::from(EXIT_BAD_INPUT)
     };
-    let server: SocketAddr = match args.server.parse() {
-        Ok(a) => a,
-        Err(_) => {
+    let server = match resolve(&args.server) {
+        Some(a) => a,
+        None => {
             return bad(format!(
-                "--server {:?}: not an address like 127.0.0.1:4433",
+                "--server {:?}: not an address like 127.0.0.1:4433 or a resolvable host:port",
                 args.server
             ))
         }
@@ -126,6 +131,7 @@ fn bots(args: BotsArgs) -> ExitCode {
         args.seed,
         !args.no_predict,
         args.sim.config(),
+        args.load,
     );
     if let Some(c) = args.sim.config() {
         eprintln!("link conditioner: {c}");
@@ -146,10 +152,16 @@ fn bots(args: BotsArgs) -> ExitCode {
             }
             while now >= next_spawn {
                 match specs.next() {
-                    Some(s) => fleet.spawn(s),
-                    None => break,
+                    Some(s) => {
+                        fleet.spawn(s);
+                        next_spawn += spawn_gap;
+                    }
+                    None => {
+                        // All started: no more spawn wake-ups.
+                        next_spawn = end;
+                        break;
+                    }
                 }
-                next_spawn += spawn_gap;
             }
             if now >= next_status {
                 let s = fleet.status();
@@ -176,6 +188,15 @@ fn bots(args: BotsArgs) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// An `IP:PORT`, or a `HOST:PORT` looked up once (first address).
+fn resolve(s: &str) -> Option<SocketAddr> {
+    use std::net::ToSocketAddrs;
+    if let Ok(a) = s.parse() {
+        return Some(a);
+    }
+    s.to_socket_addrs().ok()?.next()
 }
 
 /// A live status line: a spinner on a terminal, plain lines otherwise.

@@ -1,7 +1,7 @@
 //! Scenes by name or file, and the sandbox rules on them. Server and
 //! clients build their rules the same way, so their fingerprints match.
 
-use bitroom_sim::game::sandbox::Sandbox;
+use bitroom_sim::game::sandbox::{Sandbox, SandboxConfig};
 use bitroom_sim::scene::{build_named, parse_scene, SCENE_NAMES};
 use bitroom_sim::World;
 
@@ -23,7 +23,7 @@ pub fn load_scene(spec: &str) -> Result<World, String> {
     let path = std::path::Path::new(spec);
     if !path.exists() {
         return Err(format!(
-            "unknown scene {spec:?}: not a built-in name ({ARENA}, {}) and no such file",
+            "unknown scene {spec:?}: not a built-in name ({}) and no such file",
             SCENE_NAMES.join(", ")
         ));
     }
@@ -48,16 +48,37 @@ pub fn rules_for(scene: &str, world: World) -> Sandbox {
     }
 }
 
-/// The sandbox rules for a scene name (`arena` or a built-in scene) or a
-/// scene file.
+/// Most loose bodies in `arena:N`.
+pub const MAX_ARENA_BODIES: u32 = 4000;
+
+/// The sandbox rules for a scene: `arena` (the default arena, 200 loose
+/// bodies), `arena:N` (N loose bodies), a built-in scene name, or a scene
+/// file.
 ///
 /// # Errors
-/// As [`load_scene`].
+/// As [`load_scene`], or a bad `arena:N`.
 pub fn rules_for_scene(spec: &str) -> Result<Sandbox, String> {
     if spec == ARENA {
         return Ok(Sandbox::default());
     }
-    Ok(rules_for(spec, load_scene(spec)?))
+    if let Some(n) = spec.strip_prefix("arena:") {
+        let loose_bodies = n
+            .parse::<u32>()
+            .ok()
+            .filter(|&n| n <= MAX_ARENA_BODIES)
+            .ok_or_else(|| {
+                format!("scene {spec:?}: arena:N takes 0 to {MAX_ARENA_BODIES} loose bodies")
+            })?;
+        return Ok(Sandbox::new(SandboxConfig { loose_bodies }));
+    }
+    let world = load_scene(spec).map_err(|e| {
+        if e.starts_with("unknown scene") {
+            format!("{e} (rooms also take {ARENA} and {ARENA}:N)")
+        } else {
+            e
+        }
+    })?;
+    Ok(rules_for(spec, world))
 }
 
 #[cfg(test)]
@@ -75,6 +96,26 @@ mod tests {
             pyramid.fingerprint(),
             rules_for_scene("pyramid").unwrap().fingerprint()
         );
+    }
+
+    #[test]
+    fn arena_size_is_part_of_the_fingerprint() {
+        let a = rules_for_scene("arena:1000").unwrap();
+        assert_eq!(a.build_world().body_count(), 1006, "1000 loose + 6 fixed");
+        assert_ne!(
+            a.fingerprint(),
+            rules_for_scene(ARENA).unwrap().fingerprint()
+        );
+        assert_eq!(
+            rules_for_scene("arena:200").unwrap().fingerprint(),
+            rules_for_scene(ARENA).unwrap().fingerprint()
+        );
+        for bad in ["arena:", "arena:-1", "arena:lots", "arena:4001"] {
+            assert!(
+                rules_for_scene(bad).unwrap_err().contains("arena:N"),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

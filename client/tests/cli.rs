@@ -20,10 +20,10 @@ fn assert_bad_input(out: &Output, needle: &str) {
 #[test]
 fn bad_server_address_is_a_one_line_error() {
     let out = client()
-        .args(["bots", "--server", "localhost", "--insecure"])
+        .args(["bots", "--server", "no port here", "--insecure"])
         .output()
         .expect("run");
-    assert_bad_input(&out, "--server \"localhost\"");
+    assert_bad_input(&out, "--server \"no port here\"");
 }
 
 #[test]

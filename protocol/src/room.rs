@@ -200,7 +200,13 @@ struct Client {
     /// receiving it (fresh frames are sent, but not resent, so a slow
     /// link is not flooded while the snapshot is on its way).
     awaiting_ack: bool,
+    /// When the latest snapshot was sent.
+    snapshot_at: Micros,
 }
+
+/// Least time between snapshots to a client that has not acknowledged
+/// the previous one (µs).
+const SNAPSHOT_RETRY: Micros = 2_000_000;
 
 /// Send record of one frame.
 #[derive(Clone, Copy, Debug)]
@@ -385,6 +391,7 @@ impl<R: Rules> ServerRoom<R> {
                 last_desync: None,
                 rollbacks: 0,
                 awaiting_ack: false,
+                snapshot_at: now,
             },
         );
     }
@@ -600,6 +607,7 @@ impl<R: Rules> ServerRoom<R> {
             c.later = 0;
             c.sent.clear();
             c.awaiting_ack = true;
+            c.snapshot_at = now;
             c.refilled = now.max(c.refilled);
         }
     }
@@ -887,7 +895,14 @@ impl<R: Rules> ServerRoom<R> {
         }
         let oldest = self.history.front().map_or(t, |h| h.tick);
         if c.acked + 1 < oldest {
-            // Too far behind for resends: start it over from a snapshot.
+            // Too far behind for resends: start it over from a snapshot,
+            // but not again while the last one is unanswered (a stalled
+            // client or a room catching up on late ticks would otherwise
+            // get one every tick, and each costs an encode).
+            let retry = (4 * c.srtt).max(SNAPSHOT_RETRY);
+            if c.awaiting_ack && now < c.snapshot_at + retry {
+                return;
+            }
             return self.send_snapshot(now, conn);
         }
         let rto = (c.srtt + c.srtt / 2 + 2 * period).min(1_000_000);

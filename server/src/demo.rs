@@ -24,7 +24,8 @@ pub struct DemoArgs {
     /// Ticks per second.
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u32).range(1..=1000))]
     tick_rate: u32,
-    /// The scene: `arena` or a built-in scene or file.
+    /// The scene: `arena` (200 loose bodies), `arena:N` (N loose bodies), a
+    /// built-in scene or a JSON scene file.
     #[arg(long, default_value = "arena")]
     scene: String,
     /// Seed of the bots' inputs and of the conditioner.
@@ -120,6 +121,7 @@ async fn demo(args: DemoArgs, rules: bitroom_sim::game::sandbox::Sandbox) -> Exi
             seed: args.seed.wrapping_add(i as u64),
             predict: true,
             conditioner: (i == 3).then_some(conditioner),
+            load: false,
         });
     }
     let bar = std::io::stderr().is_terminal().then(|| {

@@ -15,7 +15,9 @@ use bitroom_protocol::replay::{
     safe_file_stem, write_desync_report, DesyncContext, Recorder, RecordingMeta, REPLAY_EXTENSION,
 };
 use bitroom_protocol::DesyncReport;
-use bitroom_protocol::{ConnId, KickReason, Output, RoomConfig, RoomEvent, RoomStats, ServerRoom};
+use bitroom_protocol::{
+    ConnId, KickReason, Micros, Output, RoomConfig, RoomEvent, RoomStats, ServerRoom,
+};
 use bytes::Bytes;
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -46,8 +48,14 @@ pub(crate) enum RoomCmd {
     },
     /// A complete reliable message.
     Reliable { conn: ConnId, bytes: Vec<u8> },
-    /// A datagram.
-    Datagram { conn: ConnId, bytes: Bytes },
+    /// A datagram, with its arrival time (µs since the server's base): the
+    /// rate limit and the input-lead feedback count from arrival, not from
+    /// when a busy room gets to it.
+    Datagram {
+        conn: ConnId,
+        bytes: Bytes,
+        at: Micros,
+    },
     /// The connection broke the stream framing: close it with this reason.
     Kick { conn: ConnId, reason: KickReason },
     /// The connection is gone.
@@ -82,6 +90,7 @@ pub(crate) async fn run<R: NetRules>(
     let outcome: Result<(), String> = loop {
         let due = base + Duration::from_micros(room.deadline(room.tick_number() + 1));
         sleep.as_mut().reset(due);
+        let ticked_before = room.tick_number();
         let step = tokio::select! {
             biased;
             _ = crate::serve::shutting_down(&mut shutdown) => {
@@ -119,6 +128,7 @@ pub(crate) async fn run<R: NetRules>(
         if let Err(p) = step {
             break Err(panic_message(p));
         }
+        let ticked = room.tick_number() != ticked_before;
         let slow = dispatch(&mut room, &mut peers);
         if !slow.is_empty() {
             let r = catch_unwind(AssertUnwindSafe(|| {
@@ -151,6 +161,12 @@ pub(crate) async fn run<R: NetRules>(
             }
         } else {
             empty_since = None;
+        }
+        if ticked {
+            // A room catching up steps back to back; let the connections'
+            // and quinn's tasks on this worker run between ticks, or they
+            // starve and the QUIC connections time out.
+            tokio::task::yield_now().await;
         }
     };
     if let Err(msg) = &outcome {
@@ -199,9 +215,9 @@ fn handle<R: NetRules>(
                 room.handle_reliable(now, conn, &bytes);
             }
         }
-        RoomCmd::Datagram { conn, bytes } => {
+        RoomCmd::Datagram { conn, bytes, at } => {
             if peers.contains_key(&conn) {
-                room.handle_datagram(now, conn, &bytes);
+                room.handle_datagram(at.min(now), conn, &bytes);
             }
         }
         RoomCmd::Kick { conn, reason } => {

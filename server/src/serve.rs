@@ -309,8 +309,8 @@ impl<R: NetRules> Server<R> {
                     }
                     let shared = self.shared.clone();
                     let count = self.connections.clone();
+                    count.fetch_add(1, Ordering::Relaxed);
                     tokio::spawn(async move {
-                        count.fetch_add(1, Ordering::Relaxed);
                         shared.monitor.connection(true);
                         handle_incoming(incoming, &shared).await;
                         shared.monitor.connection(false);
@@ -488,7 +488,7 @@ async fn handle_connection<R: NetRules>(
         writer(connection.clone(), send, writer_rx, shared.done.clone())
             .instrument(tracing::Span::current()),
     );
-    forward(conn, &connection, recv, framer, &room).await;
+    forward(conn, &connection, recv, framer, &room, shared.base).await;
     let _ = room.send(RoomCmd::Gone { conn }).await;
     debug!("connection over");
 }
@@ -535,7 +535,7 @@ fn join_room<R: NetRules>(
     // Queued under the registry lock: a room closing for idleness checks
     // its queue under the same lock.
     tx.try_send(RoomCmd::Join { conn, peer, hello })
-        .map_err(|_| KickReason::RoomClosed("room is not accepting joins".into()))?;
+        .map_err(|_| KickReason::RoomClosed("room is too busy to take a join".into()))?;
     Ok(tx)
 }
 
@@ -547,6 +547,7 @@ async fn forward(
     mut recv: quinn::RecvStream,
     mut framer: StreamFramer,
     room: &mpsc::Sender<RoomCmd>,
+    base: Instant,
 ) {
     let mut buf = vec![0u8; 64 << 10];
     let mut stream_open = true;
@@ -578,7 +579,8 @@ async fn forward(
             },
             d = connection.read_datagram() => match d {
                 Ok(bytes) => {
-                    if let Err(e) = room.try_send(RoomCmd::Datagram { conn, bytes }) {
+                    let at = micros(base);
+                    if let Err(e) = room.try_send(RoomCmd::Datagram { conn, bytes, at }) {
                         match e {
                             mpsc::error::TrySendError::Full(_) => {
                                 metrics::counter!(crate::monitor::names::QUEUE_DROPS).increment(1);

@@ -26,8 +26,9 @@ pub struct ServeArgs {
     /// Ticks per second of every room.
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u32).range(1..=1000))]
     tick_rate: u32,
-    /// The scene every room plays: `arena` (the sandbox arena), a built-in
-    /// scene or a JSON scene file.
+    /// The scene every room plays: `arena` (the sandbox arena, 200 loose
+    /// bodies), `arena:N` (N loose bodies), a built-in scene or a JSON
+    /// scene file.
     #[arg(long, default_value = "arena")]
     scene: String,
     /// Player seats per room.
@@ -212,6 +213,8 @@ pub async fn shutdown_signal() {
 async fn status_lines(monitor: Arc<Monitor>, every: Duration) {
     let mut cpu = CpuClock::new();
     let mut interval = tokio::time::interval(every);
+    // After a stall, one line, not a burst of them.
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     interval.tick().await;
     loop {
         interval.tick().await;

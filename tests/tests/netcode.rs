@@ -1,10 +1,14 @@
 //! The netcode on the simulated network: `ServerRoom` and `ClientSession`s
 //! in-process, virtual time, seeded loss, jitter and reordering.
 
-use bitroom_protocol::{ClientConfig, ClientEvent, RoomConfig, RoomEvent};
+use bitroom_protocol::{
+    encode_client_reliable, ClientConfig, ClientEvent, ClientReliable, Hello, RoomConfig,
+    RoomEvent, ServerRoom, PROTOCOL_VERSION,
+};
 use bitroom_sim::game::bots::{Bot, Strategy};
 use bitroom_sim::game::sandbox::{Sandbox, SandboxConfig};
 use bitroom_sim::game::PlayerInput;
+use bitroom_sim::game::Rules;
 use bitroom_tests::netsim::{InputFn, LinkConfig, NetSim};
 
 const MS: u64 = 1000;
@@ -298,6 +302,55 @@ fn stalled_client_recovers() {
         after.confirmed + 20 >= sim.server.tick_number(),
         "{after:?}"
     );
+}
+
+/// A client silent for longer than the frame history is started over
+/// from a snapshot and recovers.
+#[test]
+fn a_long_silent_client_recovers_from_a_snapshot() {
+    let mut sim = NetSim::new(rules(), RoomConfig::default(), 9);
+    let link = LinkConfig::delay(30 * MS);
+    sim.add_client(player("a"), link, link, Some(bot(Strategy::Random, 1)));
+    sim.add_client(player("b"), link, link, Some(bot(Strategy::Chaser, 2)));
+    sim.run_until(2 * SEC);
+    assert_eq!(sim.server.stats().snapshots, 2, "the joins");
+    // History is 240 ticks (4 s): frozen for 9 s, b falls out of it.
+    sim.freeze(1, 9 * SEC);
+    sim.run_until(11 * SEC);
+    assert!(sim.server.stats().snapshots > 2, "b is started over");
+    sim.run_until(14 * SEC);
+    assert!(sim.clients[1].session().is_playing());
+    assert_in_sync(&sim, 1);
+    assert_in_sync(&sim, 0);
+    let s = sim.clients[1].session().stats();
+    assert!(s.confirmed + 20 >= sim.server.tick_number(), "{s:?}");
+}
+
+/// A room catching up on late ticks (the server stalled) sends a client
+/// that has not answered its snapshot no further snapshot until the retry
+/// interval has passed, however many ticks it steps.
+#[test]
+fn a_catching_up_room_does_not_repeat_snapshots() {
+    let mut room = ServerRoom::new(rules(), RoomConfig::default(), 0);
+    room.handle_connect(0, 1);
+    let hello = encode_client_reliable(&ClientReliable::Hello(Hello {
+        version: PROTOCOL_VERSION,
+        rules: rules().fingerprint(),
+        room: "r".into(),
+        name: "silent".into(),
+        spectator: false,
+        reconnect: None,
+    }));
+    room.handle_reliable(0, 1, &hello);
+    assert_eq!(room.stats().snapshots, 1);
+    // 1000 ticks (four times the frame history) at one instant.
+    for _ in 0..1000 {
+        room.tick(1_000);
+    }
+    assert_eq!(room.stats().snapshots, 1, "no repeat within the interval");
+    // Once the interval has passed, the silent client is tried again.
+    room.tick(2_100_000);
+    assert_eq!(room.stats().snapshots, 2);
 }
 
 /// The clock keeps inputs arriving just ahead of need, and the tick rate

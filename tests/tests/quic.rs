@@ -33,6 +33,7 @@ fn bot(name: &str, room: &str, strategy: Strategy, seed: u64) -> BotSpec {
         seed,
         predict: true,
         conditioner: None,
+        load: false,
     }
 }
 
@@ -573,4 +574,74 @@ async fn a_recorded_room_verifies() {
     assert!(rep.ticks_verified >= 200, "{rep:?}");
     assert!(rep.keyframes_checked >= 3, "{rep:?}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Load clients (traffic without simulation) get slots, receive frames,
+/// acknowledge them (so the room barely resends) and send inputs the room
+/// uses; a real bot in the same room stays in sync.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn load_clients_play_without_simulating() {
+    let mut server = TestServer::start(rules(), |_| {});
+    let mut fleet = BotFleet::new(server.addr, rules(), server.pin);
+    fleet.spawn(bot("real", "load", Strategy::Chaser, 1));
+    for i in 0..6 {
+        fleet.spawn(BotSpec {
+            load: true,
+            ..bot(&format!("load{i}"), "load", Strategy::Random, 10 + i)
+        });
+    }
+    wait_for("7 clients connected", 10 * SEC, || {
+        fleet.status().connected == 7
+    })
+    .await;
+    let start = server.ticks();
+    wait_for("300 ticks", 30 * SEC, || server.ticks() >= start + 300).await;
+    let room = server.monitor.snapshot().room_stats["load"];
+    let report = fleet.finish().await;
+    for b in &report.bots {
+        assert!(b.error.is_none(), "{}: {:?}", b.name, b.error);
+        let s = b.stats.expect("stats").session;
+        assert!(s.frames >= 250, "{}: {s:?}", b.name);
+    }
+    let real = report.bots[0].stats.expect("stats").session;
+    assert_eq!(report.bots[0].desyncs, 0);
+    assert!(real.verified >= 250, "{real:?}");
+    // Load clients' inputs arrive in time and their acks stop resends.
+    assert_eq!(room.players, 7, "{room:?}");
+    assert!(room.resent_frames < room.ticks, "{room:?}");
+    assert!(room.missing_inputs < room.ticks * 7 / 4, "{room:?}");
+    server.shutdown().await;
+}
+
+/// Past `max_rooms`, a join that would create a room is refused with the
+/// reason; joins to existing rooms still work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn too_many_rooms_is_refused() {
+    let mut server = TestServer::start(rules(), |c| c.max_rooms = 1);
+    let _a = connect(
+        server.addr,
+        "only",
+        ConnectOptions::new(rules(), server.pin),
+    )
+    .await
+    .expect("first room");
+    match connect(
+        server.addr,
+        "second",
+        ConnectOptions::new(rules(), server.pin),
+    )
+    .await
+    {
+        Err(ConnectError::Refused(KickReason::TooManyRooms)) => {}
+        other => panic!("expected too many rooms, got {other:?}"),
+    }
+    let b = connect(
+        server.addr,
+        "only",
+        ConnectOptions::new(rules(), server.pin),
+    )
+    .await
+    .expect("an existing room still takes players");
+    assert_eq!(b.slot(), Some(1));
+    server.shutdown().await;
 }
