@@ -1,6 +1,6 @@
 //! `bitroom-server sim`: run a scene headless.
 
-use bitroom_sim::scene::{build_named, parse_scene, SCENE_NAMES};
+use bitroom_sim::scene::{build_scene, parse_scene, Scene, SCENE_NAMES};
 use bitroom_sim::World;
 use clap::Args;
 use std::io::Write;
@@ -34,13 +34,14 @@ pub struct SimArgs {
 /// Exit code for bad input (unknown scene, invalid file).
 const EXIT_BAD_INPUT: u8 = 2;
 
-/// Loads a scene by name or from a file.
+/// Loads a scene by name or from a file (file scenes have no per-step
+/// function).
 ///
 /// # Errors
 /// A message naming the problem.
-pub fn load_scene(spec: &str) -> Result<World, String> {
-    if let Some(w) = build_named(spec) {
-        return Ok(w);
+pub fn load_scene(spec: &str) -> Result<Scene, String> {
+    if let Some(scene) = build_scene(spec) {
+        return Ok(scene);
     }
     let path = std::path::Path::new(spec);
     if !path.exists() {
@@ -58,7 +59,11 @@ pub fn load_scene(spec: &str) -> Result<World, String> {
         ));
     }
     let text = std::fs::read_to_string(path).map_err(|e| format!("{spec}: {e}"))?;
-    parse_scene(&text).map_err(|e| format!("{spec}: {e}"))
+    let world = parse_scene(&text).map_err(|e| format!("{spec}: {e}"))?;
+    Ok(Scene {
+        world,
+        step_fn: None,
+    })
 }
 
 pub fn run(args: SimArgs) -> ExitCode {
@@ -72,8 +77,8 @@ pub fn run(args: SimArgs) -> ExitCode {
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     }
-    let mut world = match load_scene(&args.scene) {
-        Ok(w) => w,
+    let mut scene = match load_scene(&args.scene) {
+        Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(EXIT_BAD_INPUT);
@@ -90,27 +95,30 @@ pub fn run(args: SimArgs) -> ExitCode {
         }
     };
     if args.json && every.is_some() {
-        report(&world, &mut out);
+        report(&scene.world, &mut out);
     }
     let mut times = Vec::with_capacity(if args.bench { args.steps as usize } else { 0 });
     let start = Instant::now();
     for _ in 0..args.steps {
         if args.bench {
+            // The per-step function (rain's spawning) is timed with the step,
+            // as in Box2D's driver.
             let t = Instant::now();
-            world.step();
+            scene.step();
             times.push(t.elapsed().as_secs_f64() * 1e3);
         } else {
-            world.step();
+            scene.step();
         }
         if let Some(k) = every {
-            if world.tick() % k == 0 {
-                report(&world, &mut out);
+            if scene.world.tick() % k == 0 {
+                report(&scene.world, &mut out);
             }
         }
     }
     let total = start.elapsed().as_secs_f64() * 1e3;
+    let world = &scene.world;
     if args.json && every.is_none() {
-        report(&world, &mut out);
+        report(world, &mut out);
     }
     let per_step = if args.steps > 0 {
         total / args.steps as f64
@@ -149,7 +157,7 @@ pub fn run(args: SimArgs) -> ExitCode {
         );
     }
     if let Some(path) = &args.render {
-        if let Err(e) = crate::sim_cmd::render(&world, path) {
+        if let Err(e) = crate::sim_cmd::render(world, path) {
             eprintln!("error: render {}: {e}", path.display());
             return ExitCode::from(1);
         }
