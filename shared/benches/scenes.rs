@@ -6,22 +6,28 @@
 //! For the Box2D-comparable protocol (N−1 timed steps, min over repeats) use
 //! `bitroom-server sim --scene NAME --steps N --bench`.
 
-use bitroom_sim::scene::build_named;
+use bitroom_sim::scene::{build_scene, Scene};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 
 fn step_scene(c: &mut Criterion, name: &str, warm: u64) {
     let mut group = c.benchmark_group("step");
     group.sample_size(20);
     // Start from a state `warm` steps in, so the step measured is typical.
-    let mut base = build_named(name).expect("scene");
+    // Scenes with a per-step function (rain) run it inside the timed step,
+    // as Box2D's driver does.
+    let mut base = build_scene(name).expect("scene");
     for _ in 0..warm.max(1) {
         base.step();
     }
-    let snap = base.snapshot();
+    let snap = base.world.snapshot();
+    let step_fn = base.step_fn;
     group.bench_function(name, |b| {
         b.iter_batched_ref(
-            || bitroom_sim::World::from_snapshot(&snap),
-            |w| w.step(),
+            || Scene {
+                world: bitroom_sim::World::from_snapshot(&snap),
+                step_fn,
+            },
+            |s| s.step(),
             BatchSize::LargeInput,
         )
     });
@@ -55,6 +61,14 @@ fn scenes(c: &mut Criterion) {
         ("large_pyramid", 1),
         ("many_pyramids", 1),
         ("smash", 90),
+        // Joint scenes (Box2D benchmark set): the net mid-swing, the drum
+        // turning its load, rain after all 40 columns spawned (a step with
+        // no spawn or recycle event; those come every 8th step), the
+        // spinner stirring.
+        ("joint_grid", 100),
+        ("tumbler", 300),
+        ("rain", 401),
+        ("spinner", 250),
     ] {
         step_scene(c, name, warm);
     }

@@ -10,11 +10,11 @@
 //! the cold part only joints with a limit, motor or spring use.
 
 use super::{
-    apply_angular, apply_point, clamp_accumulate, inv_or_zero, limit_impulse, relative_angle,
+    apply_angular, apply_point, clamp_accumulate, inv_or_zero, limit_impulse, rotation_angle,
     soft_impulse, Frame, Joint, JointContext, Masses, Sym22,
 };
 use crate::dynamics::solver::{self, make_soft, BodyState, Softness};
-use crate::math::{normalize_angle, Rot, Scalar, Vec2};
+use crate::math::{normalize_angle, Scalar, Vec2};
 use serde::{Deserialize, Serialize};
 
 /// Parameters of a revolute joint (a hinge at the anchors).
@@ -89,9 +89,8 @@ const NO_COLD: u32 = u32::MAX;
 /// Limit, motor and spring data.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Cold {
-    /// Frame rotations at the start of the step (for the joint angle).
-    qa: Rot,
-    qb: Rot,
+    /// Joint angle at the start of the step.
+    angle0: Scalar,
     /// `1 / (iA + iB)`.
     axial_mass: Scalar,
     spring: Softness,
@@ -140,8 +139,7 @@ impl Revolutes {
             let upper = p.upper_angle.clamp(lower, Scalar::PI);
             let i = &j.impulses;
             self.cold.push(Cold {
-                qa: f.qa,
-                qb: f.qb,
+                angle0: f.angle0,
                 axial_mass: inv_or_zero(m.ia + m.ib),
                 spring: make_soft(p.hertz, p.damping_ratio, ctx.h),
                 max_motor_impulse: ctx.h * p.max_motor_torque,
@@ -274,7 +272,7 @@ fn solve_angular(
         return;
     }
     let angle = if c.enable_spring || c.enable_limit {
-        relative_angle(sa.dq.mul_rot(c.qa), sb.dq.mul_rot(c.qb))
+        c.angle0 + rotation_angle(sa.dq.inv_mul(sb.dq))
     } else {
         Scalar::ZERO
     };
