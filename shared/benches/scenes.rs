@@ -6,8 +6,9 @@
 //! For the Box2D-comparable protocol (N−1 timed steps, min over repeats) use
 //! `bitroom-server sim --scene NAME --steps N --bench`.
 
-use bitroom_sim::scene::{build_scene, Scene};
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use bitroom_sim::scene::build_scene;
+use criterion::{criterion_group, criterion_main, Criterion};
+use std::time::{Duration, Instant};
 
 fn step_scene(c: &mut Criterion, name: &str, warm: u64) {
     let mut group = c.benchmark_group("step");
@@ -15,21 +16,25 @@ fn step_scene(c: &mut Criterion, name: &str, warm: u64) {
     // Start from a state `warm` steps in, so the step measured is typical.
     // Scenes with a per-step function (rain) run it inside the timed step,
     // as Box2D's driver does.
-    let mut base = build_scene(name).expect("scene");
+    let mut scene = build_scene(name).expect("scene");
     for _ in 0..warm.max(1) {
-        base.step();
+        scene.step();
     }
-    let snap = base.world.snapshot();
-    let step_fn = base.step_fn;
+    let snap = scene.world.snapshot();
+    // Each timed step starts from the snapshot restored into the same world,
+    // whose scratch buffers are already sized: a fresh world would also time
+    // their first allocation (megabytes in the large scenes).
     group.bench_function(name, |b| {
-        b.iter_batched_ref(
-            || Scene {
-                world: bitroom_sim::World::from_snapshot(&snap),
-                step_fn,
-            },
-            |s| s.step(),
-            BatchSize::LargeInput,
-        )
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                scene.world.restore(&snap);
+                let start = Instant::now();
+                scene.step();
+                total += start.elapsed();
+            }
+            total
+        })
     });
     group.finish();
 }
