@@ -2,6 +2,7 @@
 
 use bitroom_sim::game::bots::{Bot, Strategy};
 use bitroom_sim::game::{Game, InputSet, SlotEvent, SyncTest};
+use bitroom_sim::scene::{build_scene, parse_scene, Scene, SCENE_NAMES};
 use bitroom_sim::World;
 use clap::Args;
 use std::io::Write;
@@ -46,6 +47,37 @@ pub struct SimArgs {
 const EXIT_BAD_INPUT: u8 = 2;
 
 pub use bitroom_client::scene::{load_scene, rules_for};
+/// Loads a scene by name or from a file (file scenes have no per-step
+/// function).
+///
+/// # Errors
+/// A message naming the problem.
+pub fn load_sim_scene(spec: &str) -> Result<Scene, String> {
+    if let Some(scene) = build_scene(spec) {
+        return Ok(scene);
+    }
+    let path = std::path::Path::new(spec);
+    if !path.exists() {
+        return Err(format!(
+            "unknown scene {spec:?}: not a built-in name ({}) and no such file",
+            SCENE_NAMES.join(", ")
+        ));
+    }
+    const MAX: u64 = 16 << 20;
+    let meta = std::fs::metadata(path).map_err(|e| format!("{spec}: {e}"))?;
+    if meta.len() > MAX {
+        return Err(format!(
+            "{spec}: scene file is {} bytes, the limit is {MAX}",
+            meta.len()
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{spec}: {e}"))?;
+    let world = parse_scene(&text).map_err(|e| format!("{spec}: {e}"))?;
+    Ok(Scene {
+        world,
+        step_fn: None,
+    })
+}
 
 /// Runs `sim`.
 pub fn run(args: SimArgs) -> ExitCode {
@@ -59,15 +91,15 @@ pub fn run(args: SimArgs) -> ExitCode {
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     }
-    let mut world = match load_scene(&args.scene) {
-        Ok(w) => w,
+    let mut scene = match load_sim_scene(&args.scene) {
+        Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     };
     if let Some(k) = args.synctest {
-        return synctest(&args, world, k);
+        return synctest(&args, scene.world, k);
     }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -80,27 +112,30 @@ pub fn run(args: SimArgs) -> ExitCode {
         }
     };
     if args.json && every.is_some() {
-        report(&world, &mut out);
+        report(&scene.world, &mut out);
     }
     let mut times = Vec::with_capacity(if args.bench { args.steps as usize } else { 0 });
     let start = Instant::now();
     for _ in 0..args.steps {
         if args.bench {
+            // The per-step function (rain's spawning) is timed with the step,
+            // as in Box2D's driver.
             let t = Instant::now();
-            world.step();
+            scene.step();
             times.push(t.elapsed().as_secs_f64() * 1e3);
         } else {
-            world.step();
+            scene.step();
         }
         if let Some(k) = every {
-            if world.tick() % k == 0 {
-                report(&world, &mut out);
+            if scene.world.tick() % k == 0 {
+                report(&scene.world, &mut out);
             }
         }
     }
     let total = start.elapsed().as_secs_f64() * 1e3;
+    let world = &scene.world;
     if args.json && every.is_none() {
-        report(&world, &mut out);
+        report(world, &mut out);
     }
     let per_step = if args.steps > 0 {
         total / args.steps as f64
@@ -139,7 +174,7 @@ pub fn run(args: SimArgs) -> ExitCode {
         );
     }
     if let Some(path) = &args.render {
-        if let Err(e) = crate::sim_cmd::render(&world, path) {
+        if let Err(e) = crate::sim_cmd::render(world, path) {
             eprintln!("error: render {}: {e}", path.display());
             return ExitCode::from(1);
         }

@@ -2,20 +2,25 @@
 //! input is rejected with a message naming the body, shape and field, and no
 //! input panics.
 
-use bitroom_sim::scene::json::{Location, MAX_BODIES, MAX_SCENE_BYTES};
+use bitroom_sim::dynamics::{DistanceJoint, RevoluteJoint};
+use bitroom_sim::scene::json::{Location, MAX_BODIES, MAX_JOINTS, MAX_SCENE_BYTES};
 use bitroom_sim::scene::{parse_scene, SceneError};
-use bitroom_sim::{BodyId, BodyKind, Scalar, ShapeDef, World};
+use bitroom_sim::{BodyId, BodyKind, JointKind, Scalar, ShapeDef, Vec2, World};
 use proptest::prelude::*;
 
 const STACK: &str = include_str!("../../scenes/stack.json");
 const PLAYGROUND: &str = include_str!("../../scenes/playground.json");
 const BOUNCE: &str = include_str!("../../scenes/bounce.json");
 const EVENTS: &str = include_str!("../../scenes/events.json");
+const BRIDGE: &str = include_str!("../../scenes/bridge.json");
+const JOINTS: &str = include_str!("../../scenes/joints.json");
 const EXAMPLES: &[(&str, &str)] = &[
     ("stack", STACK),
     ("playground", PLAYGROUND),
     ("bounce", BOUNCE),
     ("events", EVENTS),
+    ("bridge", BRIDGE),
+    ("joints", JOINTS),
 ];
 
 fn err(text: &str) -> String {
@@ -824,5 +829,314 @@ proptest! {
                 w.step();
             }
         }
+    }
+}
+
+// ----- joints ---------------------------------------------------------------
+
+/// A scene with a ground, two boxes "a" (at (0, 2)) and "b" (at (2, 2)) and
+/// the given joints (JSON array items).
+fn with_joints(joints: &str) -> String {
+    format!(
+        r#"{{"version": 1, "bodies": [
+  {{"id": "ground", "type": "static", "shapes": [{{"type": "box", "half_width": 10, "half_height": 1, "center": [0, -1]}}]}},
+  {{"id": "a", "type": "dynamic", "position": [0, 2], "shapes": [{{"type": "box", "half_width": 0.5, "half_height": 0.5}}]}},
+  {{"id": "b", "type": "dynamic", "position": [2, 2], "shapes": [{{"type": "box", "half_width": 0.5, "half_height": 0.5}}]}},
+  {{"type": "dynamic", "position": [5, 2], "shapes": [{{"type": "circle", "radius": 0.5}}]}}
+],
+"joints": [{joints}]}}"#
+    )
+}
+
+#[test]
+fn joints_scene_has_every_joint_type() {
+    let w = parse_scene(JOINTS).unwrap();
+    let mut names: Vec<&str> = w
+        .joints()
+        .map(|j| w.joint_kind(j).unwrap().name())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(
+        names,
+        [
+            "angle",
+            "distance",
+            "friction",
+            "motor",
+            "prismatic",
+            "pulley",
+            "revolute",
+            "target",
+            "weld",
+            "wheel"
+        ]
+    );
+    // Fields reach the joints: the grab's user data and target.
+    let grab = w
+        .joints()
+        .find(|&j| w.joint_user_data(j).unwrap() == 42)
+        .expect("grab");
+    let JointKind::Target(t) = w.joint_kind(grab).unwrap() else {
+        panic!("grab is not a target joint")
+    };
+    assert_eq!(t.target, Vec2::from_ints(18, 4));
+}
+
+#[test]
+fn joint_fields_and_anchors() {
+    let w = parse_scene(&with_joints(
+        r#"{"id": "hinge", "type": "revolute", "body_a": "a", "body_b": "b", "anchor": [1, 2.5],
+            "enable_limit": true, "lower_angle": -0.5, "upper_angle": 0.25, "user_data": 3},
+           {"type": "distance", "body_a": "ground", "body_b": "a", "anchor_a": [0, 5], "local_anchor_b": [0, 0.5],
+            "enable_spring": true, "enable_limit": true, "max_length": 3}"#,
+    ))
+    .unwrap();
+    let ids: Vec<_> = w.joints().collect();
+    assert_eq!(ids.len(), 2);
+    let JointKind::Revolute(r) = w.joint_kind(ids[0]).unwrap() else {
+        panic!("not revolute")
+    };
+    assert!(r.enable_limit);
+    assert_eq!(r.lower_angle, Scalar::parse_decimal("-0.5").unwrap());
+    assert_eq!(r.upper_angle, Scalar::parse_decimal("0.25").unwrap());
+    assert_eq!(w.joint_user_data(ids[0]).unwrap(), 3);
+    // One world anchor for both bodies.
+    let (pa, pb) = w.joint_world_anchors(ids[0]).unwrap();
+    assert_eq!(
+        pa,
+        Vec2::new(Scalar::ONE, Scalar::parse_decimal("2.5").unwrap())
+    );
+    assert_eq!(pa, pb);
+    // A measured length (world anchor (0, 5) to a's top (0, 2.5)).
+    let JointKind::Distance(d) = w.joint_kind(ids[1]).unwrap() else {
+        panic!("not distance")
+    };
+    assert_eq!(d.length, Some(Scalar::parse_decimal("2.5").unwrap()));
+    assert_eq!(
+        d,
+        DistanceJoint {
+            length: d.length,
+            enable_spring: true,
+            enable_limit: true,
+            max_length: Scalar::from_int(3),
+            ..DistanceJoint::default()
+        }
+    );
+    // Defaults: bodies do not collide, joints do not break.
+    let w = parse_scene(&with_joints(
+        r#"{"type": "revolute", "body_a": "a", "body_b": "b"}"#,
+    ))
+    .unwrap();
+    let j = w.joints().next().unwrap();
+    assert_eq!(
+        w.joint_kind(j).unwrap(),
+        JointKind::Revolute(RevoluteJoint::default())
+    );
+}
+
+#[test]
+fn joint_naming_a_missing_body() {
+    assert_err(
+        &with_joints(r#"{"id": "knee", "type": "revolute", "body_a": "a", "body_b": "thigh"}"#),
+        &["joint 0 (\"knee\"): body_b \"thigh\" does not name a body"],
+    );
+}
+
+#[test]
+fn joint_joining_a_body_to_itself() {
+    assert_err(
+        &with_joints(r#"{"type": "weld", "body_a": "a", "body_b": "a"}"#),
+        &["joint 0: body_a and body_b are the same body \"a\""],
+    );
+}
+
+#[test]
+fn joint_limits_lower_above_upper() {
+    let cases = [
+        (
+            r#"{"id": "elbow", "type": "revolute", "body_a": "a", "body_b": "b", "lower_angle": 1, "upper_angle": 0.5}"#,
+            "joint 0 (\"elbow\"): lower_angle 1 is above upper_angle 0.5",
+        ),
+        (
+            r#"{"type": "prismatic", "body_a": "a", "body_b": "b", "lower_translation": 2, "upper_translation": -1}"#,
+            "joint 0: lower_translation 2 is above upper_translation -1",
+        ),
+        (
+            r#"{"type": "wheel", "body_a": "a", "body_b": "b", "lower_translation": 1, "upper_translation": 0}"#,
+            "joint 0: lower_translation 1 is above upper_translation 0",
+        ),
+        (
+            r#"{"type": "distance", "body_a": "a", "body_b": "b", "min_length": 3, "max_length": 2}"#,
+            "joint 0: min_length 3 is above max_length 2",
+        ),
+        (
+            r#"{"type": "angle", "body_a": "a", "body_b": "b", "lower_angle": 0.2, "upper_angle": -0.2}"#,
+            "joint 0: lower_angle 0.2 is above upper_angle -0.2",
+        ),
+    ];
+    for (joint, message) in cases {
+        assert_eq!(err(&with_joints(joint)), message);
+    }
+}
+
+#[test]
+fn pulley_ratio_must_be_positive() {
+    for ratio in ["0", "-1.5"] {
+        let e = err(&with_joints(&format!(
+            r#"{{"id": "lift", "type": "pulley", "body_a": "a", "body_b": "b",
+                "ground_anchor_a": [0, 8], "ground_anchor_b": [2, 8], "ratio": {ratio}}}"#
+        )));
+        assert!(
+            e.starts_with(&format!(
+                "joint 0 (\"lift\"): ratio {ratio} is out of range (must be above 0"
+            )),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn joint_lengths_must_not_be_negative() {
+    let cases = [
+        r#"{"type": "distance", "body_a": "a", "body_b": "b", "length": -1}"#,
+        r#"{"type": "distance", "body_a": "a", "body_b": "b", "min_length": -1}"#,
+        r#"{"type": "distance", "body_a": "a", "body_b": "b", "max_length": -2}"#,
+        r#"{"type": "pulley", "body_a": "a", "body_b": "b", "ground_anchor_a": [0, 8], "ground_anchor_b": [2, 8], "length": -3}"#,
+    ];
+    for joint in cases {
+        let e = err(&with_joints(joint));
+        assert!(e.starts_with("joint 0: "), "{e}");
+        assert!(
+            e.contains("length") && e.contains("is out of range (allowed 0 to"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn joint_field_that_does_not_apply() {
+    assert_err(
+        &with_joints(r#"{"type": "weld", "body_a": "a", "body_b": "b", "motor_speed": 3}"#),
+        &["joint 0: field \"motor_speed\" does not apply to a weld joint"],
+    );
+}
+
+#[test]
+fn joint_missing_required_fields() {
+    assert_err(
+        &with_joints(
+            r#"{"type": "pulley", "body_a": "a", "body_b": "b", "ground_anchor_a": [0, 8]}"#,
+        ),
+        &["joint 0: missing field \"ground_anchor_b\" (required for a pulley joint)"],
+    );
+    assert_err(
+        &with_joints(r#"{"type": "target", "body_a": "ground", "body_b": "b"}"#),
+        &["joint 0: missing field \"target\" (required for a target joint)"],
+    );
+    // Serde's own: body_b is required for every joint.
+    assert_err(
+        &with_joints(r#"{"type": "revolute", "body_a": "a"}"#),
+        &["joint 0: missing field \"body_b\"", "line"],
+    );
+}
+
+#[test]
+fn joint_unknown_type_and_fields() {
+    assert_err(
+        &with_joints(r#"{"type": "gear", "body_a": "a", "body_b": "b"}"#),
+        &["joint 0: unknown variant \"gear\", expected one of \"revolute\""],
+    );
+    assert_err(
+        &with_joints(
+            r#"{"type": "revolute", "body_a": "a", "body_b": "b"}, {"id": "x", "type": "weld", "body_a": "a", "body_b": "b", "stiffness": 2}"#,
+        ),
+        &["joint 1 (\"x\"): unknown field \"stiffness\""],
+    );
+}
+
+#[test]
+fn joint_ids_are_unique() {
+    assert_err(
+        &with_joints(
+            r#"{"id": "j", "type": "revolute", "body_a": "a", "body_b": "b"}, {"id": "j", "type": "weld", "body_a": "a", "body_b": "b"}"#,
+        ),
+        &["joint 1 (\"j\"): id \"j\" is already used by joint 0"],
+    );
+}
+
+#[test]
+fn joint_anchors_given_twice() {
+    assert_err(
+        &with_joints(
+            r#"{"type": "revolute", "body_a": "a", "body_b": "b", "anchor": [1, 2], "anchor_a": [1, 2]}"#,
+        ),
+        &["joint 0: give either \"anchor\" or \"anchor_a\"/\"anchor_b\", not both"],
+    );
+    assert_err(
+        &with_joints(r#"{"type": "revolute", "body_a": "a", "body_b": "b", "anchor_b": [1, 2], "local_anchor_b": [0, 0]}"#),
+        &["joint 0: give either a world anchor (anchor_b or anchor) or \"local_anchor_b\", not both"],
+    );
+}
+
+#[test]
+fn joint_values_out_of_range() {
+    let cases = [
+        (
+            r#"{"type": "motor", "body_a": "a", "body_b": "b", "correction_factor": 2}"#,
+            "joint 0: correction_factor 2 is out of range (allowed 0 to 1)",
+        ),
+        (
+            r#"{"type": "revolute", "body_a": "a", "body_b": "b", "break_force": -5}"#,
+            "joint 0: break_force -5 is out of range (allowed 0 to 1000000000)",
+        ),
+        (
+            r#"{"type": "prismatic", "body_a": "a", "body_b": "b", "axis": [0, 0]}"#,
+            "joint 0: axis must not be zero",
+        ),
+        (
+            r#"{"type": "target", "body_a": "ground", "body_b": "b", "target": [0, 20000]}"#,
+            "joint 0: target.y 20000 is outside the world bounds of ±10000",
+        ),
+        (
+            r#"{"type": "revolute", "body_a": "a", "body_b": "b", "hertz": -1}"#,
+            "joint 0: hertz -1 is out of range (allowed 0 to 1000)",
+        ),
+    ];
+    for (joint, message) in cases {
+        assert_eq!(err(&with_joints(joint)), message);
+    }
+}
+
+#[test]
+fn too_many_joints() {
+    let joints = vec![r#"{"type":"weld","body_a":"a","body_b":"b"}"#; MAX_JOINTS + 1].join(",");
+    assert_eq!(
+        parse_scene(&with_joints(&joints)).unwrap_err(),
+        SceneError::TooMany {
+            at: Location::Scene,
+            what: "joints",
+            limit: MAX_JOINTS
+        }
+    );
+}
+
+#[test]
+fn bridge_example_holds_its_planks() {
+    let mut w = parse_scene(BRIDGE).unwrap();
+    assert_eq!(w.joint_count(), 14);
+    for _ in 0..180 {
+        w.step();
+    }
+    // Every hinge still joins its planks.
+    for j in w.joints() {
+        if !matches!(w.joint_kind(j).unwrap(), JointKind::Revolute(_)) {
+            continue;
+        }
+        let (a, b) = w.joint_world_anchors(j).unwrap();
+        assert!(
+            (a - b).length() < Scalar::parse_decimal("0.02").unwrap(),
+            "{a:?} {b:?}"
+        );
     }
 }

@@ -1,11 +1,12 @@
 //! Snapshots: `restore` + N steps equals N steps, bit for bit; the byte form
 //! round-trips exactly; untrusted bytes are refused without panicking.
 
+use bitroom_sim::dynamics::{DistanceJoint, FrictionJoint, RevoluteJoint};
 use bitroom_sim::scene::build_named;
 use bitroom_sim::state::MAX_SNAPSHOT_BYTES;
 use bitroom_sim::{
-    fx, BodyDef, BodyId, BodyKind, Capsule, Circle, Polygon, Rot, Scalar, ShapeDef, ShapeGeometry,
-    Snapshot, SnapshotError, Vec2, World, WorldDef,
+    fx, BodyDef, BodyId, BodyKind, Capsule, Circle, JointDef, JointKind, Polygon, Rot, Scalar,
+    ShapeDef, ShapeGeometry, Snapshot, SnapshotError, Vec2, World, WorldDef,
 };
 use proptest::prelude::*;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -156,6 +157,26 @@ fn smash_snapshot_round_trips() {
 
 /// A scene that settles to sleep, snapshotted asleep, then woken by an
 /// impulse: sleep state and sleeping-island ids must survive the snapshot.
+#[test]
+fn ragdoll_snapshot_round_trips_with_joints_and_sleepers() {
+    // At step 150 some ragdolls rest asleep on the steps while others still
+    // tumble; the next 120 steps put the rest to sleep.
+    check_scene_round_trips("ragdoll", 150, 120, |a, b| {
+        let awake = awake_count(a);
+        assert!(
+            awake > 0 && awake < 66,
+            "{awake} bones awake at the snapshot"
+        );
+        assert_eq!(a.joint_count(), 60);
+        assert!(awake_count(b) < awake);
+    });
+}
+
+#[test]
+fn bridge_snapshot_round_trips() {
+    check_scene_round_trips("bridge", 30, 90, |a, _| assert_eq!(a.joint_count(), 31));
+}
+
 #[test]
 fn snapshot_across_sleep_and_wake() {
     let mut w = build_named("stack").unwrap();
@@ -541,7 +562,8 @@ proptest! {
 
 /// A small world with every kind of state in use: static, dynamic and
 /// kinematic bodies, all four shape kinds, touching contacts, a sleeping
-/// body, a freed body slot and a freed shape slot.
+/// body, joints (with warm-start impulses, a break threshold and a freed
+/// joint slot), a freed body slot and a freed shape slot.
 fn small_world() -> World {
     let mut w = World::default();
     let g = w
@@ -639,6 +661,41 @@ fn small_world() -> World {
     )
     .unwrap();
     w.set_bullet(c, true).unwrap();
+    let hinge = w
+        .create_joint(&JointDef {
+            local_anchor_a: Vec2::from_ints(1, 0),
+            local_anchor_b: Vec2::from_ints(-1, 0),
+            break_force: fx(1000),
+            user_data: 9,
+            ..JointDef::new(
+                b,
+                c,
+                JointKind::Revolute(RevoluteJoint {
+                    enable_limit: true,
+                    lower_angle: -Scalar::HALF,
+                    upper_angle: Scalar::HALF,
+                    enable_motor: true,
+                    max_motor_torque: Scalar::ONE,
+                    ..RevoluteJoint::default()
+                }),
+            )
+        })
+        .unwrap();
+    let spare = w
+        .create_joint(&JointDef::new(
+            g,
+            c,
+            JointKind::Friction(FrictionJoint::default()),
+        ))
+        .unwrap();
+    w.create_joint(&JointDef::new(
+        g,
+        b,
+        JointKind::Distance(DistanceJoint::rope(fx(3))),
+    ))
+    .unwrap();
+    w.destroy_joint(spare).unwrap();
+    assert!(w.contains_joint(hinge));
     steps(&mut w, 20);
     w.destroy_body(doomed).unwrap();
     steps(&mut w, 2);

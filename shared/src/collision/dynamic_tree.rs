@@ -5,6 +5,10 @@
 //! The tree's shape depends on insertion history, but query *results* are
 //! sorted by the caller, so the tree is derived data: it is rebuilt on
 //! restore and never hashed.
+//!
+//! Every node also keeps the union of its leaves' collision categories, so a
+//! query with a mask skips whole subtrees of shapes it cannot collide with
+//! (after Box2D v3's tree).
 
 use crate::math::{Aabb, Scalar, Vec2};
 
@@ -20,6 +24,8 @@ struct Node {
     user: u32,
     /// Leaf = 0; free = -1.
     height: i32,
+    /// Leaf: its category bits; internal: the union of its leaves'.
+    category: u32,
 }
 
 impl Node {
@@ -74,6 +80,7 @@ impl DynamicTree {
             child2: NULL,
             user: NULL,
             height: 0,
+            category: 0,
         };
         if let Some(i) = self.free.pop() {
             self.nodes[i as usize] = node;
@@ -84,11 +91,17 @@ impl DynamicTree {
         }
     }
 
-    /// Inserts a leaf and returns its proxy id.
+    /// Inserts a leaf (matching every query mask) and returns its proxy id.
     pub fn create_proxy(&mut self, aabb: Aabb, user: u32) -> u32 {
+        self.create_filtered_proxy(aabb, user, u32::MAX)
+    }
+
+    /// Inserts a leaf with collision `category` bits and returns its proxy id.
+    pub fn create_filtered_proxy(&mut self, aabb: Aabb, user: u32, category: u32) -> u32 {
         let leaf = self.alloc();
         self.nodes[leaf as usize].aabb = aabb;
         self.nodes[leaf as usize].user = user;
+        self.nodes[leaf as usize].category = category;
         self.insert_leaf(leaf);
         leaf
     }
@@ -109,7 +122,14 @@ impl DynamicTree {
 
     /// Calls `f(user)` for every leaf whose box overlaps `aabb`.
     #[inline]
-    pub fn query(&mut self, aabb: &Aabb, mut f: impl FnMut(u32)) {
+    pub fn query(&mut self, aabb: &Aabb, f: impl FnMut(u32)) {
+        self.query_masked(aabb, u32::MAX, f);
+    }
+
+    /// Calls `f(user)` for every leaf whose box overlaps `aabb` and whose
+    /// category shares a bit with `mask`.
+    #[inline]
+    pub fn query_masked(&mut self, aabb: &Aabb, mask: u32, mut f: impl FnMut(u32)) {
         if self.root == NULL {
             return;
         }
@@ -118,7 +138,7 @@ impl DynamicTree {
         stack.push(self.root);
         while let Some(i) = stack.pop() {
             let n = &self.nodes[i as usize];
-            if !n.aabb.overlaps(aabb) {
+            if n.category & mask == 0 || !n.aabb.overlaps(aabb) {
                 continue;
             }
             if n.is_leaf() {
@@ -226,8 +246,11 @@ impl DynamicTree {
         {
             let sib_aabb = self.nodes[sibling as usize].aabb;
             let sib_height = self.nodes[sibling as usize].height;
+            let category =
+                self.nodes[sibling as usize].category | self.nodes[leaf as usize].category;
             let np = &mut self.nodes[new_parent as usize];
             np.parent = old_parent;
+            np.category = category;
             np.aabb = leaf_aabb.union(&sib_aabb);
             np.height = sib_height + 1;
             np.child1 = sibling;
@@ -285,6 +308,7 @@ impl DynamicTree {
             let node = &mut self.nodes[index as usize];
             node.height = 1 + c1.height.max(c2.height);
             node.aabb = c1.aabb.union(&c2.aabb);
+            node.category = c1.category | c2.category;
             index = node.parent;
         }
     }
@@ -344,10 +368,12 @@ impl DynamicTree {
         let na = &mut self.nodes[a as usize];
         na.aabb = other_n.aabb.union(&give_n.aabb);
         na.height = 1 + other_n.height.max(give_n.height);
+        na.category = other_n.category | give_n.category;
         let na = *na;
         let nu = &mut self.nodes[up as usize];
         nu.aabb = na.aabb.union(&keep_n.aabb);
         nu.height = 1 + na.height.max(keep_n.height);
+        nu.category = na.category | keep_n.category;
         up
     }
 
@@ -434,5 +460,29 @@ mod tests {
         b.sort();
         assert_eq!(a, b);
         assert!(!a.is_empty());
+    }
+
+    #[test]
+    fn masked_query_skips_other_categories() {
+        let mut t = DynamicTree::new();
+        for i in 0..200u32 {
+            let x = fx((i % 20) as i32);
+            let y = fx((i / 20) as i32);
+            let b = Aabb::new(Vec2::new(x, y), Vec2::new(x + fx(2), y + fx(2)));
+            t.create_filtered_proxy(b, i, 1 << (i % 3));
+        }
+        let q = Aabb::new(Vec2::from_ints(3, 3), Vec2::from_ints(9, 6));
+        let mut all = Vec::new();
+        t.query(&q, |u| all.push(u));
+        let mut some = Vec::new();
+        t.query_masked(&q, 0b101, |u| some.push(u));
+        all.retain(|u| u % 3 != 1);
+        all.sort();
+        some.sort();
+        assert!(!some.is_empty());
+        assert_eq!(some, all);
+        let mut none = Vec::new();
+        t.query_masked(&q, 0b1000, |u| none.push(u));
+        assert!(none.is_empty());
     }
 }

@@ -24,7 +24,7 @@ use super::ccd::{self, CcdScratch};
 use super::contact::{match_impulses, pair_key, sensor_pair_allowed, Contact};
 use super::events::Events;
 use super::island;
-use super::joint::{self, BrokenJoint, Joint, JointConstraint, JointContext, JointFilter, JointId};
+use super::joint::{self, BrokenJoint, Joint, JointContext, JointFilter, JointId, JointSolver};
 use super::shape::{Shape, ShapeDef};
 use super::solver::{self, BodyState, ConstraintPoint, ContactConstraint};
 use crate::collision::{collide, shapes_overlap, DynamicTree};
@@ -207,7 +207,7 @@ struct Scratch {
     min_time: Vec<Scalar>,
     min_index: Vec<u32>,
     ccd: CcdScratch,
-    joints: Vec<JointConstraint>,
+    joints: JointSolver,
     broken: Vec<u32>,
 }
 
@@ -400,6 +400,69 @@ impl World {
         *b = Body::vacant();
         b.generation = generation;
         self.state.free_bodies.push(index);
+        Ok(())
+    }
+
+    /// Destroys several bodies with their joints, shapes and contacts, in
+    /// one pass over the joints and contacts rather than one per body; wakes
+    /// what touched them or was joined to them. Slots are freed in the order
+    /// given (joints in slot order).
+    ///
+    /// # Errors
+    /// A stale or repeated handle; then nothing is destroyed.
+    pub fn destroy_bodies(&mut self, ids: &[BodyId]) -> Result<(), WorldError> {
+        let mut doomed = vec![false; self.state.bodies.len()];
+        for &id in ids {
+            let i = self.body_index(id)? as usize;
+            if doomed[i] {
+                return Err(WorldError::InvalidBody(id));
+            }
+            doomed[i] = true;
+        }
+        for j in 0..self.state.joints.len() {
+            let jj = &self.state.joints[j];
+            if jj.alive && (doomed[jj.body_a as usize] || doomed[jj.body_b as usize]) {
+                self.remove_joint(j as u32);
+            }
+        }
+        let mut islands = Vec::new();
+        for &id in ids {
+            let b = &self.state.bodies[id.index as usize];
+            if b.sleep_island != NO_ISLAND {
+                islands.push(b.sleep_island);
+            }
+        }
+        for c in &self.state.contacts {
+            if doomed[c.body_a as usize] || doomed[c.body_b as usize] {
+                for o in [c.body_a, c.body_b] {
+                    let ob = &self.state.bodies[o as usize];
+                    if ob.sleep_island != NO_ISLAND {
+                        islands.push(ob.sleep_island);
+                    }
+                }
+            }
+        }
+        islands.sort_unstable();
+        islands.dedup();
+        island::wake_islands(&mut self.state, &islands);
+        for &id in ids {
+            let mut s = self.state.bodies[id.index as usize].first_shape;
+            while s != NONE {
+                let next = self.state.shapes[s as usize].next;
+                self.free_shape(s);
+                s = next;
+            }
+        }
+        self.state
+            .contacts
+            .retain(|c| !doomed[c.body_a as usize] && !doomed[c.body_b as usize]);
+        for &id in ids {
+            let b = &mut self.state.bodies[id.index as usize];
+            let generation = b.generation.wrapping_add(1);
+            *b = Body::vacant();
+            b.generation = generation;
+            self.state.free_bodies.push(id.index);
+        }
         Ok(())
     }
 
@@ -767,7 +830,7 @@ impl World {
         } else {
             &mut self.state.dynamic_tree
         };
-        let proxy = tree.create_proxy(fat, index);
+        let proxy = tree.create_filtered_proxy(fat, index, def.filter.category);
         self.state.shapes[index as usize] = Shape {
             generation,
             alive: true,
@@ -1037,10 +1100,16 @@ impl World {
             let body = st.bodies[shape.body as usize];
             sc.candidates.clear();
             let cands = &mut sc.candidates;
+            // Skip subtrees of categories this shape never collides with; a
+            // positive group may override the masks, so it sees everything.
+            let f = &shape.def.filter;
+            let mask = if f.group > 0 { u32::MAX } else { f.mask };
             if body.kind != BodyKind::Static {
-                st.static_tree.query(&shape.fat_aabb, |o| cands.push(o));
+                st.static_tree
+                    .query_masked(&shape.fat_aabb, mask, |o| cands.push(o));
             }
-            st.dynamic_tree.query(&shape.fat_aabb, |o| cands.push(o));
+            st.dynamic_tree
+                .query_masked(&shape.fat_aabb, mask, |o| cands.push(o));
             for &o in sc.candidates.iter() {
                 if o == si {
                     continue;
@@ -1195,7 +1264,6 @@ impl World {
         let h = dt / Scalar::from_int(n as i32);
         let inv_h = Scalar::from_int((set.tick_rate * n) as i32);
         sc.broken.clear();
-        sc.joints.clear();
 
         // A joint is never solved against a sleeping body: wake it.
         if !st.joints.is_empty() {
@@ -1340,7 +1408,7 @@ impl World {
                 s.v = clamp_speed(d.0 + s.v * d.2, max_v);
                 s.w = (d.1 + s.w * d.3).clamp(-MAX_ANGULAR_SPEED, MAX_ANGULAR_SPEED);
             }
-            joint::warm_start(&sc.joints, &mut sc.states);
+            joint::warm_start(&mut sc.joints, &mut sc.states);
             solver::warm_start(&sc.constraints, &mut sc.states);
             joint::solve(&mut sc.joints, &mut sc.states, &jctx, true);
             solver::solve_contacts(
@@ -1463,7 +1531,7 @@ impl World {
             } else {
                 &mut st.dynamic_tree
             };
-            s.proxy = tree.create_proxy(s.fat_aabb, i as u32);
+            s.proxy = tree.create_filtered_proxy(s.fat_aabb, i as u32, s.def.filter.category);
         }
     }
 }

@@ -3,6 +3,7 @@
 //! The benchmark scenes follow `docs/benchmark-scenes.md` (the Box2D v3
 //! benchmark set) to the letter, so timings are comparable.
 
+use super::joint_scenes;
 use crate::dynamics::{BodyDef, BodyKind, ShapeDef, World, WorldDef};
 use crate::geometry::{Polygon, Segment, ShapeGeometry};
 use crate::math::{fx, Rot, Scalar, Vec2};
@@ -17,9 +18,57 @@ pub const SCENE_NAMES: &[&str] = &[
     "many_pyramids",
     "smash",
     "arena",
+    "joint_grid",
+    "tumbler",
+    "rain",
+    "spinner",
+    "bridge",
+    "pendulum",
+    "newtons_cradle",
+    "car",
+    "ragdoll",
+    "rope",
+    "pulley",
 ];
 
-/// Builds a named scene, or `None` for an unknown name.
+/// A built-in scene: its world and, for scenes that change while they run
+/// (`rain` spawns and recycles ragdolls), a function to call before every
+/// step — Box2D's per-step function, with the step index `world.tick()`.
+///
+/// The per-step function is a plain `fn` that derives everything from the
+/// world (its tick and its bodies' user data), so a restored snapshot
+/// continues exactly as the original run did.
+#[derive(Debug)]
+pub struct Scene {
+    /// The world.
+    pub world: World,
+    /// Called with the world before each step, if the scene has one.
+    pub step_fn: Option<fn(&mut World)>,
+}
+
+impl Scene {
+    /// Calls the per-step function (if any), then steps the world.
+    pub fn step(&mut self) {
+        if let Some(f) = self.step_fn {
+            f(&mut self.world);
+        }
+        self.world.step();
+    }
+}
+
+/// Builds a named scene with its per-step function, or `None` for an
+/// unknown name.
+pub fn build_scene(name: &str) -> Option<Scene> {
+    let step_fn: Option<fn(&mut World)> = match name {
+        "rain" => Some(joint_scenes::rain_step),
+        _ => None,
+    };
+    build_named(name).map(|world| Scene { world, step_fn })
+}
+
+/// Builds a named scene's initial world, or `None` for an unknown name.
+/// Scenes with a per-step function (`rain`) only come alive when run through
+/// [`build_scene`].
 pub fn build_named(name: &str) -> Option<World> {
     let w = match name {
         "pyramid" => pyramid(20),
@@ -30,6 +79,17 @@ pub fn build_named(name: &str) -> Option<World> {
         "many_pyramids" => many_pyramids(),
         "smash" => smash(),
         "arena" => crate::game::sandbox::arena(&crate::game::sandbox::SandboxConfig::default()),
+        "joint_grid" => joint_scenes::joint_grid(),
+        "tumbler" => joint_scenes::tumbler(),
+        "rain" => joint_scenes::rain(),
+        "spinner" => joint_scenes::spinner(),
+        "bridge" => joint_scenes::bridge(),
+        "pendulum" => joint_scenes::pendulum(),
+        "newtons_cradle" => joint_scenes::newtons_cradle(),
+        "car" => joint_scenes::car(),
+        "ragdoll" => joint_scenes::ragdoll(),
+        "rope" => joint_scenes::rope(),
+        "pulley" => joint_scenes::pulley(),
         _ => return None,
     };
     Some(w)
@@ -294,6 +354,17 @@ mod tests {
             ("large_pyramid", 5051),
             ("many_pyramids", 22001),
             ("smash", 9601),
+            ("joint_grid", 10000),
+            ("tumbler", 2027),
+            ("rain", 1),
+            ("spinner", 6078),
+            ("bridge", 40),
+            ("pendulum", 5),
+            ("newtons_cradle", 7),
+            ("car", 8),
+            ("ragdoll", 73),
+            ("rope", 43),
+            ("pulley", 9),
         ];
         for (name, n) in counts {
             let w = build_named(name).unwrap();

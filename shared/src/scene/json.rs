@@ -6,6 +6,9 @@
 //! field it is about. No input can make [`parse_scene`] panic; input size,
 //! body count and shape count are capped.
 //!
+//! Joints reference bodies by their `id`s and are created after every body,
+//! in array order; their errors name the joint (`joint 2 ("knee")`).
+//!
 //! Parsing happens in two phases: serde turns the text into plain records
 //! (syntax, types, unknown and missing fields: errors carry serde_json's line
 //! and column), then the records are checked and turned into a [`World`].
@@ -21,7 +24,11 @@ use std::fmt;
 use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use crate::dynamics::{BodyDef, BodyId, BodyKind, ShapeDef, World, WorldDef};
+use crate::dynamics::{
+    AngleJoint, BodyDef, BodyId, BodyKind, DistanceJoint, FrictionJoint, JointDef, JointKind,
+    MotorJoint, PrismaticJoint, PulleyJoint, RevoluteJoint, ShapeDef, TargetJoint, WeldJoint,
+    WheelJoint, World, WorldDef,
+};
 use crate::geometry::{
     Capsule, Circle, Filter, GeometryError, Polygon, Segment, ShapeGeometry, MAX_POLYGON_VERTICES,
 };
@@ -38,8 +45,10 @@ pub const MAX_SHAPES: usize = 400_000;
 /// Most shapes one body may have (creating a shape is linear in the body's
 /// shape count, so this keeps loading time bounded).
 pub const MAX_SHAPES_PER_BODY: usize = 1024;
-/// Longest body `id`, in bytes.
+/// Longest body or joint `id`, in bytes.
 pub const MAX_ID_BYTES: usize = 256;
+/// Most joints a scene may have.
+pub const MAX_JOINTS: usize = 100_000;
 
 /// Smallest radius, half-extent, edge or length: the linear slop.
 const MIN_SIZE: Scalar = Scalar::milli(5);
@@ -74,6 +83,13 @@ pub enum Location {
         /// Index of the shape in the body's `shapes` array.
         index: usize,
     },
+    /// A joint, by index in `joints` (and its `id`, when it has one).
+    Joint {
+        /// Index in the `joints` array.
+        index: usize,
+        /// The joint's `id`, if it has one.
+        id: Option<String>,
+    },
 }
 
 impl fmt::Display for Location {
@@ -94,6 +110,13 @@ impl fmt::Display for Location {
                     write!(f, " ({id:?})")?;
                 }
                 write!(f, ", shape {index}")
+            }
+            Location::Joint { index, id } => {
+                write!(f, "joint {index}")?;
+                if let Some(id) = id {
+                    write!(f, " ({id:?})")?;
+                }
+                Ok(())
             }
         }
     }
@@ -176,6 +199,7 @@ enum Path {
     World,
     Body(usize),
     Shape(usize, usize),
+    Joint(usize),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -279,6 +303,7 @@ struct SceneJson {
     description: Option<String>,
     world: Option<WorldTracked>,
     bodies: BodyList,
+    joints: Option<JointList>,
 }
 
 #[derive(Deserialize, Debug)]
@@ -542,7 +567,7 @@ impl<'de> Deserialize<'de> for ShapeList {
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ShapeList, A::Error> {
                 let body = match cursor().path {
                     Path::Body(b) | Path::Shape(b, _) => b,
-                    Path::Scene | Path::World => 0,
+                    Path::Scene | Path::World | Path::Joint(_) => 0,
                 };
                 let mut out = Vec::new();
                 loop {
@@ -700,11 +725,12 @@ fn requote(message: &str) -> String {
 /// The location for a serde path, looking the body's `id` up when the
 /// document is valid JSON.
 fn location(text: &str, path: Path) -> Location {
-    let id_of = |i: usize| -> Option<String> {
+    let id_in = |list: &str, i: usize| -> Option<String> {
         let v = serde_json::from_str::<serde_json::Value>(text).ok()?;
-        let id = v.get("bodies")?.get(i)?.get("id")?.as_str()?;
+        let id = v.get(list)?.get(i)?.get("id")?.as_str()?;
         (id.len() <= MAX_ID_BYTES).then(|| id.to_owned())
     };
+    let id_of = |i: usize| id_in("bodies", i);
     match path {
         Path::Scene => Location::Scene,
         Path::World => Location::World,
@@ -716,6 +742,10 @@ fn location(text: &str, path: Path) -> Location {
             body,
             id: id_of(body),
             index,
+        },
+        Path::Joint(index) => Location::Joint {
+            index,
+            id: id_in("joints", index),
         },
     }
 }
@@ -914,6 +944,7 @@ fn build_world(scene: &SceneJson) -> Result<World, SceneError> {
     let def = world_def(scene.world.as_ref())?;
     let mut world = World::new(def).map_err(|e| invalid(&Location::World, e.to_string()))?;
     let mut ids: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut handles: Vec<BodyId> = Vec::with_capacity(scene.bodies.0.len());
     for (index, body) in scene.bodies.0.iter().enumerate() {
         if let Some(id) = &body.id {
             if id.len() > MAX_ID_BYTES {
@@ -936,7 +967,31 @@ fn build_world(scene: &SceneJson) -> Result<World, SceneError> {
                 ));
             }
         }
-        build_body(&mut world, &def, body, index, &at)?;
+        handles.push(build_body(&mut world, &def, body, index, &at)?);
+    }
+    if let Some(joints) = &scene.joints {
+        let mut joint_ids: BTreeMap<&str, usize> = BTreeMap::new();
+        for (index, j) in joints.0.iter().enumerate() {
+            let at = Location::Joint {
+                index,
+                id: j.id.clone().filter(|id| id.len() <= MAX_ID_BYTES),
+            };
+            if let Some(id) = &j.id {
+                if id.len() > MAX_ID_BYTES {
+                    return Err(invalid(
+                        &at,
+                        format!("id is longer than {MAX_ID_BYTES} bytes"),
+                    ));
+                }
+                if let Some(prev) = joint_ids.insert(id.as_str(), index) {
+                    return Err(invalid(
+                        &at,
+                        format!("id {id:?} is already used by joint {prev}"),
+                    ));
+                }
+            }
+            build_joint(&mut world, &ids, &handles, j, &at)?;
+        }
     }
     Ok(world)
 }
@@ -947,7 +1002,7 @@ fn build_body(
     b: &BodyJson,
     index: usize,
     at: &Location,
-) -> Result<(), SceneError> {
+) -> Result<BodyId, SceneError> {
     let kind = match b.kind {
         BodyKindJson::Static => BodyKind::Static,
         BodyKindJson::Kinematic => BodyKind::Kinematic,
@@ -1028,7 +1083,7 @@ fn build_body(
             build_shape(world, id, kind, xf, s, &sat, &mut load)?;
         }
     }
-    Ok(())
+    Ok(id)
 }
 
 fn material(at: &Location, s: &ShapeJson, kind: BodyKind) -> Result<ShapeDef, SceneError> {
@@ -1252,6 +1307,613 @@ fn geometry(at: &Location, s: &ShapeJson) -> Result<ShapeGeometry, SceneError> {
             ShapeGeometry::Segment(Segment::new(p1, p2).map_err(|e| geometry_error(at, e))?)
         }
     })
+}
+
+// ---------------------------------------------------------------------------
+// Joints.
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum JointKindJson {
+    Revolute,
+    Prismatic,
+    Weld,
+    Wheel,
+    Distance,
+    Pulley,
+    Angle,
+    Motor,
+    Target,
+    Friction,
+}
+
+const JOINT_KINDS: [(JointKindJson, &str); 10] = [
+    (JointKindJson::Revolute, "revolute"),
+    (JointKindJson::Prismatic, "prismatic"),
+    (JointKindJson::Weld, "weld"),
+    (JointKindJson::Wheel, "wheel"),
+    (JointKindJson::Distance, "distance"),
+    (JointKindJson::Pulley, "pulley"),
+    (JointKindJson::Angle, "angle"),
+    (JointKindJson::Motor, "motor"),
+    (JointKindJson::Target, "target"),
+    (JointKindJson::Friction, "friction"),
+];
+
+impl<'de> Deserialize<'de> for JointKindJson {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<JointKindJson, D::Error> {
+        const NAMES: [&str; 10] = [
+            "revolute",
+            "prismatic",
+            "weld",
+            "wheel",
+            "distance",
+            "pulley",
+            "angle",
+            "motor",
+            "target",
+            "friction",
+        ];
+        Ok(JOINT_KINDS[one_of(d, &NAMES)?].0)
+    }
+}
+
+impl JointKindJson {
+    fn name(self) -> &'static str {
+        JOINT_KINDS
+            .iter()
+            .find(|k| k.0 == self)
+            .map_or("joint", |k| k.1)
+    }
+
+    /// Type-specific fields allowed, and of which required.
+    fn fields(self) -> (&'static [&'static str], &'static [&'static str]) {
+        match self {
+            JointKindJson::Revolute => (
+                &[
+                    "enable_limit",
+                    "lower_angle",
+                    "upper_angle",
+                    "enable_motor",
+                    "motor_speed",
+                    "max_motor_torque",
+                    "enable_spring",
+                    "hertz",
+                    "damping_ratio",
+                    "target_angle",
+                ],
+                &[],
+            ),
+            JointKindJson::Prismatic => (
+                &[
+                    "axis",
+                    "enable_limit",
+                    "lower_translation",
+                    "upper_translation",
+                    "enable_motor",
+                    "motor_speed",
+                    "max_motor_force",
+                    "enable_spring",
+                    "hertz",
+                    "damping_ratio",
+                    "target_translation",
+                ],
+                &[],
+            ),
+            JointKindJson::Weld => (
+                &[
+                    "linear_hertz",
+                    "linear_damping_ratio",
+                    "angular_hertz",
+                    "angular_damping_ratio",
+                ],
+                &[],
+            ),
+            JointKindJson::Wheel => (
+                &[
+                    "axis",
+                    "enable_spring",
+                    "hertz",
+                    "damping_ratio",
+                    "enable_limit",
+                    "lower_translation",
+                    "upper_translation",
+                    "enable_motor",
+                    "motor_speed",
+                    "max_motor_torque",
+                ],
+                &[],
+            ),
+            JointKindJson::Distance => (
+                &[
+                    "length",
+                    "enable_spring",
+                    "hertz",
+                    "damping_ratio",
+                    "enable_limit",
+                    "min_length",
+                    "max_length",
+                    "enable_motor",
+                    "motor_speed",
+                    "max_motor_force",
+                ],
+                &[],
+            ),
+            JointKindJson::Pulley => (
+                &["ground_anchor_a", "ground_anchor_b", "ratio", "length"],
+                &["ground_anchor_a", "ground_anchor_b"],
+            ),
+            JointKindJson::Angle => (
+                &[
+                    "target_angle",
+                    "hertz",
+                    "damping_ratio",
+                    "max_torque",
+                    "enable_limit",
+                    "lower_angle",
+                    "upper_angle",
+                ],
+                &[],
+            ),
+            JointKindJson::Motor => (&["max_force", "max_torque", "correction_factor"], &[]),
+            JointKindJson::Target => (
+                &["target", "hertz", "damping_ratio", "max_force"],
+                &["target"],
+            ),
+            JointKindJson::Friction => (&["max_force", "max_torque"], &[]),
+        }
+    }
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields, expecting = "a joint object")]
+struct JointJson {
+    id: Option<String>,
+    #[serde(rename = "type")]
+    kind: JointKindJson,
+    body_a: String,
+    body_b: String,
+    anchor: Option<V2>,
+    anchor_a: Option<V2>,
+    anchor_b: Option<V2>,
+    local_anchor_a: Option<V2>,
+    local_anchor_b: Option<V2>,
+    reference_angle: Option<Num>,
+    collide_connected: Option<bool>,
+    break_force: Option<Num>,
+    break_torque: Option<Num>,
+    user_data: Option<u64>,
+    // Type-specific (see `JointKindJson::fields`).
+    enable_limit: Option<bool>,
+    lower_angle: Option<Num>,
+    upper_angle: Option<Num>,
+    enable_motor: Option<bool>,
+    motor_speed: Option<Num>,
+    max_motor_torque: Option<Num>,
+    max_motor_force: Option<Num>,
+    enable_spring: Option<bool>,
+    hertz: Option<Num>,
+    damping_ratio: Option<Num>,
+    target_angle: Option<Num>,
+    axis: Option<V2>,
+    lower_translation: Option<Num>,
+    upper_translation: Option<Num>,
+    target_translation: Option<Num>,
+    linear_hertz: Option<Num>,
+    linear_damping_ratio: Option<Num>,
+    angular_hertz: Option<Num>,
+    angular_damping_ratio: Option<Num>,
+    length: Option<Num>,
+    min_length: Option<Num>,
+    max_length: Option<Num>,
+    ground_anchor_a: Option<V2>,
+    ground_anchor_b: Option<V2>,
+    ratio: Option<Num>,
+    max_torque: Option<Num>,
+    max_force: Option<Num>,
+    correction_factor: Option<Num>,
+    target: Option<V2>,
+}
+
+impl JointJson {
+    /// Type-specific fields that are present, by name.
+    fn present(&self) -> [(&'static str, bool); 29] {
+        [
+            ("enable_limit", self.enable_limit.is_some()),
+            ("lower_angle", self.lower_angle.is_some()),
+            ("upper_angle", self.upper_angle.is_some()),
+            ("enable_motor", self.enable_motor.is_some()),
+            ("motor_speed", self.motor_speed.is_some()),
+            ("max_motor_torque", self.max_motor_torque.is_some()),
+            ("max_motor_force", self.max_motor_force.is_some()),
+            ("enable_spring", self.enable_spring.is_some()),
+            ("hertz", self.hertz.is_some()),
+            ("damping_ratio", self.damping_ratio.is_some()),
+            ("target_angle", self.target_angle.is_some()),
+            ("axis", self.axis.is_some()),
+            ("lower_translation", self.lower_translation.is_some()),
+            ("upper_translation", self.upper_translation.is_some()),
+            ("target_translation", self.target_translation.is_some()),
+            ("linear_hertz", self.linear_hertz.is_some()),
+            ("linear_damping_ratio", self.linear_damping_ratio.is_some()),
+            ("angular_hertz", self.angular_hertz.is_some()),
+            (
+                "angular_damping_ratio",
+                self.angular_damping_ratio.is_some(),
+            ),
+            ("length", self.length.is_some()),
+            ("min_length", self.min_length.is_some()),
+            ("max_length", self.max_length.is_some()),
+            ("ground_anchor_a", self.ground_anchor_a.is_some()),
+            ("ground_anchor_b", self.ground_anchor_b.is_some()),
+            ("ratio", self.ratio.is_some()),
+            ("max_torque", self.max_torque.is_some()),
+            ("max_force", self.max_force.is_some()),
+            ("correction_factor", self.correction_factor.is_some()),
+            ("target", self.target.is_some()),
+        ]
+    }
+}
+
+#[derive(Debug)]
+struct JointList(Vec<JointJson>);
+
+impl<'de> Deserialize<'de> for JointList {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<JointList, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = JointList;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an array of joints")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<JointList, A::Error> {
+                let mut out = Vec::new();
+                loop {
+                    let i = out.len();
+                    if i == MAX_JOINTS {
+                        set_path(Path::Scene);
+                        if seq.next_element::<IgnoredAny>()?.is_some() {
+                            set_cursor(Cursor {
+                                limit: Some(("joints", MAX_JOINTS)),
+                                ..cursor()
+                            });
+                            return Err(de::Error::custom("too many joints"));
+                        }
+                        break;
+                    }
+                    set_path(Path::Joint(i));
+                    match seq.next_element::<JointJson>()? {
+                        Some(j) => out.push(j),
+                        None => break,
+                    }
+                }
+                set_path(Path::Scene);
+                Ok(JointList(out))
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+/// Largest force or torque a joint field accepts (N, N·m).
+const FORCE_BOUND: Scalar = Scalar::from_int(1_000_000_000);
+/// Largest angle a joint field accepts (rad); limits are clamped to ±π.
+const ANGLE_BOUND: Scalar = Scalar::from_int(7);
+
+fn build_joint(
+    world: &mut World,
+    ids: &BTreeMap<&str, usize>,
+    handles: &[BodyId],
+    j: &JointJson,
+    at: &Location,
+) -> Result<(), SceneError> {
+    let name = j.kind.name();
+    let (allowed, needed) = j.kind.fields();
+    let present = j.present();
+    for (field, here) in present {
+        if here && !allowed.contains(&field) {
+            return Err(invalid(
+                at,
+                format!("field {field:?} does not apply to a {name} joint"),
+            ));
+        }
+    }
+    for field in needed {
+        if !present.iter().any(|&(f, here)| f == *field && here) {
+            return Err(invalid(
+                at,
+                format!("missing field {field:?} (required for a {name} joint)"),
+            ));
+        }
+    }
+    let body = |field: &str, id: &str| -> Result<BodyId, SceneError> {
+        match ids.get(id) {
+            Some(&i) => Ok(handles[i]),
+            None => Err(invalid(
+                at,
+                format!("{field} {id:?} does not name a body (bodies are named by their \"id\")"),
+            )),
+        }
+    };
+    let a = body("body_a", &j.body_a)?;
+    let b = body("body_b", &j.body_b)?;
+    if a == b {
+        return Err(invalid(
+            at,
+            format!("body_a and body_b are the same body {:?}", j.body_a),
+        ));
+    }
+    // Anchors: one world point for both, a world point each, or local ones.
+    let world_pt = |field: &str, v: Option<V2>| opt(v, None, |v| point(at, field, v).map(Some));
+    let anchor = world_pt("anchor", j.anchor)?;
+    let anchor_a = world_pt("anchor_a", j.anchor_a)?;
+    let anchor_b = world_pt("anchor_b", j.anchor_b)?;
+    let local_a = world_pt("local_anchor_a", j.local_anchor_a)?;
+    let local_b = world_pt("local_anchor_b", j.local_anchor_b)?;
+    if anchor.is_some() && (anchor_a.is_some() || anchor_b.is_some()) {
+        return Err(invalid(
+            at,
+            "give either \"anchor\" or \"anchor_a\"/\"anchor_b\", not both",
+        ));
+    }
+    for (world_field, local_field, w, l) in [
+        ("anchor_a", "local_anchor_a", anchor.or(anchor_a), local_a),
+        ("anchor_b", "local_anchor_b", anchor.or(anchor_b), local_b),
+    ] {
+        if w.is_some() && l.is_some() {
+            return Err(invalid(
+                at,
+                format!("give either a world anchor ({world_field} or anchor) or {local_field:?}, not both"),
+            ));
+        }
+    }
+    let local = |id: BodyId, w: Option<Vec2>, l: Option<Vec2>| -> Result<Vec2, SceneError> {
+        match (w, l) {
+            (Some(p), _) => world
+                .local_point(id, p)
+                .map_err(|e| invalid(at, e.to_string())),
+            (None, Some(l)) => Ok(l),
+            (None, None) => Ok(Vec2::ZERO),
+        }
+    };
+    let local_anchor_a = local(a, anchor.or(anchor_a), local_a)?;
+    let local_anchor_b = local(b, anchor.or(anchor_b), local_b)?;
+
+    let num = |field: &str, v: Option<Num>, lo: Scalar, hi: Scalar, default: Scalar| {
+        opt(v, default, |v| ranged(at, field, v, lo, hi))
+    };
+    let non_neg = |field: &str, v: Option<Num>, hi: Scalar, default: Scalar| {
+        num(field, v, Scalar::ZERO, hi, default)
+    };
+    let angle =
+        |field: &str, v: Option<Num>| num(field, v, -ANGLE_BOUND, ANGLE_BOUND, Scalar::ZERO);
+    let speed =
+        |field: &str, v: Option<Num>| num(field, v, -TUNING_BOUND, TUNING_BOUND, Scalar::ZERO);
+    let hertz = |v: Option<Num>, default: Scalar| non_neg("hertz", v, TUNING_BOUND, default);
+    let damping =
+        |v: Option<Num>, default: Scalar| non_neg("damping_ratio", v, TUNING_BOUND, default);
+    let translation =
+        |field: &str, v: Option<Num>| num(field, v, -WORLD_BOUND, WORLD_BOUND, Scalar::ZERO);
+    let ordered = |lo_field: &str, lo: Scalar, hi_field: &str, hi: Scalar| {
+        if lo > hi {
+            Err(invalid(
+                at,
+                format!(
+                    "{lo_field} {} is above {hi_field} {}",
+                    show_scalar(lo),
+                    show_scalar(hi)
+                ),
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    let axis = |default: Vec2| -> Result<Vec2, SceneError> {
+        let v = opt(j.axis, default, |v| ranged_vec(at, "axis", v, WORLD_BOUND))?;
+        if v.normalize() == Vec2::ZERO {
+            return Err(invalid(at, "axis must not be zero"));
+        }
+        Ok(v)
+    };
+
+    let kind = match j.kind {
+        JointKindJson::Revolute => {
+            let r = RevoluteJoint {
+                enable_limit: j.enable_limit.unwrap_or(false),
+                lower_angle: angle("lower_angle", j.lower_angle)?,
+                upper_angle: angle("upper_angle", j.upper_angle)?,
+                enable_motor: j.enable_motor.unwrap_or(false),
+                motor_speed: speed("motor_speed", j.motor_speed)?,
+                max_motor_torque: non_neg(
+                    "max_motor_torque",
+                    j.max_motor_torque,
+                    FORCE_BOUND,
+                    Scalar::ZERO,
+                )?,
+                enable_spring: j.enable_spring.unwrap_or(false),
+                hertz: hertz(j.hertz, Scalar::ZERO)?,
+                damping_ratio: damping(j.damping_ratio, Scalar::ZERO)?,
+                target_angle: angle("target_angle", j.target_angle)?,
+            };
+            ordered("lower_angle", r.lower_angle, "upper_angle", r.upper_angle)?;
+            JointKind::Revolute(r)
+        }
+        JointKindJson::Prismatic => {
+            let p = PrismaticJoint {
+                local_axis_a: axis(PrismaticJoint::default().local_axis_a)?,
+                enable_limit: j.enable_limit.unwrap_or(false),
+                lower_translation: translation("lower_translation", j.lower_translation)?,
+                upper_translation: translation("upper_translation", j.upper_translation)?,
+                enable_motor: j.enable_motor.unwrap_or(false),
+                motor_speed: speed("motor_speed", j.motor_speed)?,
+                max_motor_force: non_neg(
+                    "max_motor_force",
+                    j.max_motor_force,
+                    FORCE_BOUND,
+                    Scalar::ZERO,
+                )?,
+                enable_spring: j.enable_spring.unwrap_or(false),
+                hertz: hertz(j.hertz, Scalar::ZERO)?,
+                damping_ratio: damping(j.damping_ratio, Scalar::ZERO)?,
+                target_translation: translation("target_translation", j.target_translation)?,
+            };
+            ordered(
+                "lower_translation",
+                p.lower_translation,
+                "upper_translation",
+                p.upper_translation,
+            )?;
+            JointKind::Prismatic(p)
+        }
+        JointKindJson::Weld => JointKind::Weld(WeldJoint {
+            linear_hertz: non_neg("linear_hertz", j.linear_hertz, TUNING_BOUND, Scalar::ZERO)?,
+            linear_damping_ratio: non_neg(
+                "linear_damping_ratio",
+                j.linear_damping_ratio,
+                TUNING_BOUND,
+                Scalar::ZERO,
+            )?,
+            angular_hertz: non_neg("angular_hertz", j.angular_hertz, TUNING_BOUND, Scalar::ZERO)?,
+            angular_damping_ratio: non_neg(
+                "angular_damping_ratio",
+                j.angular_damping_ratio,
+                TUNING_BOUND,
+                Scalar::ZERO,
+            )?,
+        }),
+        JointKindJson::Wheel => {
+            let d = WheelJoint::default();
+            let w = WheelJoint {
+                local_axis_a: axis(d.local_axis_a)?,
+                enable_spring: j.enable_spring.unwrap_or(d.enable_spring),
+                hertz: hertz(j.hertz, d.hertz)?,
+                damping_ratio: damping(j.damping_ratio, d.damping_ratio)?,
+                enable_limit: j.enable_limit.unwrap_or(false),
+                lower_translation: translation("lower_translation", j.lower_translation)?,
+                upper_translation: translation("upper_translation", j.upper_translation)?,
+                enable_motor: j.enable_motor.unwrap_or(false),
+                motor_speed: speed("motor_speed", j.motor_speed)?,
+                max_motor_torque: non_neg(
+                    "max_motor_torque",
+                    j.max_motor_torque,
+                    FORCE_BOUND,
+                    Scalar::ZERO,
+                )?,
+            };
+            ordered(
+                "lower_translation",
+                w.lower_translation,
+                "upper_translation",
+                w.upper_translation,
+            )?;
+            JointKind::Wheel(w)
+        }
+        JointKindJson::Distance => {
+            let d = DistanceJoint::default();
+            let length = opt(j.length, None, |v| {
+                ranged(at, "length", v, Scalar::ZERO, WORLD_BOUND).map(Some)
+            })?;
+            let dj = DistanceJoint {
+                length,
+                enable_spring: j.enable_spring.unwrap_or(false),
+                hertz: hertz(j.hertz, Scalar::ZERO)?,
+                damping_ratio: damping(j.damping_ratio, Scalar::ZERO)?,
+                enable_limit: j.enable_limit.unwrap_or(false),
+                min_length: non_neg("min_length", j.min_length, WORLD_BOUND, d.min_length)?,
+                max_length: non_neg("max_length", j.max_length, WORLD_BOUND, d.max_length)?,
+                enable_motor: j.enable_motor.unwrap_or(false),
+                motor_speed: speed("motor_speed", j.motor_speed)?,
+                max_motor_force: non_neg(
+                    "max_motor_force",
+                    j.max_motor_force,
+                    FORCE_BOUND,
+                    Scalar::ZERO,
+                )?,
+            };
+            ordered("min_length", dj.min_length, "max_length", dj.max_length)?;
+            JointKind::Distance(dj)
+        }
+        JointKindJson::Pulley => JointKind::Pulley(PulleyJoint {
+            ground_anchor_a: point(
+                at,
+                "ground_anchor_a",
+                required(at, j.ground_anchor_a, "ground_anchor_a")?,
+            )?,
+            ground_anchor_b: point(
+                at,
+                "ground_anchor_b",
+                required(at, j.ground_anchor_b, "ground_anchor_b")?,
+            )?,
+            ratio: opt(j.ratio, Scalar::ONE, |v| {
+                positive(at, "ratio", v, TUNING_BOUND)
+            })?,
+            total_length: opt(j.length, None, |v| {
+                ranged(at, "length", v, Scalar::ZERO, WORLD_BOUND.shl(2)).map(Some)
+            })?,
+        }),
+        JointKindJson::Angle => {
+            let d = AngleJoint::default();
+            let a = AngleJoint {
+                target_angle: angle("target_angle", j.target_angle)?,
+                hertz: hertz(j.hertz, Scalar::ZERO)?,
+                damping_ratio: damping(j.damping_ratio, Scalar::ZERO)?,
+                max_torque: non_neg("max_torque", j.max_torque, FORCE_BOUND, d.max_torque)?,
+                enable_limit: j.enable_limit.unwrap_or(false),
+                lower_angle: angle("lower_angle", j.lower_angle)?,
+                upper_angle: angle("upper_angle", j.upper_angle)?,
+            };
+            ordered("lower_angle", a.lower_angle, "upper_angle", a.upper_angle)?;
+            JointKind::Angle(a)
+        }
+        JointKindJson::Motor => {
+            let d = MotorJoint::default();
+            JointKind::Motor(MotorJoint {
+                max_force: non_neg("max_force", j.max_force, FORCE_BOUND, d.max_force)?,
+                max_torque: non_neg("max_torque", j.max_torque, FORCE_BOUND, d.max_torque)?,
+                correction_factor: non_neg(
+                    "correction_factor",
+                    j.correction_factor,
+                    Scalar::ONE,
+                    d.correction_factor,
+                )?,
+            })
+        }
+        JointKindJson::Target => {
+            let d = TargetJoint::default();
+            JointKind::Target(TargetJoint {
+                target: point(at, "target", required(at, j.target, "target")?)?,
+                hertz: opt(j.hertz, d.hertz, |v| positive(at, "hertz", v, TUNING_BOUND))?,
+                damping_ratio: damping(j.damping_ratio, d.damping_ratio)?,
+                max_force: non_neg("max_force", j.max_force, FORCE_BOUND, d.max_force)?,
+            })
+        }
+        JointKindJson::Friction => JointKind::Friction(FrictionJoint {
+            max_force: non_neg("max_force", j.max_force, FORCE_BOUND, Scalar::ZERO)?,
+            max_torque: non_neg("max_torque", j.max_torque, FORCE_BOUND, Scalar::ZERO)?,
+        }),
+    };
+    let def = JointDef {
+        body_a: a,
+        body_b: b,
+        local_anchor_a,
+        local_anchor_b,
+        reference_angle: opt(j.reference_angle, Scalar::ZERO, |v| {
+            ranged(at, "reference_angle", v, -ANGLE_BOUND, ANGLE_BOUND)
+        })?,
+        collide_connected: j.collide_connected.unwrap_or(false),
+        break_force: opt(j.break_force, Scalar::MAX, |v| {
+            ranged(at, "break_force", v, Scalar::ZERO, FORCE_BOUND)
+        })?,
+        break_torque: opt(j.break_torque, Scalar::MAX, |v| {
+            ranged(at, "break_torque", v, Scalar::ZERO, FORCE_BOUND)
+        })?,
+        user_data: j.user_data.unwrap_or(0),
+        kind,
+    };
+    world
+        .create_joint(&def)
+        .map_err(|e| invalid(at, e.to_string()))?;
+    Ok(())
 }
 
 #[cfg(test)]

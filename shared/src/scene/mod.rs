@@ -3,7 +3,9 @@
 //! Tests, benchmarks and the CLI all build scenes through these functions.
 
 pub mod builders;
+pub mod human;
+pub mod joint_scenes;
 pub mod json;
 
-pub use builders::{build_named, SCENE_NAMES};
+pub use builders::{build_named, build_scene, Scene, SCENE_NAMES};
 pub use json::{parse_scene, SceneError};

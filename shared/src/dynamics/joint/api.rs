@@ -395,8 +395,7 @@ impl World {
             &self.state.bodies[j.body_a as usize],
             &self.state.bodies[j.body_b as usize],
         );
-        let f = frame_of(j, ba, bb);
-        Ok(super::relative_angle(f.qa, f.qb))
+        Ok(frame_of(j, ba, bb).angle0)
     }
 
     /// World positions of the two anchors (for drawing and inspection).

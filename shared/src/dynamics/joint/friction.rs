@@ -33,15 +33,13 @@ impl FrictionJoint {
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Prepared {
-    k: Sym22,
     angular_mass: Scalar,
     max_force_impulse: Scalar,
     max_torque_impulse: Scalar,
 }
 
-pub(super) fn prepare(p: &FrictionJoint, f: &Frame, m: &Masses, ctx: &JointContext) -> Prepared {
+pub(super) fn prepare(p: &FrictionJoint, m: &Masses, ctx: &JointContext) -> Prepared {
     Prepared {
-        k: Sym22::point_mass(m.ma, m.ia, m.mb, m.ib, f.ra, f.rb).inverse(),
         angular_mass: inv_or_zero(m.ia + m.ib),
         max_force_impulse: ctx.h * p.max_force,
         max_torque_impulse: ctx.h * p.max_torque,
@@ -69,8 +67,16 @@ pub(super) fn solve(
     apply_angular(sa, sb, i);
     let (ra, rb) = f.anchors(sa, sb);
     let cdot = sb.velocity_at(rb) - sa.velocity_at(ra);
+    let k = Sym22::point_mass(
+        sa.inv_mass,
+        sa.inv_inertia,
+        sb.inv_mass,
+        sb.inv_inertia,
+        ra,
+        rb,
+    );
     let old = imp.linear;
-    imp.linear = clamp_length(old - p.k.mul(cdot), p.max_force_impulse);
+    imp.linear = clamp_length(old - k.solve(cdot), p.max_force_impulse);
     let applied = imp.linear - old;
     apply_point(sa, sb, ra, rb, applied);
 }

@@ -25,9 +25,12 @@
 //! Accumulated impulses are per substep, so a joint's reaction force is its
 //! impulse times the substep rate.
 //!
-//! Effective-mass matrices are inverted once per step with a determinant kept
-//! at double width (see [`Sym22::inverse`]), so heavy bodies (whose inverse
-//! masses have few significant bits in Q32.32) still get a usable inverse.
+//! Point constraints rebuild their 2×2 effective mass from the current
+//! anchors in every iteration (as Box2D v3 does; a mass from the start of
+//! the step over-corrects fast-spinning bodies and lets strained joint nets
+//! diverge) and solve it with a determinant kept at double width (see
+//! [`Sym22::solve`]), so heavy bodies, whose inverse masses have few
+//! significant bits in Q32.32, are still solved accurately.
 
 mod angle;
 pub(crate) mod api;
@@ -261,10 +264,8 @@ pub(crate) struct Frame {
     pub rb: Vec2,
     /// `centre B − centre A`.
     pub dc: Vec2,
-    /// Rotation of A's joint frame (A's rotation times the reference).
-    pub qa: Rot,
-    /// Rotation of B.
-    pub qb: Rot,
+    /// Joint angle at the start of the step, in `[−π, π]`.
+    pub angle0: Scalar,
 }
 
 impl Frame {
@@ -280,10 +281,12 @@ impl Frame {
         (sb.dp - sa.dp) + self.dc + (rb - ra)
     }
 
-    /// Current joint angle in `[−π, π]`.
+    /// Current joint angle: the angle at the start of the step plus the
+    /// relative rotation since (so it is continuous within a step and may
+    /// leave `[−π, π]` by that rotation).
     #[inline]
     pub fn angle(&self, sa: &BodyState, sb: &BodyState) -> Scalar {
-        relative_angle(sa.dq.mul_rot(self.qa), sb.dq.mul_rot(self.qb))
+        self.angle0 + rotation_angle(sa.dq.inv_mul(sb.dq))
     }
 }
 
@@ -292,6 +295,25 @@ impl Frame {
 pub(crate) fn relative_angle(a: Rot, b: Rot) -> Scalar {
     let r = a.inv_mul(b);
     atan2(r.s, r.c)
+}
+
+/// Angle of rotation `r`, in `[−π, π]`: a short series for the small
+/// rotations bodies make within a step, `atan2` otherwise.
+///
+/// For `|sin| < 1/4` (angles below 0.2527 rad) the series
+/// `asin s = s + s³/6 + 3s⁵/40 + 5s⁷/112` is within 1.3·10⁻⁷ rad.
+#[inline]
+pub(crate) fn rotation_angle(r: Rot) -> Scalar {
+    let s = r.s;
+    if r.c > Scalar::ZERO && s.abs() < Scalar::ratio(1, 4) {
+        let s2 = s * s;
+        // Horner: s·(1 + s²(1/6 + s²(3/40 + s²·5/112))).
+        let p = Scalar::ratio(5, 112) * s2 + Scalar::ratio(3, 40);
+        let p = p * s2 + Scalar::ratio(1, 6);
+        s + s * (p * s2)
+    } else {
+        atan2(s, r.c)
+    }
 }
 
 /// A symmetric 2×2 matrix `[[a11, a12], [a12, a22]]`.
@@ -314,41 +336,32 @@ impl Sym22 {
         }
     }
 
-    /// The inverse, or zero for a singular matrix.
-    ///
-    /// The determinant is formed from the raw products at full width
-    /// (Q64.64 in an `i128`), normalised to 62 significant bits and divided
-    /// into each entry at double width, so the result keeps ~31 significant
-    /// bits even when the entries are tiny (inverse masses of heavy bodies).
-    pub fn inverse(self) -> Sym22 {
-        let (a, b, d) = (
+    /// The inverse (zero if singular), with one division; see [`Sym22::solve`]
+    /// for the precision.
+    #[inline]
+    pub fn inverse(&self) -> Sym22 {
+        let (a, c, d) = (
             self.a11.to_bits() as i128,
             self.a12.to_bits() as i128,
             self.a22.to_bits() as i128,
         );
-        // |a·d|, |b·b| < 2¹²⁶, so the difference fits.
-        let det = a * d - b * b;
+        let det = a * d - c * c;
         if det == 0 {
             return Sym22::default();
         }
-        let bits = 128 - det.unsigned_abs().leading_zeros();
-        let s = bits.saturating_sub(62);
-        // det · 2⁻ˢ, i.e. the determinant in Q(64−s) fixed point.
-        let den = det >> s;
-        // entry bits = x_bits · 2^(64−s) / den.
-        let entry = |x: i128| -> Scalar {
-            let num = if s <= 64 {
-                x << (64 - s)
-            } else {
-                x >> (s - 64)
-            };
-            let q = num / den;
+        let s = (128 - det.unsigned_abs().leading_zeros()) as i32 - 62;
+        let den = if s >= 0 { det >> s } else { det << -s };
+        let r = (1i128 << 124) / den;
+        let shift = 60 + s;
+        let scale = |n: Scalar| -> Scalar {
+            let p = n.to_bits() as i128 * r;
+            let q = if shift >= 0 { p >> shift } else { p << -shift };
             Scalar::from_bits(q.clamp(i64::MIN as i128, i64::MAX as i128) as i64)
         };
         Sym22 {
-            a11: entry(d),
-            a12: entry(-b),
-            a22: entry(a),
+            a11: scale(self.a22),
+            a12: scale(-self.a12),
+            a22: scale(self.a11),
         }
     }
 
@@ -359,6 +372,40 @@ impl Sym22 {
             self.a11 * v.x + self.a12 * v.y,
             self.a12 * v.x + self.a22 * v.y,
         )
+    }
+
+    /// Solves `K x = b` for this matrix `K` (zero if singular), cheaply
+    /// enough to run in every iteration.
+    ///
+    /// The determinant is formed exactly at double width (Q64.64) and its
+    /// reciprocal taken once with 62 significant bits, so tiny entries (the
+    /// inverse masses of heavy bodies) keep their precision; the adjugate
+    /// products are ordinary Q32.32.
+    #[inline]
+    pub fn solve(&self, b: Vec2) -> Vec2 {
+        let (a, c, d) = (
+            self.a11.to_bits() as i128,
+            self.a12.to_bits() as i128,
+            self.a22.to_bits() as i128,
+        );
+        let det = a * d - c * c;
+        if det == 0 {
+            return Vec2::ZERO;
+        }
+        // det = den · 2^(s − 64) with |den| in [2⁶¹, 2⁶²).
+        let s = (128 - det.unsigned_abs().leading_zeros()) as i32 - 62;
+        let den = if s >= 0 { det >> s } else { det << -s };
+        // r = 2¹²⁴ / den, in (2⁶², 2⁶³]: 1/det = r · 2^(−60 − s).
+        let r = (1i128 << 124) / den;
+        let n1 = self.a22 * b.x - self.a12 * b.y;
+        let n2 = self.a11 * b.y - self.a12 * b.x;
+        let shift = 60 + s;
+        let scale = |n: Scalar| -> Scalar {
+            let p = n.to_bits() as i128 * r;
+            let q = if shift >= 0 { p >> shift } else { p << -shift };
+            Scalar::from_bits(q.clamp(i64::MIN as i128, i64::MAX as i128) as i64)
+        };
+        Vec2::new(scale(n1), scale(n2))
     }
 }
 
@@ -479,7 +526,6 @@ pub(crate) fn apply_point(sa: &mut BodyState, sb: &mut BodyState, ra: Vec2, rb: 
 /// Type-specific data prepared once per step.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Prepared {
-    Revolute(revolute::Prepared),
     Prismatic(prismatic::Prepared),
     Weld(weld::Prepared),
     Wheel(wheel::Prepared),
@@ -519,9 +565,18 @@ pub(crate) fn frame_of(j: &Joint, ba: &Body, bb: &Body) -> Frame {
         ra: ba.transform.q.rotate(j.local_anchor_a - ba.local_center),
         rb: bb.transform.q.rotate(j.local_anchor_b - bb.local_center),
         dc: bb.center - ba.center,
-        qa: ba.transform.q.mul_rot(j.reference),
-        qb: bb.transform.q,
+        angle0: relative_angle(ba.transform.q.mul_rot(j.reference), bb.transform.q),
     }
+}
+
+/// The joints prepared for a step: revolutes in their own compact list
+/// (solved first), every other type in a general one. Scratch, not state.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct JointSolver {
+    revolutes: revolute::Revolutes,
+    others: Vec<JointConstraint>,
+    /// Whether any prepared joint has a break threshold.
+    breakable: bool,
 }
 
 /// Prepares every joint that has a body being solved this step.
@@ -531,9 +586,11 @@ pub(crate) fn prepare(
     slot_of: &[u32],
     states: &[BodyState],
     ctx: &JointContext,
-    out: &mut Vec<JointConstraint>,
+    out: &mut JointSolver,
 ) {
-    out.clear();
+    out.revolutes.clear();
+    out.others.clear();
+    out.breakable = false;
     for (ji, j) in joints.iter().enumerate() {
         if !j.alive {
             continue;
@@ -550,24 +607,28 @@ pub(crate) fn prepare(
             mb: sb.inv_mass,
             ib: sb.inv_inertia,
         };
+        out.breakable |= j.break_force != Scalar::MAX || j.break_torque != Scalar::MAX;
         let f = frame_of(j, ba, bb);
         let data = match &j.kind {
-            JointKind::Revolute(p) => Prepared::Revolute(revolute::prepare(p, &f, &m, ctx)),
+            JointKind::Revolute(p) => {
+                out.revolutes.push(ji as u32, j, p, &f, a, b, &m, ctx);
+                continue;
+            }
             JointKind::Prismatic(p) => {
                 Prepared::Prismatic(prismatic::prepare(p, &f, &m, ctx, ba.transform.q))
             }
-            JointKind::Weld(p) => Prepared::Weld(weld::prepare(p, &f, &m, ctx)),
+            JointKind::Weld(p) => Prepared::Weld(weld::prepare(p, &m, ctx)),
             JointKind::Wheel(p) => Prepared::Wheel(wheel::prepare(p, &f, &m, ctx, ba.transform.q)),
             JointKind::Distance(p) => Prepared::Distance(distance::prepare(p, &f, &m, ctx)),
             JointKind::Pulley(p) => {
                 Prepared::Pulley(pulley::prepare(p, &f, &m, ba.center, bb.center))
             }
             JointKind::Angle(p) => Prepared::Angle(angle::prepare(p, &m, ctx)),
-            JointKind::Motor(p) => Prepared::Motor(motor::prepare(p, &f, &m, ctx)),
+            JointKind::Motor(p) => Prepared::Motor(motor::prepare(p, &m, ctx)),
             JointKind::Target(p) => Prepared::Target(target::prepare(p, &f, &m, ctx, bb.center)),
-            JointKind::Friction(p) => Prepared::Friction(friction::prepare(p, &f, &m, ctx)),
+            JointKind::Friction(p) => Prepared::Friction(friction::prepare(p, &m, ctx)),
         };
-        out.push(JointConstraint {
+        out.others.push(JointConstraint {
             joint: ji as u32,
             a,
             b,
@@ -579,12 +640,12 @@ pub(crate) fn prepare(
 }
 
 /// Applies the accumulated impulses at the start of a substep.
-pub(crate) fn warm_start(constraints: &[JointConstraint], states: &mut [BodyState]) {
-    for c in constraints {
+pub(crate) fn warm_start(js: &mut JointSolver, states: &mut [BodyState]) {
+    js.revolutes.warm_start(states);
+    for c in js.others.iter_mut() {
         let (mut sa, mut sb) = solver::two(states, c.a, c.b);
         let (f, imp) = (&c.frame, &c.imp);
-        match &c.data {
-            Prepared::Revolute(_) => revolute::warm_start(f, imp, &mut sa, &mut sb),
+        match &mut c.data {
             Prepared::Prismatic(p) => prismatic::warm_start(f, p, imp, &mut sa, &mut sb),
             Prepared::Weld(_) => weld::warm_start(f, imp, &mut sa, &mut sb),
             Prepared::Wheel(p) => wheel::warm_start(f, p, imp, &mut sa, &mut sb),
@@ -601,17 +662,17 @@ pub(crate) fn warm_start(constraints: &[JointConstraint], states: &mut [BodyStat
 
 /// One iteration over all joints; `use_bias` corrects position errors.
 pub(crate) fn solve(
-    constraints: &mut [JointConstraint],
+    js: &mut JointSolver,
     states: &mut [BodyState],
     ctx: &JointContext,
     use_bias: bool,
 ) {
-    for c in constraints.iter_mut() {
+    js.revolutes.solve(states, ctx, use_bias);
+    for c in js.others.iter_mut() {
         let (mut sa, mut sb) = solver::two(states, c.a, c.b);
         let (f, imp) = (&c.frame, &mut c.imp);
         let (a, b) = (&mut sa, &mut sb);
         match &c.data {
-            Prepared::Revolute(p) => revolute::solve(f, p, imp, a, b, ctx, use_bias),
             Prepared::Prismatic(p) => prismatic::solve(f, p, imp, a, b, ctx, use_bias),
             Prepared::Weld(p) => weld::solve(f, p, imp, a, b, ctx, use_bias),
             Prepared::Wheel(p) => wheel::solve(f, p, imp, a, b, ctx, use_bias),
@@ -627,8 +688,9 @@ pub(crate) fn solve(
 }
 
 /// Writes the accumulated impulses back into the joints.
-pub(crate) fn store_impulses(constraints: &[JointConstraint], joints: &mut [Joint]) {
-    for c in constraints {
+pub(crate) fn store_impulses(js: &JointSolver, joints: &mut [Joint]) {
+    js.revolutes.store(joints);
+    for c in &js.others {
         joints[c.joint as usize].impulses = c.imp;
     }
 }
@@ -669,23 +731,32 @@ pub(crate) fn reaction(j: &Joint, ba: &Body, bb: &Body, inv_h: Scalar) -> (Vec2,
 /// Joints solved this step whose reaction exceeds their break force or
 /// torque, in slot order.
 pub(crate) fn find_broken(
-    constraints: &[JointConstraint],
+    js: &JointSolver,
     joints: &[Joint],
     bodies: &[Body],
     inv_h: Scalar,
     out: &mut Vec<u32>,
 ) {
-    for c in constraints {
-        let j = &joints[c.joint as usize];
+    if !js.breakable {
+        return;
+    }
+    let start = out.len();
+    let solved = js
+        .revolutes
+        .joints()
+        .chain(js.others.iter().map(|c| c.joint));
+    for ji in solved {
+        let j = &joints[ji as usize];
         if j.break_force == Scalar::MAX && j.break_torque == Scalar::MAX {
             continue;
         }
         let (ba, bb) = (&bodies[j.body_a as usize], &bodies[j.body_b as usize]);
         let (force, torque) = reaction(j, ba, bb, inv_h);
         if length_safe(force) > j.break_force || torque.abs() > j.break_torque {
-            out.push(c.joint);
+            out.push(ji);
         }
     }
+    out[start..].sort_unstable();
 }
 
 #[cfg(test)]
@@ -694,7 +765,7 @@ mod tests {
     use crate::math::fx;
 
     #[test]
-    fn inverse_of_tiny_matrix_keeps_precision() {
+    fn solve_keeps_precision_for_tiny_matrices() {
         // Inverse masses of a 4000 kg body: 2.5e-4 has only ~20 significant
         // bits in Q32.32 and its square would have none.
         let k = Sym22 {
@@ -702,25 +773,57 @@ mod tests {
             a12: Scalar::ZERO,
             a22: Scalar::ratio(1, 4000),
         };
-        let inv = k.inverse();
+        let x = k.solve(Vec2::new(fx(1), fx(-2)));
         let want = 1.0 / Scalar::ratio(1, 4000).to_f64();
-        assert!((inv.a11.to_f64() - want).abs() < 1e-3, "{:?}", inv.a11);
-        assert!((inv.a22.to_f64() - want).abs() < 1e-3);
-        assert_eq!(inv.a12, Scalar::ZERO);
+        assert!((x.x.to_f64() - want).abs() < 1e-3, "{x:?}");
+        assert!((x.y.to_f64() + 2.0 * want).abs() < 2e-3, "{x:?}");
     }
 
     #[test]
-    fn inverse_times_matrix_is_identity() {
-        let k = Sym22 {
-            a11: fx(3),
-            a12: Scalar::HALF,
-            a22: fx(2),
-        };
-        let inv = k.inverse();
-        let v = Vec2::new(fx(1), fx(-2));
-        let back = k.mul(inv.mul(v));
-        assert!((back - v).length() < Scalar::from_bits(64), "{back:?}");
-        assert_eq!(Sym22::default().inverse(), Sym22::default());
+    fn solve_inverts_the_matrix() {
+        let cases = [
+            Sym22 {
+                a11: fx(3),
+                a12: Scalar::HALF,
+                a22: fx(2),
+            },
+            Sym22 {
+                a11: Scalar::ratio(1, 4000),
+                a12: Scalar::ratio(-1, 100_000),
+                a22: Scalar::ratio(3, 4000),
+            },
+            Sym22 {
+                a11: fx(5000),
+                a12: fx(-1000),
+                a22: fx(700),
+            },
+        ];
+        for k in cases {
+            for b in [
+                Vec2::new(fx(1), fx(-2)),
+                Vec2::new(Scalar::ratio(1, 1000), fx(30)),
+            ] {
+                let x = k.solve(b);
+                let back = k.mul(x);
+                let err = (back - b).length().to_f64();
+                assert!(
+                    err < 1e-6 * (1.0 + b.length().to_f64()),
+                    "{k:?} {b:?} -> {x:?} ({err})"
+                );
+            }
+        }
+        assert_eq!(Sym22::default().solve(Vec2::from_ints(1, 1)), Vec2::ZERO);
+    }
+
+    #[test]
+    fn rotation_angle_matches_atan2() {
+        for k in -400..=400 {
+            let a = Scalar::ratio(k, 100);
+            let r = Rot::from_angle(a);
+            let fast = rotation_angle(r).to_f64();
+            let exact = atan2(r.s, r.c).to_f64();
+            assert!((fast - exact).abs() < 2e-7, "{k}: {fast} vs {exact}");
+        }
     }
 
     #[test]

@@ -50,7 +50,6 @@ impl MotorJoint {
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Prepared {
-    k: Sym22,
     angular_mass: Scalar,
     max_force_impulse: Scalar,
     max_torque_impulse: Scalar,
@@ -58,9 +57,8 @@ pub(crate) struct Prepared {
     correction_rate: Scalar,
 }
 
-pub(super) fn prepare(p: &MotorJoint, f: &Frame, m: &Masses, ctx: &JointContext) -> Prepared {
+pub(super) fn prepare(p: &MotorJoint, m: &Masses, ctx: &JointContext) -> Prepared {
     Prepared {
-        k: Sym22::point_mass(m.ma, m.ia, m.mb, m.ib, f.ra, f.rb).inverse(),
         angular_mass: inv_or_zero(m.ia + m.ib),
         max_force_impulse: ctx.h * p.max_force,
         max_torque_impulse: ctx.h * p.max_torque,
@@ -100,8 +98,16 @@ pub(super) fn solve(
     let (ra, rb) = f.anchors(sa, sb);
     let cdot =
         sb.velocity_at(rb) - sa.velocity_at(ra) + f.separation(sa, sb, ra, rb) * p.correction_rate;
+    let k = Sym22::point_mass(
+        sa.inv_mass,
+        sa.inv_inertia,
+        sb.inv_mass,
+        sb.inv_inertia,
+        ra,
+        rb,
+    );
     let old = imp.linear;
-    imp.linear = clamp_length(old - p.k.mul(cdot), p.max_force_impulse);
+    imp.linear = clamp_length(old - k.solve(cdot), p.max_force_impulse);
     let impulse: Vec2 = imp.linear - old;
     apply_point(sa, sb, ra, rb, impulse);
 }

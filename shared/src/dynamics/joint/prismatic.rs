@@ -83,8 +83,6 @@ pub(crate) struct Prepared {
     /// World axis at the start of the step.
     axis: Vec2,
     axial_mass: Scalar,
-    /// Inverse of the (perpendicular, angular) block.
-    k: Sym22,
     spring: Softness,
     max_motor_impulse: Scalar,
     lower: Scalar,
@@ -108,24 +106,9 @@ pub(super) fn prepare(
     let a1 = (d + f.ra).cross(axis);
     let a2 = f.rb.cross(axis);
     let ka = m.ma + m.mb + m.ia * a1 * a1 + m.ib * a2 * a2;
-    let perp = axis.left_perp();
-    let s1 = (d + f.ra).cross(perp);
-    let s2 = f.rb.cross(perp);
-    let mut k22 = m.ia + m.ib;
-    if k22.is_zero() {
-        // Neither body rotates: any value keeps the block invertible.
-        k22 = Scalar::ONE;
-    }
-    let k = Sym22 {
-        a11: m.ma + m.mb + m.ia * s1 * s1 + m.ib * s2 * s2,
-        a12: m.ia * s1 + m.ib * s2,
-        a22: k22,
-    }
-    .inverse();
     Prepared {
         axis,
         axial_mass: inv_or_zero(ka),
-        k,
         spring: make_soft(p.hertz, p.damping_ratio, ctx.h),
         max_motor_impulse: ctx.h * p.max_motor_force,
         lower: p.lower_translation,
@@ -243,16 +226,27 @@ pub(super) fn solve(
     let s1 = (g.d + ra).cross(perp);
     let s2 = rb.cross(perp);
     let cdot = Vec2::new(perp.dot(sb.v - sa.v) + s2 * sb.w - s1 * sa.w, sb.w - sa.w);
+    let (ma, ia, mb, ib) = (sa.inv_mass, sa.inv_inertia, sb.inv_mass, sb.inv_inertia);
+    let mut k22 = ia + ib;
+    if k22.is_zero() {
+        // Neither body rotates: any value keeps the block invertible.
+        k22 = Scalar::ONE;
+    }
+    let k = Sym22 {
+        a11: ma + mb + ia * s1 * s1 + ib * s2 * s2,
+        a12: ia * s1 + ib * s2,
+        a22: k22,
+    };
     let impulse = if use_bias {
         let s = &ctx.soft;
         let c = Vec2::new(perp.dot(g.d), f.angle(sa, sb));
-        let b = p.k.mul(cdot + c * s.bias_rate);
+        let b = k.solve(cdot + c * s.bias_rate);
         Vec2::new(
             -(s.mass_scale * b.x) - s.impulse_scale * imp.axial,
             -(s.mass_scale * b.y) - s.impulse_scale * imp.angular,
         )
     } else {
-        -p.k.mul(cdot)
+        -k.solve(cdot)
     };
     imp.axial += impulse.x;
     imp.angular += impulse.y;

@@ -56,7 +56,6 @@ pub(crate) struct Prepared {
     rb: Vec2,
     /// `centre B − target` at the start of the step.
     dc: Vec2,
-    k: Sym22,
     angular_mass: Scalar,
     linear: Softness,
     angular: Softness,
@@ -73,7 +72,6 @@ pub(super) fn prepare(
     Prepared {
         rb: f.rb,
         dc: cb - p.target,
-        k: Sym22::point_mass(Scalar::ZERO, Scalar::ZERO, m.mb, m.ib, Vec2::ZERO, f.rb).inverse(),
         angular_mass: inv_or_zero(m.ib),
         linear: make_soft(p.hertz, p.damping_ratio, ctx.h),
         angular: make_soft(ANGULAR_HERTZ, ANGULAR_DAMPING, ctx.h),
@@ -100,7 +98,15 @@ pub(super) fn solve(p: &Prepared, imp: &mut JointImpulses, sb: &mut BodyState) {
     let cdot = sb.velocity_at(rb);
     let separation = sb.dp + rb + p.dc;
     let s = &p.linear;
-    let b = p.k.mul(cdot + separation * s.bias_rate);
+    let k = Sym22::point_mass(
+        Scalar::ZERO,
+        Scalar::ZERO,
+        sb.inv_mass,
+        sb.inv_inertia,
+        Vec2::ZERO,
+        rb,
+    );
+    let b = k.solve(cdot + separation * s.bias_rate);
     let impulse = Vec2::new(
         -(s.mass_scale * b.x) - s.impulse_scale * imp.linear.x,
         -(s.mass_scale * b.y) - s.impulse_scale * imp.linear.y,

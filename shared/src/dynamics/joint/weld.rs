@@ -41,7 +41,6 @@ impl WeldJoint {
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Prepared {
-    k: Sym22,
     axial_mass: Scalar,
     linear: Softness,
     angular: Softness,
@@ -51,11 +50,10 @@ pub(crate) struct Prepared {
     angular_spring: bool,
 }
 
-pub(super) fn prepare(p: &WeldJoint, f: &Frame, m: &Masses, ctx: &JointContext) -> Prepared {
+pub(super) fn prepare(p: &WeldJoint, m: &Masses, ctx: &JointContext) -> Prepared {
     let linear_spring = p.linear_hertz > Scalar::ZERO;
     let angular_spring = p.angular_hertz > Scalar::ZERO;
     Prepared {
-        k: Sym22::point_mass(m.ma, m.ia, m.mb, m.ib, f.ra, f.rb).inverse(),
         axial_mass: inv_or_zero(m.ia + m.ib),
         linear: if linear_spring {
             make_soft(p.linear_hertz, p.linear_damping_ratio, ctx.h)
@@ -102,16 +100,24 @@ pub(super) fn solve(
     // Point.
     let (ra, rb) = f.anchors(sa, sb);
     let cdot = sb.velocity_at(rb) - sa.velocity_at(ra);
+    let k = Sym22::point_mass(
+        sa.inv_mass,
+        sa.inv_inertia,
+        sb.inv_mass,
+        sb.inv_inertia,
+        ra,
+        rb,
+    );
     let impulse = if use_bias || p.linear_spring {
         let s = &p.linear;
         let bias = f.separation(sa, sb, ra, rb) * s.bias_rate;
-        let b = p.k.mul(cdot + bias);
+        let b = k.solve(cdot + bias);
         Vec2::new(
             -(s.mass_scale * b.x) - s.impulse_scale * imp.linear.x,
             -(s.mass_scale * b.y) - s.impulse_scale * imp.linear.y,
         )
     } else {
-        -p.k.mul(cdot)
+        -k.solve(cdot)
     };
     imp.linear += impulse;
     apply_point(sa, sb, ra, rb, impulse);
