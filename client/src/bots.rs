@@ -2,7 +2,7 @@
 //!
 //! A [`BotFleet`] runs any number of bots on the current tokio runtime,
 //! each a [`connect`]ed session whose input comes from a
-//! [`Bot`](bitroom_sim::game::bots::Bot) strategy once per tick. The fleet
+//! [`Bot`] strategy once per tick. The fleet
 //! sums their counters into a [`FleetStatus`] (for a per-second status
 //! line) and a final [`FleetReport`].
 

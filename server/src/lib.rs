@@ -2,8 +2,8 @@
 //!
 //! # Layout
 //! - [`serve`]: the QUIC endpoint, routing connections to rooms, shutdown.
-//! - [`room_task`](crate::serve): each room on its own task, drift-free ticks,
-//!   panics contained.
+//! - `room_task.rs`: each room on its own task, drift-free ticks, panics
+//!   contained.
 //! - [`monitor`]: tick time and lateness histograms, counters, metrics names.
 //! - [`metrics_http`]: Prometheus text over HTTP (`--metrics`).
 //! - [`tls`]: certificates (files or a generated development certificate).

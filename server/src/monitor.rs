@@ -117,6 +117,8 @@ pub struct Snapshot {
     pub lateness: Quantiles,
     /// Rooms closed by a panic.
     pub room_panics: u64,
+    /// Connections refused or dropped before joining a room, by reason.
+    pub refused: BTreeMap<&'static str, u64>,
 }
 
 /// Shared measurements of a running server.
@@ -127,6 +129,7 @@ pub struct Monitor {
     rooms: Mutex<BTreeMap<String, RoomStats>>,
     connections: AtomicU64,
     room_panics: AtomicU64,
+    refused: Mutex<BTreeMap<&'static str, u64>>,
 }
 
 impl Default for Monitor {
@@ -137,6 +140,7 @@ impl Default for Monitor {
             rooms: Mutex::new(BTreeMap::new()),
             connections: AtomicU64::new(0),
             room_panics: AtomicU64::new(0),
+            refused: Mutex::new(BTreeMap::new()),
         }
     }
 }
@@ -215,6 +219,7 @@ impl Monitor {
 
     /// A connection refused or dropped before it joined a room.
     pub fn refused(&self, reason: &'static str) {
+        *lock(&self.refused).entry(reason).or_default() += 1;
         counter!(names::REFUSED, "reason" => reason).increment(1);
     }
 
@@ -230,6 +235,7 @@ impl Monitor {
             tick: Quantiles::of(&total.duration),
             lateness: Quantiles::of(&total.lateness),
             room_panics: self.room_panics.load(Ordering::Relaxed),
+            refused: lock(&self.refused).clone(),
         }
     }
 

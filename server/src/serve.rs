@@ -5,7 +5,7 @@
 //! hello on it (within the hello timeout, in at most [`MAX_HELLO`] bytes);
 //! the server finds or creates the room, hands the connection over, and
 //! from then on forwards stream messages and datagrams to the room's task
-//! ([`crate::room_task`]). A writer task per connection sends the room's
+//! (`room_task.rs`). A writer task per connection sends the room's
 //! reliable messages and, when the room closes the connection, sends the
 //! kick, waits (briefly) for the client to acknowledge it, then closes
 //! with the kick as the close reason, so the client learns why even if

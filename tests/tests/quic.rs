@@ -527,6 +527,54 @@ async fn a_client_that_never_says_hello_is_dropped() {
     assert_eq!(silent.kicked(5 * SEC).await, KickReason::HandshakeTimeout);
     assert_eq!(half.kicked(5 * SEC).await, KickReason::HandshakeTimeout);
     assert_room_goes_on(&w).await;
+    assert_eq!(
+        server.monitor.snapshot().refused.get("hello_timeout"),
+        Some(&2)
+    );
+    server.shutdown().await;
+}
+
+/// A QUIC handshake that never completes (the client's first packet
+/// arrives, nothing after it) is dropped after the hello timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_quic_handshake_is_dropped() {
+    let mut server = TestServer::start(rules(), |c| {
+        c.hello_timeout = Duration::from_millis(700);
+    });
+    let w = witness(&server, "stalled").await;
+    // A relay that passes the client's first datagram (its Initial) to the
+    // server and drops everything else, both ways.
+    let relay = tokio::net::UdpSocket::bind("127.0.0.1:0")
+        .await
+        .expect("udp");
+    let relay_addr = relay.local_addr().expect("addr");
+    let server_addr = server.addr;
+    tokio::spawn(async move {
+        let mut buf = [0u8; 2048];
+        let Ok((n, _)) = relay.recv_from(&mut buf).await else {
+            return;
+        };
+        let _ = relay.send_to(&buf[..n], server_addr).await;
+        while relay.recv_from(&mut buf).await.is_ok() {}
+    });
+    let endpoint =
+        quinn::Endpoint::client("127.0.0.1:0".parse().expect("address literal")).expect("socket");
+    let connecting = endpoint
+        .connect_with(
+            bitroom_client::quic::client_config(server.pin).expect("tls"),
+            relay_addr,
+            bitroom_client::quic::SERVER_NAME,
+        )
+        .expect("connect");
+    // Never completes; keep it alive meanwhile.
+    let stalled = tokio::spawn(connecting);
+    wait_for("the stalled handshake is dropped", 10 * SEC, || {
+        server.monitor.snapshot().refused.get("handshake_timeout") == Some(&1)
+    })
+    .await;
+    assert_eq!(server.monitor.snapshot().connections, 1, "only the witness");
+    stalled.abort();
+    assert_room_goes_on(&w).await;
     server.shutdown().await;
 }
 
