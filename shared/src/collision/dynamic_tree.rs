@@ -9,6 +9,13 @@
 //! Every node also keeps the union of its leaves' collision categories, so a
 //! query with a mask skips whole subtrees of shapes it cannot collide with
 //! (after Box2D v3's tree).
+//!
+//! Moving bodies do not re-insert their leaves one by one: as in Box2D v3,
+//! [`DynamicTree::enlarge_proxy`] only grows the leaf and its ancestors, and
+//! [`DynamicTree::rebuild`] then rebuilds every internal node top-down
+//! (median split on the longer axis of the leaf centres), which is cheaper
+//! than many re-insertions and gives a better tree for the next queries.
+//! Leaf indices (proxy ids) never change.
 
 use crate::math::{Aabb, Scalar};
 
@@ -42,6 +49,10 @@ pub struct DynamicTree {
     root: u32,
     free: Vec<u32>,
     stack: Vec<u32>,
+    /// Leaves created or enlarged since the last rebuild.
+    dirty: u32,
+    /// Scratch for rebuilds.
+    leaves: Vec<u32>,
 }
 
 impl Clone for DynamicTree {
@@ -51,6 +62,8 @@ impl Clone for DynamicTree {
             root: self.root,
             free: self.free.clone(),
             stack: Vec::new(),
+            dirty: self.dirty,
+            leaves: Vec::new(),
         }
     }
 
@@ -58,6 +71,7 @@ impl Clone for DynamicTree {
         self.nodes.clone_from(&o.nodes);
         self.root = o.root;
         self.free.clone_from(&o.free);
+        self.dirty = o.dirty;
     }
 }
 
@@ -69,6 +83,8 @@ impl DynamicTree {
             root: NULL,
             free: Vec::new(),
             stack: Vec::new(),
+            dirty: 0,
+            leaves: Vec::new(),
         }
     }
 
@@ -102,6 +118,7 @@ impl DynamicTree {
         self.nodes[leaf as usize].aabb = aabb;
         self.nodes[leaf as usize].user = user;
         self.nodes[leaf as usize].category = category;
+        self.dirty += 1;
         self.insert_leaf(leaf);
         leaf
     }
@@ -118,6 +135,105 @@ impl DynamicTree {
         self.remove_leaf(proxy);
         self.nodes[proxy as usize].aabb = aabb;
         self.insert_leaf(proxy);
+    }
+
+    /// Gives a leaf a new box that contains its old one's contents, growing
+    /// its ancestors as needed without restructuring; call
+    /// [`DynamicTree::rebuild`] once after a batch of these.
+    pub fn enlarge_proxy(&mut self, proxy: u32, aabb: Aabb) {
+        self.nodes[proxy as usize].aabb = aabb;
+        self.dirty += 1;
+        let mut i = self.nodes[proxy as usize].parent;
+        while i != NULL {
+            let n = &mut self.nodes[i as usize];
+            if n.aabb.contains(&aabb) {
+                break;
+            }
+            n.aabb = n.aabb.union(&aabb);
+            i = n.parent;
+        }
+    }
+
+    /// Whether leaves were created or enlarged since the last rebuild.
+    pub fn needs_rebuild(&self) -> bool {
+        self.dirty > 0
+    }
+
+    /// Rebuilds every internal node top-down from the leaves: each node
+    /// splits its leaves at the median of their centres along the longer
+    /// axis (ties broken by leaf index, so the result depends only on the
+    /// leaves). Leaf indices are kept; internal nodes are laid out in
+    /// depth-first order for cache locality.
+    pub fn rebuild(&mut self) {
+        self.dirty = 0;
+        if self.root == NULL {
+            return;
+        }
+        let mut leaves = core::mem::take(&mut self.leaves);
+        leaves.clear();
+        let mut stack = core::mem::take(&mut self.stack);
+        stack.clear();
+        stack.push(self.root);
+        while let Some(i) = stack.pop() {
+            let n = self.nodes[i as usize];
+            if n.is_leaf() {
+                leaves.push(i);
+            } else {
+                self.nodes[i as usize].height = -1;
+                self.free.push(i);
+                stack.push(n.child1);
+                stack.push(n.child2);
+            }
+        }
+        self.stack = stack;
+        // Reuse internal slots lowest first: depth-first order in memory.
+        self.free.sort_unstable_by(|a, b| b.cmp(a));
+        self.root = self.build(&mut leaves, NULL);
+        self.leaves = leaves;
+    }
+
+    fn build(&mut self, leaves: &mut [u32], parent: u32) -> u32 {
+        if leaves.len() == 1 {
+            let leaf = leaves[0];
+            self.nodes[leaf as usize].parent = parent;
+            return leaf;
+        }
+        let first = self.nodes[leaves[0] as usize].aabb;
+        let (mut lo, mut hi) = (first.lower + first.upper, first.lower + first.upper);
+        for &l in leaves.iter() {
+            let b = self.nodes[l as usize].aabb;
+            let c = b.lower + b.upper;
+            lo = lo.min(c);
+            hi = hi.max(c);
+        }
+        let x_axis = hi.x - lo.x >= hi.y - lo.y;
+        let key = |nodes: &[Node], l: u32| {
+            let b = nodes[l as usize].aabb;
+            let c = if x_axis {
+                b.lower.x + b.upper.x
+            } else {
+                b.lower.y + b.upper.y
+            };
+            (c, l)
+        };
+        let mid = leaves.len() / 2;
+        {
+            let nodes = &self.nodes;
+            leaves.select_nth_unstable_by(mid, |&a, &b| key(nodes, a).cmp(&key(nodes, b)));
+        }
+        let node = self.alloc();
+        let (left, right) = leaves.split_at_mut(mid);
+        let c1 = self.build(left, node);
+        let c2 = self.build(right, node);
+        let (n1, n2) = (self.nodes[c1 as usize], self.nodes[c2 as usize]);
+        let n = &mut self.nodes[node as usize];
+        n.parent = parent;
+        n.child1 = c1;
+        n.child2 = c2;
+        n.aabb = n1.aabb.union(&n2.aabb);
+        n.height = 1 + n1.height.max(n2.height);
+        n.category = n1.category | n2.category;
+        node
     }
 
     /// Calls `f(user)` for every leaf whose box overlaps `aabb`.
@@ -370,6 +486,75 @@ mod tests {
             .map(|(i, _)| i as u32)
             .collect();
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn enlarge_and_rebuild_keep_queries_exact() {
+        let mut t = DynamicTree::new();
+        let mut boxes = Vec::new();
+        for i in 0..300u32 {
+            let x = fx(((i * 37) % 101) as i32);
+            let y = fx(((i * 53) % 97) as i32);
+            let b = Aabb::new(Vec2::new(x, y), Vec2::new(x + fx(2), y + fx(2)));
+            boxes.push((t.create_filtered_proxy(b, i, 1 << (i % 2)), b));
+        }
+        let check = |t: &mut DynamicTree, boxes: &[(u32, Aabb)]| {
+            for q in [
+                Aabb::new(Vec2::from_ints(20, 20), Vec2::from_ints(40, 30)),
+                Aabb::new(Vec2::from_ints(-5, -5), Vec2::from_ints(200, 200)),
+                Aabb::new(Vec2::from_ints(50, 0), Vec2::from_ints(51, 90)),
+            ] {
+                let mut got = Vec::new();
+                t.query_masked(&q, 0b10, |u| got.push(u));
+                got.sort();
+                let want: Vec<u32> = boxes
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, (_, b))| i % 2 == 1 && b.overlaps(&q))
+                    .map(|(i, _)| i as u32)
+                    .collect();
+                assert_eq!(got, want);
+            }
+        };
+        check(&mut t, &boxes);
+        for round in 0..3 {
+            for (i, (p, b)) in boxes.iter_mut().enumerate() {
+                if (i + round) % 2 == 0 {
+                    // Move far: the enlarged box covers old and new places.
+                    let moved = Aabb::new(
+                        b.lower + Vec2::from_ints(7, -3),
+                        b.upper + Vec2::from_ints(7, -3),
+                    );
+                    t.enlarge_proxy(*p, moved);
+                    *b = moved;
+                }
+            }
+            assert!(t.needs_rebuild());
+            check(&mut t, &boxes);
+            t.rebuild();
+            assert!(!t.needs_rebuild());
+            assert!(t.height() <= 10, "height {}", t.height());
+            check(&mut t, &boxes);
+        }
+        // Incremental changes still work on a rebuilt tree.
+        for (p, _) in boxes.iter().step_by(5) {
+            t.destroy_proxy(*p);
+        }
+        let kept: Vec<(u32, Aabb)> = boxes
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                if i % 5 == 0 {
+                    (
+                        e.0,
+                        Aabb::new(Vec2::from_ints(-900, -900), Vec2::from_ints(-899, -899)),
+                    )
+                } else {
+                    *e
+                }
+            })
+            .collect();
+        check(&mut t, &kept);
     }
 
     #[test]
