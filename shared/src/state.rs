@@ -137,8 +137,10 @@ impl World {
     }
 
     /// Replaces the state with a saved one, reusing this world's allocations.
+    /// The last step's outputs (such as [`World::broken_joints`]) are cleared.
     pub fn restore(&mut self, snapshot: &Snapshot) {
         self.state.clone_from(&snapshot.state);
+        self.broken_joints.clear();
     }
 
     /// A world continuing from a snapshot.

@@ -52,7 +52,15 @@ pub struct DynamicTree {
     /// Leaves created or enlarged since the last rebuild.
     dirty: u32,
     /// Scratch for rebuilds.
-    leaves: Vec<u32>,
+    leaves: Vec<LeafKey>,
+}
+
+/// A leaf and its centre (doubled), for rebuilding without touching nodes.
+#[derive(Clone, Copy, Debug)]
+struct LeafKey {
+    cx: Scalar,
+    cy: Scalar,
+    leaf: u32,
 }
 
 impl Clone for DynamicTree {
@@ -162,8 +170,7 @@ impl DynamicTree {
     /// Rebuilds every internal node top-down from the leaves: each node
     /// splits its leaves at the median of their centres along the longer
     /// axis (ties broken by leaf index, so the result depends only on the
-    /// leaves). Leaf indices are kept; internal nodes are laid out in
-    /// depth-first order for cache locality.
+    /// leaves). Leaf indices are kept.
     pub fn rebuild(&mut self) {
         self.dirty = 0;
         if self.root == NULL {
@@ -174,10 +181,17 @@ impl DynamicTree {
         let mut stack = core::mem::take(&mut self.stack);
         stack.clear();
         stack.push(self.root);
+        // Internal slots are freed in the old tree's depth-first order and
+        // pushed so that they are reused in that order (no sort needed).
+        let first_freed = self.free.len();
         while let Some(i) = stack.pop() {
             let n = self.nodes[i as usize];
             if n.is_leaf() {
-                leaves.push(i);
+                leaves.push(LeafKey {
+                    cx: n.aabb.lower.x + n.aabb.upper.x,
+                    cy: n.aabb.lower.y + n.aabb.upper.y,
+                    leaf: i,
+                });
             } else {
                 self.nodes[i as usize].height = -1;
                 self.free.push(i);
@@ -185,41 +199,31 @@ impl DynamicTree {
                 stack.push(n.child2);
             }
         }
+        self.free[first_freed..].reverse();
         self.stack = stack;
-        // Reuse internal slots lowest first: depth-first order in memory.
-        self.free.sort_unstable_by(|a, b| b.cmp(a));
         self.root = self.build(&mut leaves, NULL);
         self.leaves = leaves;
     }
 
-    fn build(&mut self, leaves: &mut [u32], parent: u32) -> u32 {
+    fn build(&mut self, leaves: &mut [LeafKey], parent: u32) -> u32 {
         if leaves.len() == 1 {
-            let leaf = leaves[0];
+            let leaf = leaves[0].leaf;
             self.nodes[leaf as usize].parent = parent;
             return leaf;
         }
-        let first = self.nodes[leaves[0] as usize].aabb;
-        let (mut lo, mut hi) = (first.lower + first.upper, first.lower + first.upper);
-        for &l in leaves.iter() {
-            let b = self.nodes[l as usize].aabb;
-            let c = b.lower + b.upper;
-            lo = lo.min(c);
-            hi = hi.max(c);
+        let (mut x0, mut x1, mut y0, mut y1) =
+            (leaves[0].cx, leaves[0].cx, leaves[0].cy, leaves[0].cy);
+        for k in leaves.iter() {
+            x0 = x0.min(k.cx);
+            x1 = x1.max(k.cx);
+            y0 = y0.min(k.cy);
+            y1 = y1.max(k.cy);
         }
-        let x_axis = hi.x - lo.x >= hi.y - lo.y;
-        let key = |nodes: &[Node], l: u32| {
-            let b = nodes[l as usize].aabb;
-            let c = if x_axis {
-                b.lower.x + b.upper.x
-            } else {
-                b.lower.y + b.upper.y
-            };
-            (c, l)
-        };
         let mid = leaves.len() / 2;
-        {
-            let nodes = &self.nodes;
-            leaves.select_nth_unstable_by(mid, |&a, &b| key(nodes, a).cmp(&key(nodes, b)));
+        if x1 - x0 >= y1 - y0 {
+            leaves.select_nth_unstable_by(mid, |a, b| (a.cx, a.leaf).cmp(&(b.cx, b.leaf)));
+        } else {
+            leaves.select_nth_unstable_by(mid, |a, b| (a.cy, a.leaf).cmp(&(b.cy, b.leaf)));
         }
         let node = self.alloc();
         let (left, right) = leaves.split_at_mut(mid);
