@@ -205,39 +205,57 @@ impl DynamicTree {
         self.leaves = leaves;
     }
 
+    /// Builds the tree over `leaves` without recursion: internal nodes are
+    /// created top-down (pre-order), then their boxes, heights and
+    /// categories are filled bottom-up (reverse creation order).
     fn build(&mut self, leaves: &mut [LeafKey], parent: u32) -> u32 {
-        if leaves.len() == 1 {
-            let leaf = leaves[0].leaf;
-            self.nodes[leaf as usize].parent = parent;
-            return leaf;
+        // (start, end, parent, is second child)
+        let mut tasks: Vec<(usize, usize, u32, bool)> = vec![(0, leaves.len(), parent, false)];
+        let mut created: Vec<u32> = Vec::with_capacity(leaves.len());
+        let mut root = NULL;
+        while let Some((start, end, up, second)) = tasks.pop() {
+            let node = if end - start == 1 {
+                leaves[start].leaf
+            } else {
+                let part = &mut leaves[start..end];
+                let (mut x0, mut x1, mut y0, mut y1) =
+                    (part[0].cx, part[0].cx, part[0].cy, part[0].cy);
+                for k in part.iter() {
+                    x0 = x0.min(k.cx);
+                    x1 = x1.max(k.cx);
+                    y0 = y0.min(k.cy);
+                    y1 = y1.max(k.cy);
+                }
+                let mid = part.len() / 2;
+                if x1 - x0 >= y1 - y0 {
+                    part.select_nth_unstable_by(mid, |a, b| (a.cx, a.leaf).cmp(&(b.cx, b.leaf)));
+                } else {
+                    part.select_nth_unstable_by(mid, |a, b| (a.cy, a.leaf).cmp(&(b.cy, b.leaf)));
+                }
+                let node = self.alloc();
+                created.push(node);
+                tasks.push((start + mid, end, node, true));
+                tasks.push((start, start + mid, node, false));
+                node
+            };
+            self.nodes[node as usize].parent = up;
+            if up == parent {
+                root = node;
+            } else if second {
+                self.nodes[up as usize].child2 = node;
+            } else {
+                self.nodes[up as usize].child1 = node;
+            }
         }
-        let (mut x0, mut x1, mut y0, mut y1) =
-            (leaves[0].cx, leaves[0].cx, leaves[0].cy, leaves[0].cy);
-        for k in leaves.iter() {
-            x0 = x0.min(k.cx);
-            x1 = x1.max(k.cx);
-            y0 = y0.min(k.cy);
-            y1 = y1.max(k.cy);
+        for &node in created.iter().rev() {
+            let n = self.nodes[node as usize];
+            let (n1, n2) = (self.nodes[n.child1 as usize], self.nodes[n.child2 as usize]);
+            let m = &mut self.nodes[node as usize];
+            m.aabb = n1.aabb.union(&n2.aabb);
+            m.height = 1 + n1.height.max(n2.height);
+            m.category = n1.category | n2.category;
         }
-        let mid = leaves.len() / 2;
-        if x1 - x0 >= y1 - y0 {
-            leaves.select_nth_unstable_by(mid, |a, b| (a.cx, a.leaf).cmp(&(b.cx, b.leaf)));
-        } else {
-            leaves.select_nth_unstable_by(mid, |a, b| (a.cy, a.leaf).cmp(&(b.cy, b.leaf)));
-        }
-        let node = self.alloc();
-        let (left, right) = leaves.split_at_mut(mid);
-        let c1 = self.build(left, node);
-        let c2 = self.build(right, node);
-        let (n1, n2) = (self.nodes[c1 as usize], self.nodes[c2 as usize]);
-        let n = &mut self.nodes[node as usize];
-        n.parent = parent;
-        n.child1 = c1;
-        n.child2 = c2;
-        n.aabb = n1.aabb.union(&n2.aabb);
-        n.height = 1 + n1.height.max(n2.height);
-        n.category = n1.category | n2.category;
-        node
+        root
     }
 
     /// Calls `f(user)` for every leaf whose box overlaps `aabb`.
