@@ -145,10 +145,12 @@ impl World {
     }
 
     /// Replaces the state with a saved one, reusing this world's allocations.
-    /// The event buffers (not state) are emptied.
+    /// The last step's outputs (event buffers, [`World::broken_joints`])
+    /// are cleared: they are not state.
     pub fn restore(&mut self, snapshot: &Snapshot) {
         self.state.clone_from(&snapshot.state);
         self.events.clear_all();
+        self.broken_joints.clear();
     }
 
     /// A world continuing from a snapshot.

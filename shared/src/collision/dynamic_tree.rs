@@ -9,6 +9,13 @@
 //! Every node also keeps the union of its leaves' collision categories, so a
 //! query with a mask skips whole subtrees of shapes it cannot collide with
 //! (after Box2D v3's tree).
+//!
+//! Moving bodies do not re-insert their leaves one by one: as in Box2D v3,
+//! [`DynamicTree::enlarge_proxy`] only grows the leaf and its ancestors, and
+//! [`DynamicTree::rebuild`] then rebuilds every internal node top-down
+//! (median split on the longer axis of the leaf centres), which is cheaper
+//! than many re-insertions and gives a better tree for the next queries.
+//! Leaf indices (proxy ids) never change.
 
 use crate::math::{Aabb, Scalar, Vec2};
 
@@ -42,6 +49,18 @@ pub struct DynamicTree {
     root: u32,
     free: Vec<u32>,
     stack: Vec<u32>,
+    /// Leaves created or enlarged since the last rebuild.
+    dirty: u32,
+    /// Scratch for rebuilds.
+    leaves: Vec<LeafKey>,
+}
+
+/// A leaf and its centre (doubled), for rebuilding without touching nodes.
+#[derive(Clone, Copy, Debug)]
+struct LeafKey {
+    cx: Scalar,
+    cy: Scalar,
+    leaf: u32,
 }
 
 impl Clone for DynamicTree {
@@ -51,6 +70,8 @@ impl Clone for DynamicTree {
             root: self.root,
             free: self.free.clone(),
             stack: Vec::new(),
+            dirty: self.dirty,
+            leaves: Vec::new(),
         }
     }
 
@@ -58,6 +79,7 @@ impl Clone for DynamicTree {
         self.nodes.clone_from(&o.nodes);
         self.root = o.root;
         self.free.clone_from(&o.free);
+        self.dirty = o.dirty;
     }
 }
 
@@ -69,6 +91,8 @@ impl DynamicTree {
             root: NULL,
             free: Vec::new(),
             stack: Vec::new(),
+            dirty: 0,
+            leaves: Vec::new(),
         }
     }
 
@@ -102,6 +126,7 @@ impl DynamicTree {
         self.nodes[leaf as usize].aabb = aabb;
         self.nodes[leaf as usize].user = user;
         self.nodes[leaf as usize].category = category;
+        self.dirty += 1;
         self.insert_leaf(leaf);
         leaf
     }
@@ -118,6 +143,119 @@ impl DynamicTree {
         self.remove_leaf(proxy);
         self.nodes[proxy as usize].aabb = aabb;
         self.insert_leaf(proxy);
+    }
+
+    /// Gives a leaf a new box that contains its old one's contents, growing
+    /// its ancestors as needed without restructuring; call
+    /// [`DynamicTree::rebuild`] once after a batch of these.
+    pub fn enlarge_proxy(&mut self, proxy: u32, aabb: Aabb) {
+        self.nodes[proxy as usize].aabb = aabb;
+        self.dirty += 1;
+        let mut i = self.nodes[proxy as usize].parent;
+        while i != NULL {
+            let n = &mut self.nodes[i as usize];
+            if n.aabb.contains(&aabb) {
+                break;
+            }
+            n.aabb = n.aabb.union(&aabb);
+            i = n.parent;
+        }
+    }
+
+    /// Whether leaves were created or enlarged since the last rebuild.
+    pub fn needs_rebuild(&self) -> bool {
+        self.dirty > 0
+    }
+
+    /// Rebuilds every internal node top-down from the leaves: each node
+    /// splits its leaves at the median of their centres along the longer
+    /// axis (ties broken by leaf index, so the result depends only on the
+    /// leaves). Leaf indices are kept.
+    pub fn rebuild(&mut self) {
+        self.dirty = 0;
+        if self.root == NULL {
+            return;
+        }
+        let mut leaves = core::mem::take(&mut self.leaves);
+        leaves.clear();
+        let mut stack = core::mem::take(&mut self.stack);
+        stack.clear();
+        stack.push(self.root);
+        // Internal slots are freed in the old tree's depth-first order and
+        // pushed so that they are reused in that order (no sort needed).
+        let first_freed = self.free.len();
+        while let Some(i) = stack.pop() {
+            let n = self.nodes[i as usize];
+            if n.is_leaf() {
+                leaves.push(LeafKey {
+                    cx: n.aabb.lower.x + n.aabb.upper.x,
+                    cy: n.aabb.lower.y + n.aabb.upper.y,
+                    leaf: i,
+                });
+            } else {
+                self.nodes[i as usize].height = -1;
+                self.free.push(i);
+                stack.push(n.child1);
+                stack.push(n.child2);
+            }
+        }
+        self.free[first_freed..].reverse();
+        self.stack = stack;
+        self.root = self.build(&mut leaves, NULL);
+        self.leaves = leaves;
+    }
+
+    /// Builds the tree over `leaves` without recursion: internal nodes are
+    /// created top-down (pre-order), then their boxes, heights and
+    /// categories are filled bottom-up (reverse creation order).
+    fn build(&mut self, leaves: &mut [LeafKey], parent: u32) -> u32 {
+        // (start, end, parent, is second child)
+        let mut tasks: Vec<(usize, usize, u32, bool)> = vec![(0, leaves.len(), parent, false)];
+        let mut created: Vec<u32> = Vec::with_capacity(leaves.len());
+        let mut root = NULL;
+        while let Some((start, end, up, second)) = tasks.pop() {
+            let node = if end - start == 1 {
+                leaves[start].leaf
+            } else {
+                let part = &mut leaves[start..end];
+                let (mut x0, mut x1, mut y0, mut y1) =
+                    (part[0].cx, part[0].cx, part[0].cy, part[0].cy);
+                for k in part.iter() {
+                    x0 = x0.min(k.cx);
+                    x1 = x1.max(k.cx);
+                    y0 = y0.min(k.cy);
+                    y1 = y1.max(k.cy);
+                }
+                let mid = part.len() / 2;
+                if x1 - x0 >= y1 - y0 {
+                    part.select_nth_unstable_by(mid, |a, b| (a.cx, a.leaf).cmp(&(b.cx, b.leaf)));
+                } else {
+                    part.select_nth_unstable_by(mid, |a, b| (a.cy, a.leaf).cmp(&(b.cy, b.leaf)));
+                }
+                let node = self.alloc();
+                created.push(node);
+                tasks.push((start + mid, end, node, true));
+                tasks.push((start, start + mid, node, false));
+                node
+            };
+            self.nodes[node as usize].parent = up;
+            if up == parent {
+                root = node;
+            } else if second {
+                self.nodes[up as usize].child2 = node;
+            } else {
+                self.nodes[up as usize].child1 = node;
+            }
+        }
+        for &node in created.iter().rev() {
+            let n = self.nodes[node as usize];
+            let (n1, n2) = (self.nodes[n.child1 as usize], self.nodes[n.child2 as usize]);
+            let m = &mut self.nodes[node as usize];
+            m.aabb = n1.aabb.union(&n2.aabb);
+            m.height = 1 + n1.height.max(n2.height);
+            m.category = n1.category | n2.category;
+        }
+        root
     }
 
     /// Calls `f(user)` for every leaf whose box overlaps `aabb`.
@@ -460,6 +598,75 @@ mod tests {
         b.sort();
         assert_eq!(a, b);
         assert!(!a.is_empty());
+    }
+
+    #[test]
+    fn enlarge_and_rebuild_keep_queries_exact() {
+        let mut t = DynamicTree::new();
+        let mut boxes = Vec::new();
+        for i in 0..300u32 {
+            let x = fx(((i * 37) % 101) as i32);
+            let y = fx(((i * 53) % 97) as i32);
+            let b = Aabb::new(Vec2::new(x, y), Vec2::new(x + fx(2), y + fx(2)));
+            boxes.push((t.create_filtered_proxy(b, i, 1 << (i % 2)), b));
+        }
+        let check = |t: &mut DynamicTree, boxes: &[(u32, Aabb)]| {
+            for q in [
+                Aabb::new(Vec2::from_ints(20, 20), Vec2::from_ints(40, 30)),
+                Aabb::new(Vec2::from_ints(-5, -5), Vec2::from_ints(200, 200)),
+                Aabb::new(Vec2::from_ints(50, 0), Vec2::from_ints(51, 90)),
+            ] {
+                let mut got = Vec::new();
+                t.query_masked(&q, 0b10, |u| got.push(u));
+                got.sort();
+                let want: Vec<u32> = boxes
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, (_, b))| i % 2 == 1 && b.overlaps(&q))
+                    .map(|(i, _)| i as u32)
+                    .collect();
+                assert_eq!(got, want);
+            }
+        };
+        check(&mut t, &boxes);
+        for round in 0..3 {
+            for (i, (p, b)) in boxes.iter_mut().enumerate() {
+                if (i + round) % 2 == 0 {
+                    // Move far: the enlarged box covers old and new places.
+                    let moved = Aabb::new(
+                        b.lower + Vec2::from_ints(7, -3),
+                        b.upper + Vec2::from_ints(7, -3),
+                    );
+                    t.enlarge_proxy(*p, moved);
+                    *b = moved;
+                }
+            }
+            assert!(t.needs_rebuild());
+            check(&mut t, &boxes);
+            t.rebuild();
+            assert!(!t.needs_rebuild());
+            assert!(t.height() <= 10, "height {}", t.height());
+            check(&mut t, &boxes);
+        }
+        // Incremental changes still work on a rebuilt tree.
+        for (p, _) in boxes.iter().step_by(5) {
+            t.destroy_proxy(*p);
+        }
+        let kept: Vec<(u32, Aabb)> = boxes
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                if i % 5 == 0 {
+                    (
+                        e.0,
+                        Aabb::new(Vec2::from_ints(-900, -900), Vec2::from_ints(-899, -899)),
+                    )
+                } else {
+                    *e
+                }
+            })
+            .collect();
+        check(&mut t, &kept);
     }
 
     #[test]

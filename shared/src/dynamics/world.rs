@@ -1086,6 +1086,13 @@ impl World {
 
     /// Stage 1: new pairs for shapes whose fat box moved.
     fn update_pairs(&mut self) {
+        // Trees grown or filled since the last step are rebuilt first (their
+        // shape never changes which pairs are found).
+        for tree in [&mut self.state.static_tree, &mut self.state.dynamic_tree] {
+            if tree.needs_rebuild() {
+                tree.rebuild();
+            }
+        }
         if self.state.moved.is_empty() {
             return;
         }
@@ -1496,7 +1503,9 @@ impl World {
                 let aabb = sh.geometry.aabb(b.transform);
                 if !sh.fat_aabb.contains(&aabb) {
                     sh.fat_aabb = aabb.expand(AABB_MARGIN);
-                    st.dynamic_tree.move_proxy(sh.proxy, sh.fat_aabb);
+                    // Grown in place; the tree is rebuilt before the next
+                    // pair search.
+                    st.dynamic_tree.enlarge_proxy(sh.proxy, sh.fat_aabb);
                     if !sh.moved {
                         sh.moved = true;
                         st.moved.push(s);
