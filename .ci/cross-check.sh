@@ -44,10 +44,7 @@ export RUST_BACKTRACE=${RUST_BACKTRACE:-0}
 export CARGO_TARGET_I686_UNKNOWN_LINUX_MUSL_LINKER=${CARGO_TARGET_I686_UNKNOWN_LINUX_MUSL_LINKER:-rust-lld}
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=${CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER:-rust-lld}
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUNNER=${CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUNNER:-qemu-aarch64-static}
-# --single-threaded-gc: node 20's parallel garbage collector can crash
-# (V8_Fatal during evacuation) while a long wasm test run grows its memory;
-# the guest's results do not depend on it.
-export CARGO_TARGET_WASM32_WASIP1_RUNNER=${CARGO_TARGET_WASM32_WASIP1_RUNNER:-node --no-warnings --single-threaded-gc $CI_DIR/wasi-runner.mjs}
+export CARGO_TARGET_WASM32_WASIP1_RUNNER=${CARGO_TARGET_WASM32_WASIP1_RUNNER:-node --no-warnings $CI_DIR/wasi-runner.mjs}
 
 GOLDEN_RE='GOLDEN[[:space:]]+[^[:space:]]+[[:space:]]+[0-9]+[[:space:]]+(0x)?[0-9A-Fa-f]+\b'
 REF_LABEL=x86_64-release
