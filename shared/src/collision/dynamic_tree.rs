@@ -53,6 +53,8 @@ pub struct DynamicTree {
     dirty: u32,
     /// Scratch for rebuilds.
     leaves: Vec<LeafKey>,
+    tasks: Vec<(u32, u32, u32, bool)>,
+    created: Vec<u32>,
 }
 
 /// A leaf and its centre (doubled), for rebuilding without touching nodes.
@@ -72,6 +74,8 @@ impl Clone for DynamicTree {
             stack: Vec::new(),
             dirty: self.dirty,
             leaves: Vec::new(),
+            tasks: Vec::new(),
+            created: Vec::new(),
         }
     }
 
@@ -93,6 +97,8 @@ impl DynamicTree {
             stack: Vec::new(),
             dirty: 0,
             leaves: Vec::new(),
+            tasks: Vec::new(),
+            created: Vec::new(),
         }
     }
 
@@ -210,10 +216,14 @@ impl DynamicTree {
     /// categories are filled bottom-up (reverse creation order).
     fn build(&mut self, leaves: &mut [LeafKey], parent: u32) -> u32 {
         // (start, end, parent, is second child)
-        let mut tasks: Vec<(usize, usize, u32, bool)> = vec![(0, leaves.len(), parent, false)];
-        let mut created: Vec<u32> = Vec::with_capacity(leaves.len());
+        let mut tasks = core::mem::take(&mut self.tasks);
+        let mut created = core::mem::take(&mut self.created);
+        tasks.clear();
+        created.clear();
+        tasks.push((0, leaves.len() as u32, parent, false));
         let mut root = NULL;
         while let Some((start, end, up, second)) = tasks.pop() {
+            let (start, end) = (start as usize, end as usize);
             let node = if end - start == 1 {
                 leaves[start].leaf
             } else {
@@ -234,8 +244,8 @@ impl DynamicTree {
                 }
                 let node = self.alloc();
                 created.push(node);
-                tasks.push((start + mid, end, node, true));
-                tasks.push((start, start + mid, node, false));
+                tasks.push(((start + mid) as u32, end as u32, node, true));
+                tasks.push((start as u32, (start + mid) as u32, node, false));
                 node
             };
             self.nodes[node as usize].parent = up;
@@ -255,6 +265,8 @@ impl DynamicTree {
             m.height = 1 + n1.height.max(n2.height);
             m.category = n1.category | n2.category;
         }
+        self.tasks = tasks;
+        self.created = created;
         root
     }
 
