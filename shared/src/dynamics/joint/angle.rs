@@ -6,7 +6,7 @@
 //! Impulse slots: `angular` (drive), `lower`, `upper`.
 
 use super::{
-    apply_angular, clamp_accumulate, inv_or_zero, limit_impulse, soft_impulse, Frame, JointContext,
+    apply_angular, clamp_accumulate, inv_or_zero, limit_pair, soft_impulse, Frame, JointContext,
     JointImpulses, Masses,
 };
 use crate::dynamics::solver::{make_soft, BodyState, Softness};
@@ -134,23 +134,16 @@ pub(super) fn solve(
         apply_angular(sa, sb, i);
     }
     if p.enable_limit {
-        let i = limit_impulse(
-            angle - p.lower,
-            sb.w - sa.w,
+        limit_pair(
+            sa,
+            sb,
+            (angle, p.lower, p.upper),
             p.axial_mass,
-            &mut imp.lower,
+            (&mut imp.lower, &mut imp.upper),
             ctx,
             use_bias,
+            |sa, sb| sb.w - sa.w,
+            apply_angular,
         );
-        apply_angular(sa, sb, i);
-        let i = limit_impulse(
-            p.upper - angle,
-            sa.w - sb.w,
-            p.axial_mass,
-            &mut imp.upper,
-            ctx,
-            use_bias,
-        );
-        apply_angular(sa, sb, -i);
     }
 }

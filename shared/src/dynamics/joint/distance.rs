@@ -7,7 +7,7 @@
 //! Impulse slots: `axial` (rod or spring), `lower`, `upper`, `motor`.
 
 use super::{
-    apply_general, clamp_accumulate, inv_or_zero, limit_impulse, soft_impulse, Frame, JointContext,
+    apply_general, clamp_accumulate, inv_or_zero, limit_pair, soft_impulse, Frame, JointContext,
     JointImpulses, Masses,
 };
 use crate::dynamics::solver::{make_soft, BodyState, Softness};
@@ -169,24 +169,17 @@ pub(super) fn solve(
             push(sa, sb, i);
         }
         if p.enable_limit {
-            let i = limit_impulse(
-                length - p.min,
-                cdot(sa, sb),
+            limit_pair(
+                sa,
+                sb,
+                (length, p.min, p.max),
                 p.axial_mass,
-                &mut imp.lower,
+                (&mut imp.lower, &mut imp.upper),
                 ctx,
                 use_bias,
+                cdot,
+                push,
             );
-            push(sa, sb, i);
-            let i = limit_impulse(
-                p.max - length,
-                -cdot(sa, sb),
-                p.axial_mass,
-                &mut imp.upper,
-                ctx,
-                use_bias,
-            );
-            push(sa, sb, -i);
         }
         if p.enable_motor {
             let i = clamp_accumulate(

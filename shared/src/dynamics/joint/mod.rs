@@ -459,7 +459,7 @@ pub(crate) fn soft_impulse(
 /// speculative when apart, soft when violated. Returns the new impulse to
 /// apply (after clamping the accumulated impulse to push only).
 #[inline(always)]
-pub(crate) fn limit_impulse(
+fn limit_impulse(
     c: Scalar,
     cdot: Scalar,
     mass: Scalar,
@@ -479,6 +479,29 @@ pub(crate) fn limit_impulse(
     let applied = new - *accumulated;
     *accumulated = new;
     applied
+}
+
+/// Lower and upper limit on one coordinate `x` (an angle, a translation, a
+/// length): two one-sided [`limit_impulse`]s, the upper one with the signs
+/// flipped so that C > 0 while the limit holds. `cdot` is the coordinate's
+/// rate from the current velocities; `apply` pushes an impulse along it.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(crate) fn limit_pair(
+    sa: &mut BodyState,
+    sb: &mut BodyState,
+    (x, lower, upper): (Scalar, Scalar, Scalar),
+    mass: Scalar,
+    (lower_impulse, upper_impulse): (&mut Scalar, &mut Scalar),
+    ctx: &JointContext,
+    use_bias: bool,
+    cdot: impl Fn(&BodyState, &BodyState) -> Scalar,
+    apply: impl Fn(&mut BodyState, &mut BodyState, Scalar),
+) {
+    let i = limit_impulse(x - lower, cdot(sa, sb), mass, lower_impulse, ctx, use_bias);
+    apply(sa, sb, i);
+    let i = limit_impulse(upper - x, -cdot(sa, sb), mass, upper_impulse, ctx, use_bias);
+    apply(sa, sb, -i);
 }
 
 /// Adds `impulse` to `accumulated`, clamped to `±max`; returns the change.

@@ -10,7 +10,7 @@
 //! the cold part only joints with a limit, motor or spring use.
 
 use super::{
-    apply_angular, apply_point, clamp_accumulate, inv_or_zero, limit_impulse, rotation_angle,
+    apply_angular, apply_point, clamp_accumulate, inv_or_zero, limit_pair, rotation_angle,
     soft_impulse, Frame, Joint, JointContext, Masses, Sym22,
 };
 use crate::dynamics::solver::{self, make_soft, BodyState, Softness};
@@ -293,24 +293,16 @@ fn solve_angular(
         apply_angular(sa, sb, i);
     }
     if c.enable_limit {
-        let i = limit_impulse(
-            angle - c.lower,
-            sb.w - sa.w,
+        limit_pair(
+            sa,
+            sb,
+            (angle, c.lower, c.upper),
             c.axial_mass,
-            &mut c.lower_impulse,
+            (&mut c.lower_impulse, &mut c.upper_impulse),
             ctx,
             use_bias,
+            |sa, sb| sb.w - sa.w,
+            apply_angular,
         );
-        apply_angular(sa, sb, i);
-        // Upper: signs flipped so that C > 0 when the limit holds.
-        let i = limit_impulse(
-            c.upper - angle,
-            sa.w - sb.w,
-            c.axial_mass,
-            &mut c.upper_impulse,
-            ctx,
-            use_bias,
-        );
-        apply_angular(sa, sb, -i);
     }
 }

@@ -7,8 +7,8 @@
 //! the axis), `motor` (angular).
 
 use super::{
-    apply_angular, apply_general, clamp_accumulate, inv_or_zero, limit_impulse, soft_impulse,
-    Frame, JointContext, JointImpulses, Masses,
+    apply_angular, apply_general, clamp_accumulate, inv_or_zero, limit_pair, soft_impulse, Frame,
+    JointContext, JointImpulses, Masses,
 };
 use crate::dynamics::solver::{make_soft, BodyState, Softness};
 use crate::math::{Rot, Scalar, Vec2};
@@ -199,24 +199,17 @@ pub(super) fn solve(
         push(sa, sb, i);
     }
     if p.enable_limit {
-        let i = limit_impulse(
-            translation - p.lower,
-            axial_cdot(sa, sb),
+        limit_pair(
+            sa,
+            sb,
+            (translation, p.lower, p.upper),
             p.axial_mass,
-            &mut imp.lower,
+            (&mut imp.lower, &mut imp.upper),
             ctx,
             use_bias,
+            axial_cdot,
+            push,
         );
-        push(sa, sb, i);
-        let i = limit_impulse(
-            p.upper - translation,
-            -axial_cdot(sa, sb),
-            p.axial_mass,
-            &mut imp.upper,
-            ctx,
-            use_bias,
-        );
-        push(sa, sb, -i);
     }
 
     // Point on line.
