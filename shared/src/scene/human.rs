@@ -13,6 +13,7 @@ use crate::math::{Scalar, Vec2};
 fn s(v: f64) -> Scalar {
     // Float edge: scene constants written as decimals, converted once at
     // build time (IEEE → fixed rounding is identical on every target).
+    // Also reached from `rain_step` while stepping (see `joint_scenes::s`).
     Scalar::from_f64(v).expect("scene constant in range")
 }
 

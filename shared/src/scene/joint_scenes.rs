@@ -20,6 +20,10 @@ use crate::math::{fx, Rot, Scalar, Vec2};
 fn s(v: f64) -> Scalar {
     // Float edge: scene constants written as decimals, converted once at
     // build time (IEEE → fixed rounding is identical on every target).
+    // Exception: `rain_step` spawns humans while stepping, and
+    // `human::add_human` still converts its decimal table through `f64`
+    // then (literal arithmetic, cross-checked on every target; to be turned
+    // into Scalar constants).
     Scalar::from_f64(v).expect("scene constant in range")
 }
 
@@ -286,7 +290,7 @@ fn rain_tag(row: u64, column: u64) -> u64 {
 
 fn rain_create_group(w: &mut World, row: u64, column: u64) {
     // Column pitch 250/40 = 6.25 and all offsets are exact binary fractions.
-    let x0 = fx(-125) + s(6.25) * (fx(column as i32) + Scalar::HALF);
+    let x0 = fx(-125) + Scalar::ratio(25, 4) * (fx(column as i32) + Scalar::HALF);
     let y0 = fx(40 + 45 * row as i32);
     for m in 0..RAIN_GROUP {
         let spawn = Vec2::new(x0 + Scalar::HALF * fx(m as i32), y0);

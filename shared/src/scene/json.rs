@@ -411,43 +411,65 @@ struct BodyJson {
     shapes: Option<ShapeList>,
 }
 
-#[derive(Debug)]
-struct BodyList(Vec<BodyJson>);
+/// A top-level list of the scene (bodies, joints): each element's index is
+/// recorded for error messages, and a list longer than `MAX` is refused
+/// before anything past the limit is stored.
+trait TopLevelItem {
+    /// Most elements.
+    const MAX: usize;
+    /// Plural name, for messages.
+    const WHAT: &'static str;
+    /// Where element `i` sits.
+    fn path(i: usize) -> Path;
+}
 
-impl<'de> Deserialize<'de> for BodyList {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<BodyList, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = BodyList;
+impl TopLevelItem for BodyJson {
+    const MAX: usize = MAX_BODIES;
+    const WHAT: &'static str = "bodies";
+    fn path(i: usize) -> Path {
+        Path::Body(i)
+    }
+}
+
+#[derive(Debug)]
+struct BoundedList<T>(Vec<T>);
+
+type BodyList = BoundedList<BodyJson>;
+
+impl<'de, T: TopLevelItem + Deserialize<'de>> Deserialize<'de> for BoundedList<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<BoundedList<T>, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: TopLevelItem + Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = BoundedList<T>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an array of bodies")
+                write!(f, "an array of {}", T::WHAT)
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<BodyList, A::Error> {
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<BoundedList<T>, A::Error> {
                 let mut out = Vec::new();
                 loop {
                     let i = out.len();
-                    if i == MAX_BODIES {
+                    if i == T::MAX {
                         set_path(Path::Scene);
                         if seq.next_element::<IgnoredAny>()?.is_some() {
                             set_cursor(Cursor {
-                                limit: Some(("bodies", MAX_BODIES)),
+                                limit: Some((T::WHAT, T::MAX)),
                                 ..cursor()
                             });
-                            return Err(de::Error::custom("too many bodies"));
+                            return Err(de::Error::custom(format_args!("too many {}", T::WHAT)));
                         }
                         break;
                     }
-                    set_path(Path::Body(i));
-                    match seq.next_element::<BodyJson>()? {
+                    set_path(T::path(i));
+                    match seq.next_element::<T>()? {
                         Some(b) => out.push(b),
                         None => break,
                     }
                 }
                 set_path(Path::Scene);
-                Ok(BodyList(out))
+                Ok(BoundedList(out))
             }
         }
-        d.deserialize_seq(V)
+        d.deserialize_seq(V(std::marker::PhantomData))
     }
 }
 
@@ -1555,45 +1577,15 @@ impl JointJson {
     }
 }
 
-#[derive(Debug)]
-struct JointList(Vec<JointJson>);
-
-impl<'de> Deserialize<'de> for JointList {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<JointList, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = JointList;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an array of joints")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<JointList, A::Error> {
-                let mut out = Vec::new();
-                loop {
-                    let i = out.len();
-                    if i == MAX_JOINTS {
-                        set_path(Path::Scene);
-                        if seq.next_element::<IgnoredAny>()?.is_some() {
-                            set_cursor(Cursor {
-                                limit: Some(("joints", MAX_JOINTS)),
-                                ..cursor()
-                            });
-                            return Err(de::Error::custom("too many joints"));
-                        }
-                        break;
-                    }
-                    set_path(Path::Joint(i));
-                    match seq.next_element::<JointJson>()? {
-                        Some(j) => out.push(j),
-                        None => break,
-                    }
-                }
-                set_path(Path::Scene);
-                Ok(JointList(out))
-            }
-        }
-        d.deserialize_seq(V)
+impl TopLevelItem for JointJson {
+    const MAX: usize = MAX_JOINTS;
+    const WHAT: &'static str = "joints";
+    fn path(i: usize) -> Path {
+        Path::Joint(i)
     }
 }
+
+type JointList = BoundedList<JointJson>;
 
 /// Largest force or torque a joint field accepts (N, N·m).
 const FORCE_BOUND: Scalar = Scalar::from_int(1_000_000_000);
