@@ -471,14 +471,8 @@ impl<R: Rules> ServerRoom<R> {
         match msg {
             ClientReliable::Hello(h) if !active => self.hello(now, conn, h),
             ClientReliable::Desync(r) if active => self.desync(now, conn, r),
-            ClientReliable::Leave => {
-                self.send_reliable(conn, &ServerReliable::Kick(KickReason::Left));
-                self.out.push_back(Output::Close {
-                    conn,
-                    reason: KickReason::Left,
-                });
-                self.drop_client(conn, KickReason::Left, false);
-            }
+            // Leaving frees the slot at once, like a kick with reason `Left`.
+            ClientReliable::Leave => self.kick(conn, KickReason::Left),
             _ => {
                 self.reject(conn, Rejection::Unexpected);
                 self.kick(
