@@ -3,7 +3,7 @@
 
 mod scalar;
 mod sqrt;
-mod trig;
+pub(crate) mod trig;
 mod vec2;
 
 pub use scalar::{fx, Scalar, WORLD_BOUND};

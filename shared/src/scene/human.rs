@@ -8,91 +8,76 @@ use crate::dynamics::{
     BodyDef, BodyId, BodyKind, JointDef, JointKind, RevoluteJoint, ShapeDef, World,
 };
 use crate::geometry::{Capsule, Filter, Polygon, ShapeGeometry};
+use crate::math::trig::PI_Q62;
 use crate::math::{Scalar, Vec2};
 
-fn s(v: f64) -> Scalar {
-    // Float edge: scene constants written as decimals, converted once at
-    // build time (IEEE → fixed rounding is identical on every target).
-    // Also reached from `rain_step` while stepping (see `joint_scenes::s`).
-    Scalar::from_f64(v).expect("scene constant in range")
+/// `m / 1000` rounded to the nearest 2⁻³² (the value a decimal literal
+/// with three places gets when parsed). Integer arithmetic only: the bone
+/// table is used while stepping (`rain_step` spawns humans), so no `f64`.
+const fn d(m: i64) -> Scalar {
+    let num = (m as i128) << 32;
+    let half = if num < 0 { -500 } else { 500 };
+    Scalar::from_bits(((num + half) / 1000) as i64)
+}
+
+/// `m / 1000 · π` rounded to the nearest 2⁻³², from π in Q2.62.
+const fn d_pi(m: i64) -> Scalar {
+    let num = m as i128 * PI_Q62 as i128;
+    let den = 1000i128 << 30;
+    let half = if num < 0 { -den / 2 } else { den / 2 };
+    Scalar::from_bits(((num + half) / den) as i64)
 }
 
 /// One bone: body height above the spawn point, capsule centres (local y)
-/// and radius, linear damping, parent bone, joint pivot height, angle limits
-/// (multiples of π), friction scale of the joint's braking motor.
+/// and radius, linear damping, parent bone, joint pivot height, angle limits,
+/// maximum torque of the joint's braking motor.
 struct Bone {
-    y: f64,
-    capsule: (f64, f64, f64),
-    damping: f64,
+    y: Scalar,
+    capsule: (Scalar, Scalar, Scalar),
+    damping: Scalar,
     parent: Option<usize>,
-    pivot: f64,
-    limit: (f64, f64),
-    friction_scale: f64,
+    pivot: Scalar,
+    limit: (Scalar, Scalar),
+    max_motor_torque: Scalar,
     /// Lower legs carry a foot.
     foot: bool,
     /// Lower arms: the joint frame on the parent is rotated by +π/4.
     forearm: bool,
 }
 
+/// A bone from the table's decimals, in thousandths: heights, capsule
+/// centres and radius, damping, pivot; angle limits in thousandths of π;
+/// the motor's friction scale in thousandths (times 0.05 N·m).
 const fn bone(
-    y: f64,
-    capsule: (f64, f64, f64),
-    damping: f64,
+    y: i64,
+    capsule: (i64, i64, i64),
+    damping: i64,
     parent: Option<usize>,
-    pivot: f64,
-    limit: (f64, f64),
-    friction_scale: f64,
+    pivot: i64,
+    limit: (i64, i64),
+    friction_scale: i64,
 ) -> Bone {
     Bone {
-        y,
-        capsule,
-        damping,
+        y: d(y),
+        capsule: (d(capsule.0), d(capsule.1), d(capsule.2)),
+        damping: d(damping),
         parent,
-        pivot,
-        limit,
-        friction_scale,
+        pivot: d(pivot),
+        limit: (d_pi(limit.0), d_pi(limit.1)),
+        // friction_scale / 1000 · 0.05 = friction_scale · 50 / 10⁶.
+        max_motor_torque: Scalar::from_bits(
+            ((((friction_scale as i128 * 50) << 32) + 500_000) / 1_000_000) as i64,
+        ),
         foot: false,
         forearm: false,
     }
 }
 
-const HIP: Bone = bone(0.95, (-0.02, 0.02, 0.095), 0.0, None, 0.0, (0.0, 0.0), 0.0);
-const TORSO: Bone = bone(
-    1.2,
-    (-0.135, 0.135, 0.09),
-    0.0,
-    Some(0),
-    1.0,
-    (-0.25, 0.0),
-    0.5,
-);
-const HEAD: Bone = bone(
-    1.475,
-    (-0.038, 0.039, 0.075),
-    0.1,
-    Some(1),
-    1.4,
-    (-0.3, 0.1),
-    0.25,
-);
-const UPPER_LEG: Bone = bone(
-    0.775,
-    (-0.125, 0.125, 0.06),
-    0.0,
-    Some(0),
-    0.9,
-    (-0.05, 0.4),
-    1.0,
-);
-const UPPER_ARM: Bone = bone(
-    1.225,
-    (-0.125, 0.125, 0.035),
-    0.0,
-    Some(1),
-    1.35,
-    (-0.1, 0.8),
-    0.5,
-);
+const HIP: Bone = bone(950, (-20, 20, 95), 0, None, 0, (0, 0), 0);
+const TORSO: Bone = bone(1200, (-135, 135, 90), 0, Some(0), 1000, (-250, 0), 500);
+const HEAD: Bone = bone(1475, (-38, 39, 75), 100, Some(1), 1400, (-300, 100), 250);
+const UPPER_LEG: Bone = bone(775, (-125, 125, 60), 0, Some(0), 900, (-50, 400), 1000);
+const UPPER_ARM: Bone = bone(1225, (-125, 125, 35), 0, Some(1), 1350, (-100, 800), 500);
 
 /// Bones in creation order (hip, torso, head, left leg, right leg, left
 /// arm, right arm); `parent` indexes this table.
@@ -103,54 +88,22 @@ const BONES: [Bone; 11] = [
     UPPER_LEG,
     Bone {
         foot: true,
-        ..bone(
-            0.475,
-            (-0.155, 0.125, 0.045),
-            0.0,
-            Some(3),
-            0.625,
-            (-0.5, -0.02),
-            0.5,
-        )
+        ..bone(475, (-155, 125, 45), 0, Some(3), 625, (-500, -20), 500)
     },
     UPPER_LEG,
     Bone {
         foot: true,
-        ..bone(
-            0.475,
-            (-0.155, 0.125, 0.045),
-            0.0,
-            Some(5),
-            0.625,
-            (-0.5, -0.02),
-            0.5,
-        )
+        ..bone(475, (-155, 125, 45), 0, Some(5), 625, (-500, -20), 500)
     },
     UPPER_ARM,
     Bone {
         forearm: true,
-        ..bone(
-            0.975,
-            (-0.125, 0.125, 0.03),
-            0.1,
-            Some(7),
-            1.1,
-            (-0.2, 0.3),
-            0.1,
-        )
+        ..bone(975, (-125, 125, 30), 100, Some(7), 1100, (-200, 300), 100)
     },
     UPPER_ARM,
     Bone {
         forearm: true,
-        ..bone(
-            0.975,
-            (-0.125, 0.125, 0.03),
-            0.1,
-            Some(9),
-            1.1,
-            (-0.2, 0.3),
-            0.1,
-        )
+        ..bone(975, (-125, 125, 30), 100, Some(9), 1100, (-200, 300), 100)
     },
 ];
 
@@ -163,20 +116,19 @@ pub const HUMAN_BONES: usize = BONES.len();
 /// bodies in bone order; the ten joints are created right after their child
 /// bone, parent as body A.
 pub fn add_human(world: &mut World, spawn: Vec2, group: i32, user_data: u64) -> [BodyId; 11] {
-    let pi = core::f64::consts::PI;
     let bone_filter = Filter {
         category: 0x2,
         mask: 0x3,
         group,
     };
     let bone_shape = ShapeDef {
-        friction: s(0.2),
+        friction: d(200),
         filter: bone_filter,
         user_data,
         ..ShapeDef::default()
     };
     let foot_shape = ShapeDef {
-        friction: s(0.05),
+        friction: d(50),
         filter: Filter {
             category: 0x2,
             mask: 0x1,
@@ -187,12 +139,12 @@ pub fn add_human(world: &mut World, spawn: Vec2, group: i32, user_data: u64) -> 
     };
     let foot = Polygon::new(
         &[
-            Vec2::new(s(-0.03), s(-0.185)),
-            Vec2::new(s(0.11), s(-0.185)),
-            Vec2::new(s(0.11), s(-0.16)),
-            Vec2::new(s(-0.03), s(-0.14)),
+            Vec2::new(d(-30), d(-185)),
+            Vec2::new(d(110), d(-185)),
+            Vec2::new(d(110), d(-160)),
+            Vec2::new(d(-30), d(-140)),
         ],
-        s(0.015),
+        d(15),
     )
     .expect("foot polygon is convex");
     let mut ids = [BodyId {
@@ -200,24 +152,20 @@ pub fn add_human(world: &mut World, spawn: Vec2, group: i32, user_data: u64) -> 
         generation: 0,
     }; 11];
     for (k, b) in BONES.iter().enumerate() {
-        let position = spawn + Vec2::new(Scalar::ZERO, s(b.y));
+        let position = spawn + Vec2::new(Scalar::ZERO, b.y);
         let id = world
             .create_body(&BodyDef {
                 kind: BodyKind::Dynamic,
                 position,
-                linear_damping: s(b.damping),
-                sleep_threshold: s(0.1),
+                linear_damping: b.damping,
+                sleep_threshold: d(100),
                 user_data,
                 ..BodyDef::default()
             })
             .expect("human bone in bounds");
         let (c1, c2, r) = b.capsule;
-        let capsule = Capsule::new(
-            Vec2::new(Scalar::ZERO, s(c1)),
-            Vec2::new(Scalar::ZERO, s(c2)),
-            s(r),
-        )
-        .expect("bone capsule");
+        let capsule = Capsule::new(Vec2::new(Scalar::ZERO, c1), Vec2::new(Scalar::ZERO, c2), r)
+            .expect("bone capsule");
         world
             .create_shape(id, &bone_shape, ShapeGeometry::Capsule(capsule))
             .expect("bone shape");
@@ -228,29 +176,25 @@ pub fn add_human(world: &mut World, spawn: Vec2, group: i32, user_data: u64) -> 
         }
         ids[k] = id;
         if let Some(parent) = b.parent {
-            let pivot = spawn + Vec2::new(Scalar::ZERO, s(b.pivot));
-            let parent_pos = spawn + Vec2::new(Scalar::ZERO, s(BONES[parent].y));
+            let pivot = spawn + Vec2::new(Scalar::ZERO, b.pivot);
+            let parent_pos = spawn + Vec2::new(Scalar::ZERO, BONES[parent].y);
             let joint = RevoluteJoint {
                 enable_limit: true,
-                lower_angle: s(b.limit.0 * pi),
-                upper_angle: s(b.limit.1 * pi),
+                lower_angle: b.limit.0,
+                upper_angle: b.limit.1,
                 enable_spring: true,
                 hertz: Scalar::from_int(5),
                 damping_ratio: Scalar::HALF,
                 target_angle: Scalar::ZERO,
                 enable_motor: true,
                 motor_speed: Scalar::ZERO,
-                max_motor_torque: s(b.friction_scale * 0.05),
+                max_motor_torque: b.max_motor_torque,
             };
             world
                 .create_joint(&JointDef {
                     local_anchor_a: pivot - parent_pos,
                     local_anchor_b: pivot - position,
-                    reference_angle: if b.forearm {
-                        s(0.25 * pi)
-                    } else {
-                        Scalar::ZERO
-                    },
+                    reference_angle: if b.forearm { d_pi(250) } else { Scalar::ZERO },
                     user_data,
                     ..JointDef::new(ids[parent], id, JointKind::Revolute(joint))
                 })
@@ -258,4 +202,37 @@ pub fn add_human(world: &mut World, spawn: Vec2, group: i32, user_data: u64) -> 
         }
     }
     ids
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousandths_round_like_decimal_literals() {
+        // `d(m)` must give the bits the decimal "m/1000" parses to.
+        for m in -3000i64..=3000 {
+            let text = format!(
+                "{}{}.{:03}",
+                if m < 0 { "-" } else { "" },
+                m.abs() / 1000,
+                m.abs() % 1000
+            );
+            let want = Scalar::parse_decimal(&text).expect("decimal");
+            assert_eq!(d(m), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn multiples_of_pi_are_rounded_to_nearest() {
+        // Test-only float reference: |d_pi(m) − m/1000·π| ≤ half an ulp
+        // (plus the reference's own error).
+        for m in [
+            -500, -300, -250, -200, -100, -50, -20, 0, 100, 250, 300, 400, 800,
+        ] {
+            let exact = m as f64 / 1000.0 * core::f64::consts::PI;
+            let got = d_pi(m).to_bits() as f64 / 4_294_967_296.0;
+            assert!((got - exact).abs() <= 0.5 / 4_294_967_296.0 + 1e-15, "{m}");
+        }
+    }
 }

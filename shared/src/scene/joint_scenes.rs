@@ -20,10 +20,8 @@ use crate::math::{fx, Rot, Scalar, Vec2};
 fn s(v: f64) -> Scalar {
     // Float edge: scene constants written as decimals, converted once at
     // build time (IEEE → fixed rounding is identical on every target).
-    // Exception: `rain_step` spawns humans while stepping, and
-    // `human::add_human` still converts its decimal table through `f64`
-    // then (literal arithmetic, cross-checked on every target; to be turned
-    // into Scalar constants).
+    // Nothing reached from `rain_step` (which runs while stepping) uses it:
+    // the human's bone table is built from integers.
     Scalar::from_f64(v).expect("scene constant in range")
 }
 
