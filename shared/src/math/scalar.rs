@@ -33,10 +33,28 @@ use serde::{Deserialize, Serialize};
 pub const WORLD_BOUND: Scalar = Scalar::from_int(10_000);
 
 /// A Q32.32 fixed-point number. See the module docs for the overflow policy.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
-#[serde(transparent)]
+///
+/// Serialized as its raw bits, an `i64` (in the canonical encoding: 8 bytes,
+/// little-endian). `fixed`'s own serde form is a one-field struct around the
+/// same `i64`: identical bytes in bincode, but the struct framing made the
+/// state hash spend a third of its time in serde plumbing.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 #[repr(transparent)]
 pub struct Scalar(I32F32);
+
+impl Serialize for Scalar {
+    #[inline]
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_i64(self.to_bits())
+    }
+}
+
+impl<'de> Deserialize<'de> for Scalar {
+    #[inline]
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Scalar, D::Error> {
+        i64::deserialize(deserializer).map(Scalar::from_bits)
+    }
+}
 
 const FRAC_BITS: u32 = 32;
 
