@@ -17,10 +17,19 @@
 //! iteration cap.
 //!
 //! A shape that starts the step already within the slop of a candidate
-//! (resting or sliding on it) would stop at once; it is tested again as a
-//! small disc (a quarter of its smallest extent) around its centroid, which
-//! stops the body only where that disc would touch the candidate: when the
-//! body is really about to pass through.
+//! (resting or sliding on it) would stop at once; it is tested again by its
+//! *core*, the shape shrunk by ¾ of its smallest extent (a plank stays a
+//! thinner plank, a capsule its segment with a quarter of the radius), which
+//! stops the body only where the core would touch the candidate: when the
+//! body is really about to pass through. If the core starts in contact too,
+//! a second core shrunk by 15/16 is tried. If even that one starts in
+//! contact the body is already deep inside; when its centroid's path then
+//! touches the candidate it is going through, and it is stopped dead at its
+//! start pose (velocity zeroed) so the contacts can push it back out. This is
+//! what keeps a long body that lands end-first while spinning — the impact
+//! spins it up by hundreds of rad/s and swings its far end through the floor
+//! — on the right side (Box2D v3 tests only a disc around the centroid,
+//! which such a body pivots around).
 
 use super::body::{Body, BodyId, BodyKind, NONE};
 use super::solver::BodyState;
@@ -67,6 +76,59 @@ fn shape_centroid(g: &ShapeGeometry) -> Vec2 {
         ShapeGeometry::Capsule(c) => c.c1.lerp(c.c2, Scalar::HALF),
         ShapeGeometry::Polygon(p) => p.centroid,
         ShapeGeometry::Segment(s) => s.p1.lerp(s.p2, Scalar::HALF),
+    }
+}
+
+/// The shape's core for a sweep that starts in contact: the shape shrunk by
+/// `1 − 4^−depth` of its smallest extent (¾, then 15/16 if the first core
+/// also starts in contact), so it only touches what the shape would really
+/// pass through. A circle's core is a smaller disc at its centre, a
+/// capsule's its segment with a smaller radius, a polygon's the polygon
+/// inset along its corner bisectors with a smaller rounding radius. An
+/// elongated body keeps its length: a disc at the centroid let a plank or a
+/// capsule pivot on one end and whirl through the floor with the other.
+/// A polygon whose inset would lose an edge (a sharp spike) falls back to a
+/// disc at the centroid.
+fn core_proxy(g: &ShapeGeometry, depth: u32) -> DistanceProxy {
+    let keep = |x: Scalar| x.shr(2 * depth);
+    let disc = || DistanceProxy::new(&[shape_centroid(g)], keep(shape_min_extent(g)));
+    match g {
+        ShapeGeometry::Capsule(c) => DistanceProxy::new(&[c.c1, c.c2], keep(c.radius)),
+        ShapeGeometry::Polygon(p) => {
+            let n = p.count as usize;
+            let (verts, normals) = (&p.vertices[..n], &p.normals[..n]);
+            let mut m = Scalar::MAX;
+            for (v, nv) in verts.iter().zip(normals) {
+                m = m.min(nv.dot(*v - p.centroid));
+            }
+            if n < 3 || m <= Scalar::ZERO {
+                return disc();
+            }
+            // Inset by d = m − m/4^depth: vertex i moves along its corner's
+            // bisector, v − d·(n₁ + n₂) / (1 + n₁·n₂), onto both offset edges.
+            let d = m - keep(m);
+            let mut inset = [Vec2::ZERO; crate::geometry::MAX_POLYGON_VERTICES];
+            for i in 0..n {
+                let (n1, n2) = (normals[(i + n - 1) % n], normals[i]);
+                let denom = Scalar::ONE + n1.dot(n2);
+                if denom <= Scalar::milli(10) {
+                    return disc();
+                }
+                inset[i] = verts[i] - (n1 + n2) * (d / denom);
+            }
+            // Every inset vertex must lie inside every offset edge (with a
+            // little tolerance); otherwise an edge collapsed.
+            let tol = Scalar::milli(1);
+            for q in &inset[..n] {
+                for (v, nv) in verts.iter().zip(normals) {
+                    if nv.dot(*q - *v) > tol - d {
+                        return disc();
+                    }
+                }
+            }
+            DistanceProxy::new(&inset[..n], keep(p.radius))
+        }
+        ShapeGeometry::Circle(_) | ShapeGeometry::Segment(_) => disc(),
     }
 }
 
@@ -156,6 +218,7 @@ fn solve_body(
     let sweep = body_sweep(&body, k as u32 + 1, &sc.start);
     let xf_start = sweep.transform(Scalar::ZERO);
     let mut t_min = Scalar::ONE;
+    let mut stop_dead = false;
     let mut s = body.first_shape;
     while s != NONE {
         let shape = st.shapes[s as usize];
@@ -209,11 +272,27 @@ fn solve_body(
             if out.state == ToiState::Overlapped {
                 // Resting or sliding on it: only a real pass-through counts,
                 // when the core disc itself would touch it.
-                let core = DistanceProxy::new(
-                    &[shape_centroid(&shape.geometry)],
-                    shape_min_extent(&shape.geometry).shr(2),
-                );
-                out = toi(&core, Scalar::ZERO);
+                for depth in 1..=2 {
+                    out = toi(&core_proxy(&shape.geometry, depth), Scalar::ZERO);
+                    if out.state != ToiState::Overlapped {
+                        break;
+                    }
+                }
+            }
+            if out.state == ToiState::Overlapped {
+                // Deep inside it already (past 15/16 of the smallest
+                // extent): if the centroid's path now touches it, the body
+                // is going through. Stop it dead at its start pose; the
+                // contacts push it out from there in the next steps (moving
+                // out, its centroid path does not touch). A centroid that is
+                // itself inside is left alone: stopping it would freeze it.
+                let centroid = DistanceProxy::new(&[shape_centroid(&shape.geometry)], Scalar::ZERO);
+                let c = toi(&centroid, Scalar::ZERO);
+                if matches!(c.state, ToiState::Hit | ToiState::Failed) {
+                    t_min = Scalar::ZERO;
+                    stop_dead = true;
+                }
+                continue;
             }
             let hit = matches!(out.state, ToiState::Hit | ToiState::Failed);
             if hit && out.fraction > Scalar::ZERO && out.fraction < t_min {
@@ -227,6 +306,10 @@ fn solve_body(
         b.center = c;
         b.transform.q = q;
         b.transform.p = c - q.rotate(b.local_center);
+        if stop_dead {
+            b.linear_velocity = Vec2::ZERO;
+            b.angular_velocity = Scalar::ZERO;
+        }
     }
 }
 
