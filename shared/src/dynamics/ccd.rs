@@ -335,3 +335,55 @@ impl World {
         Ok(self.state.bodies[i as usize].bullet)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geometry::{Capsule, Polygon};
+
+    #[test]
+    fn a_plank_core_is_a_thinner_plank() {
+        let plank = ShapeGeometry::Polygon(Polygon::make_box(Scalar::HALF, Scalar::milli(20)));
+        // depth 1: inset by 15 mm; depth 2: by 18.75 mm.
+        for (depth, inset) in [(1, Scalar::milli(15)), (2, Scalar::ratio(1875, 100_000))] {
+            let core = core_proxy(&plank, depth);
+            assert_eq!(core.points().len(), 4);
+            assert_eq!(core.radius, Scalar::ZERO);
+            for p in core.points() {
+                let err_x = p.x.abs() - (Scalar::HALF - inset);
+                let err_y = p.y.abs() - (Scalar::milli(20) - inset);
+                // Corner bisector arithmetic: within a few ulps.
+                assert!(err_x.abs() < Scalar::from_bits(64), "{p:?}");
+                assert!(err_y.abs() < Scalar::from_bits(64), "{p:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn capsule_core_keeps_its_segment_and_a_spike_falls_back_to_a_disc() {
+        let c = Capsule::new(
+            Vec2::new(-Scalar::HALF, Scalar::ZERO),
+            Vec2::new(Scalar::HALF, Scalar::ZERO),
+            Scalar::milli(80),
+        )
+        .unwrap();
+        let core = core_proxy(&ShapeGeometry::Capsule(c), 1);
+        assert_eq!(core.points(), &[c.c1, c.c2]);
+        assert_eq!(core.radius, Scalar::milli(20));
+        // A needle triangle: its sharp corner's inset would leave the
+        // polygon, so the core is a disc at the centroid.
+        let needle = Polygon::new(
+            &[
+                Vec2::new(Scalar::ZERO, Scalar::ZERO),
+                Vec2::new(Scalar::from_int(4), Scalar::milli(5)),
+                Vec2::new(Scalar::ZERO, Scalar::milli(400)),
+            ],
+            Scalar::ZERO,
+        )
+        .unwrap();
+        let g = ShapeGeometry::Polygon(needle);
+        let core = core_proxy(&g, 1);
+        assert_eq!(core.points(), &[shape_centroid(&g)]);
+        assert_eq!(core.radius, shape_min_extent(&g).shr(2));
+    }
+}
