@@ -1400,12 +1400,12 @@ impl World {
                 let ld = if b.linear_damping.is_zero() {
                     Scalar::ONE
                 } else {
-                    Scalar::ONE / (Scalar::ONE + h * b.linear_damping)
+                    (Scalar::ONE + h * b.linear_damping).recip()
                 };
                 let ad = if b.angular_damping.is_zero() {
                     Scalar::ONE
                 } else {
-                    Scalar::ONE / (Scalar::ONE + h * b.angular_damping)
+                    (Scalar::ONE + h * b.angular_damping).recip()
                 };
                 deltas.push((dv, dw, ld, ad));
             } else {
