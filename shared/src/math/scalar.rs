@@ -350,7 +350,16 @@ mod tests {
         ];
         for k in 0..64 {
             let p = 1i64 << k;
-            cases.extend([p, p - 1, p + 1, -p, -p + 1, -p - 1, p / 3, p / 3 * 2 + 1]);
+            cases.extend([
+                p,
+                p.wrapping_sub(1),
+                p.wrapping_add(1),
+                p.wrapping_neg(),
+                p.wrapping_neg().wrapping_add(1),
+                p.wrapping_neg().wrapping_sub(1),
+                p / 3,
+                (p / 3).wrapping_mul(2).wrapping_add(1),
+            ]);
         }
         // A spread of awkward values (a fixed LCG; no randomness needed).
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
