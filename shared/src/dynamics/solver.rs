@@ -71,19 +71,22 @@ impl BodyState {
     }
 }
 
-/// Applies impulse `p` at offsets `ra`, `rb`: `−p` to A, `+p` to B.
-#[inline(always)]
-fn apply_impulse(sa: &mut BodyState, sb: &mut BodyState, ra: Vec2, rb: Vec2, p: Vec2) {
-    sa.v = sa.v.mul_sub(sa.inv_mass, p);
-    sa.w -= sa.inv_inertia * ra.cross(p);
-    sb.v = sb.v.mul_add(sb.inv_mass, p);
-    sb.w += sb.inv_inertia * rb.cross(p);
-}
-
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct ConstraintPoint {
-    pub anchor_a: Vec2,
-    pub anchor_b: Vec2,
+    /// Anchor offsets from the centres of mass, projected on the normal:
+    /// `rA·n`, `rB·n`. The tangent lever arms are their negatives
+    /// (`r × t = −r·n` for `t = right_perp(n)`).
+    pub an_a: Scalar,
+    pub an_b: Scalar,
+    /// Normal lever arms `rA × n`, `rB × n`.
+    pub rn_a: Scalar,
+    pub rn_b: Scalar,
+    /// Angular velocity change per unit normal impulse, `I⁻¹ (r × n)`.
+    pub wn_a: Scalar,
+    pub wn_b: Scalar,
+    /// Angular velocity change per unit tangent impulse, `I⁻¹ (r × t)`.
+    pub wt_a: Scalar,
+    pub wt_b: Scalar,
     pub base_separation: Scalar,
     pub relative_velocity: Scalar,
     pub normal_impulse: Scalar,
@@ -93,7 +96,7 @@ pub(crate) struct ConstraintPoint {
     pub tangent_mass: Scalar,
 }
 
-/// A contact prepared for solving.
+/// A contact point prepared for solving.
 impl ConstraintPoint {
     /// Adds `impulse` to the accumulated normal impulse, clamped so the
     /// contact only pushes; returns the impulse actually applied.
@@ -107,6 +110,14 @@ impl ConstraintPoint {
     }
 }
 
+/// A contact prepared for solving.
+///
+/// Everything that stays fixed during the step is folded in here once, so
+/// the per-iteration work is a handful of products: the lever arms, the
+/// angular response per unit impulse, and the linear response `m⁻¹ n` of
+/// each body. An impulse `λ` along the normal then changes A by
+/// `−λ·m_n_a`, `−λ·wn_a` and B by `+λ·m_n_b`, `+λ·wn_b`; along the tangent
+/// by the same with `right_perp(m_n)` and `wt`.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct ContactConstraint {
     /// Index of the contact in the world's contact list.
@@ -115,11 +126,36 @@ pub(crate) struct ContactConstraint {
     pub a: u32,
     pub b: u32,
     pub normal: Vec2,
+    /// `m⁻¹ n` for A and B.
+    pub m_n_a: Vec2,
+    pub m_n_b: Vec2,
     pub friction: Scalar,
     pub restitution: Scalar,
     pub softness: Softness,
     pub points: [ConstraintPoint; 2],
     pub count: u8,
+}
+
+/// Applies impulse `lambda` whose linear responses per unit are `ma`, `mb`
+/// and angular responses `w_a`, `w_b`: `−` to A, `+` to B.
+#[inline(always)]
+fn apply(
+    sa: &mut BodyState,
+    sb: &mut BodyState,
+    (ma, mb): (Vec2, Vec2),
+    (w_a, w_b): (Scalar, Scalar),
+    lambda: Scalar,
+) {
+    sa.v = sa.v.mul_sub(lambda, ma);
+    sa.w -= lambda * w_a;
+    sb.v = sb.v.mul_add(lambda, mb);
+    sb.w += lambda * w_b;
+}
+
+/// Normal relative velocity at a point: `(vB − vA)·n + ωB (rB × n) − ωA (rA × n)`.
+#[inline(always)]
+fn normal_speed(sa: &BodyState, sb: &BodyState, normal: Vec2, cp: &ConstraintPoint) -> Scalar {
+    (sb.v - sa.v).dot(normal) + sb.w * cp.rn_b - sa.w * cp.rn_a
 }
 
 #[inline(always)]
@@ -145,10 +181,13 @@ pub(crate) fn store(states: &mut [BodyState], a: u32, b: u32, sa: &BodyState, sb
 pub(crate) fn warm_start(constraints: &[ContactConstraint], states: &mut [BodyState]) {
     for c in constraints {
         let (mut sa, mut sb) = two(states, c.a, c.b);
-        let tangent = c.normal.right_perp();
+        let (mta, mtb) = (c.m_n_a.right_perp(), c.m_n_b.right_perp());
         for cp in &c.points[..c.count as usize] {
-            let p = c.normal * cp.normal_impulse + tangent * cp.tangent_impulse;
-            apply_impulse(&mut sa, &mut sb, cp.anchor_a, cp.anchor_b, p);
+            let (ni, ti) = (cp.normal_impulse, cp.tangent_impulse);
+            sa.v = sa.v.mul_sub(ni, c.m_n_a).mul_sub(ti, mta);
+            sa.w -= ni * cp.wn_a + ti * cp.wt_a;
+            sb.v = sb.v.mul_add(ni, c.m_n_b).mul_add(ti, mtb);
+            sb.w += ni * cp.wn_b + ti * cp.wt_b;
         }
         store(states, c.a, c.b, &sa, &sb);
     }
@@ -166,11 +205,15 @@ pub(crate) fn solve_contacts(
         let (mut sa, mut sb) = two(states, c.a, c.b);
         let normal = c.normal;
         let tangent = normal.right_perp();
-        let dp = sb.dp - sa.dp;
+        let dpn = (sb.dp - sa.dp).dot(normal);
+        let (qa, qb) = (sa.dq, sb.dq);
+        let m_n = (c.m_n_a, c.m_n_b);
+        let m_t = (c.m_n_a.right_perp(), c.m_n_b.right_perp());
         for cp in &mut c.points[..c.count as usize] {
-            // Current separation from the motion accumulated so far.
-            let prx = sb.dq.rotate(cp.anchor_b) - sa.dq.rotate(cp.anchor_a);
-            let s = (dp + prx).dot(normal) + cp.base_separation;
+            // Current separation from the motion accumulated so far:
+            // (q r)·n = cos·(r·n) + sin·(r × n).
+            let s = dpn + (qb.c * cp.an_b + qb.s * cp.rn_b) - (qa.c * cp.an_a + qa.s * cp.rn_a)
+                + cp.base_separation;
             let (mut bias, mut mass_scale, mut impulse_scale) =
                 (Scalar::ZERO, Scalar::ONE, Scalar::ZERO);
             if s > Scalar::ZERO {
@@ -181,25 +224,21 @@ pub(crate) fn solve_contacts(
                 mass_scale = c.softness.mass_scale;
                 impulse_scale = c.softness.impulse_scale;
             }
-            let (ra, rb) = (cp.anchor_a, cp.anchor_b);
-            let dv = sb.velocity_at(rb) - sa.velocity_at(ra);
-            let vn = dv.dot(normal);
+            let vn = normal_speed(&sa, &sb, normal, cp);
             let impulse =
                 -cp.normal_mass * mass_scale * (vn + bias) - impulse_scale * cp.normal_impulse;
-            let p = normal * cp.accumulate_normal(impulse);
-            apply_impulse(&mut sa, &mut sb, ra, rb, p);
+            let applied = cp.accumulate_normal(impulse);
+            apply(&mut sa, &mut sb, m_n, (cp.wn_a, cp.wn_b), applied);
         }
         for cp in &mut c.points[..c.count as usize] {
-            let (ra, rb) = (cp.anchor_a, cp.anchor_b);
-            let dv = sb.velocity_at(rb) - sa.velocity_at(ra);
-            let vt = dv.dot(tangent);
+            // r × t = −r·n.
+            let vt = (sb.v - sa.v).dot(tangent) + sa.w * cp.an_a - sb.w * cp.an_b;
             let impulse = -cp.tangent_mass * vt;
             let max_friction = c.friction * cp.normal_impulse;
             let new_impulse = (cp.tangent_impulse + impulse).clamp(-max_friction, max_friction);
             let applied = new_impulse - cp.tangent_impulse;
             cp.tangent_impulse = new_impulse;
-            let p = tangent * applied;
-            apply_impulse(&mut sa, &mut sb, ra, rb, p);
+            apply(&mut sa, &mut sb, m_t, (cp.wt_a, cp.wt_b), applied);
         }
         store(states, c.a, c.b, &sa, &sb);
     }
@@ -217,16 +256,15 @@ pub(crate) fn apply_restitution(
         }
         let (mut sa, mut sb) = two(states, c.a, c.b);
         let normal = c.normal;
+        let m_n = (c.m_n_a, c.m_n_b);
         for cp in &mut c.points[..c.count as usize] {
             if cp.relative_velocity > -threshold || cp.max_normal_impulse.is_zero() {
                 continue;
             }
-            let (ra, rb) = (cp.anchor_a, cp.anchor_b);
-            let dv = sb.velocity_at(rb) - sa.velocity_at(ra);
-            let vn = dv.dot(normal);
+            let vn = normal_speed(&sa, &sb, normal, cp);
             let impulse = -cp.normal_mass * (vn + c.restitution * cp.relative_velocity);
-            let p = normal * cp.accumulate_normal(impulse);
-            apply_impulse(&mut sa, &mut sb, ra, rb, p);
+            let applied = cp.accumulate_normal(impulse);
+            apply(&mut sa, &mut sb, m_n, (cp.wn_a, cp.wn_b), applied);
         }
         store(states, c.a, c.b, &sa, &sb);
     }

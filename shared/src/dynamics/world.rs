@@ -1326,6 +1326,8 @@ impl World {
                 a,
                 b,
                 normal,
+                m_n_a: normal * ma,
+                m_n_b: normal * mb,
                 friction: c.friction,
                 restitution: c.restitution,
                 softness: if ma.is_zero() || mb.is_zero() {
@@ -1347,8 +1349,14 @@ impl World {
                 let kt = ma + mb + ia * rta * rta + ib * rtb * rtb;
                 let dv = sb.velocity_at(rb) - sa.velocity_at(ra);
                 cc.points[k] = ConstraintPoint {
-                    anchor_a: ra,
-                    anchor_b: rb,
+                    an_a: ra.dot(normal),
+                    an_b: rb.dot(normal),
+                    rn_a: rna,
+                    rn_b: rnb,
+                    wn_a: ia * rna,
+                    wn_b: ib * rnb,
+                    wt_a: ia * rta,
+                    wt_b: ib * rtb,
                     base_separation: mp.separation - (rb - ra).dot(normal),
                     relative_velocity: normal.dot(dv),
                     normal_impulse: mp.normal_impulse,
@@ -1392,12 +1400,12 @@ impl World {
                 let ld = if b.linear_damping.is_zero() {
                     Scalar::ONE
                 } else {
-                    Scalar::ONE / (Scalar::ONE + h * b.linear_damping)
+                    (Scalar::ONE + h * b.linear_damping).recip()
                 };
                 let ad = if b.angular_damping.is_zero() {
                     Scalar::ONE
                 } else {
-                    Scalar::ONE / (Scalar::ONE + h * b.angular_damping)
+                    (Scalar::ONE + h * b.angular_damping).recip()
                 };
                 deltas.push((dv, dw, ld, ad));
             } else {

@@ -194,10 +194,25 @@ impl Scalar {
         self.to_bits() == 0
     }
 
-    /// `1 / self`, zero when `self` is zero.
+    /// `1 / self`, zero when `self` is zero. Same bits as `Scalar::ONE / self`.
     #[inline]
     pub fn recip(self) -> Scalar {
-        Scalar::ONE / self
+        let d = self.to_bits();
+        let ud = d.unsigned_abs();
+        if ud < 3 {
+            // 2⁶⁴ / d does not fit: the general division wraps it.
+            return Scalar::ONE / self;
+        }
+        // ⌊2⁶⁴ / ud⌋ with one 64-bit division instead of a 128-bit one:
+        // 2⁶⁴ = (2⁶⁴ − 1) + 1, so the quotient of 2⁶⁴ − 1 is one short
+        // exactly when its remainder is ud − 1. The quotient is below 2⁶³
+        // (ud ≥ 3), and negating it rounds toward zero like `/` does.
+        let mut q = u64::MAX / ud;
+        if u64::MAX % ud == ud - 1 {
+            q += 1;
+        }
+        let q = q as i64;
+        Scalar::from_bits(if d < 0 { -q } else { q })
     }
 
     /// Square root; zero for non-positive input. See [`crate::math::sqrt`].
@@ -332,6 +347,51 @@ mod tests {
         // Multiplication floors.
         assert_eq!(Scalar::EPSILON * Scalar::HALF, Scalar::ZERO);
         assert_eq!((-Scalar::EPSILON) * Scalar::HALF, -Scalar::EPSILON);
+    }
+
+    #[test]
+    fn recip_matches_division() {
+        let mut cases = vec![
+            0i64,
+            1,
+            -1,
+            2,
+            -2,
+            3,
+            -3,
+            4,
+            5,
+            7,
+            i64::MAX,
+            i64::MIN,
+            i64::MIN + 1,
+        ];
+        for k in 0..64 {
+            let p = 1i64 << k;
+            cases.extend([
+                p,
+                p.wrapping_sub(1),
+                p.wrapping_add(1),
+                p.wrapping_neg(),
+                p.wrapping_neg().wrapping_add(1),
+                p.wrapping_neg().wrapping_sub(1),
+                p / 3,
+                (p / 3).wrapping_mul(2).wrapping_add(1),
+            ]);
+        }
+        // A spread of awkward values (a fixed LCG; no randomness needed).
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..2000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            cases.push(x as i64);
+            cases.push((x >> (x % 61)) as i64);
+        }
+        for b in cases {
+            let v = Scalar::from_bits(b);
+            assert_eq!(v.recip(), Scalar::ONE / v, "1/{b:#x}");
+        }
     }
 
     #[test]

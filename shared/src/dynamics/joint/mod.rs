@@ -413,7 +413,7 @@ impl Sym22 {
 #[inline]
 pub(crate) fn inv_or_zero(k: Scalar) -> Scalar {
     if k > Scalar::ZERO {
-        Scalar::ONE / k
+        k.recip()
     } else {
         Scalar::ZERO
     }
