@@ -271,7 +271,7 @@ fn solve_body(
             let mut out = toi(&proxy, TOI_TARGET);
             if out.state == ToiState::Overlapped {
                 // Resting or sliding on it: only a real pass-through counts,
-                // when the core disc itself would touch it.
+                // when the shape's core would touch it.
                 for depth in 1..=2 {
                     out = toi(&core_proxy(&shape.geometry, depth), Scalar::ZERO);
                     if out.state != ToiState::Overlapped {
