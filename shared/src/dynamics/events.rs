@@ -38,7 +38,7 @@
 use super::body::ShapeId;
 use super::contact::Contact;
 use super::shape::Shape;
-use super::solver::ContactConstraint;
+use super::solver::{ContactCold, ContactConstraint};
 use super::world::World;
 use crate::collision::Manifold;
 use crate::math::{Scalar, Vec2};
@@ -247,11 +247,12 @@ impl Events {
         shapes: &[Shape],
         c: &Contact,
         cc: &ContactConstraint,
+        cold: &ContactCold,
         threshold: Scalar,
     ) {
         let mut best: Option<(Scalar, Vec2)> = None;
         for (k, cp) in cc.points[..cc.count as usize].iter().enumerate() {
-            let approach = -cp.relative_velocity;
+            let approach = -cold.relative_velocity[k];
             let top = best.map_or(threshold, |b| b.0);
             if approach > top && cp.max_normal_impulse > Scalar::ZERO {
                 best = Some((approach, c.manifold.points[k].point));

@@ -88,7 +88,6 @@ pub(crate) struct ConstraintPoint {
     pub wt_a: Scalar,
     pub wt_b: Scalar,
     pub base_separation: Scalar,
-    pub relative_velocity: Scalar,
     pub normal_impulse: Scalar,
     pub tangent_impulse: Scalar,
     pub max_normal_impulse: Scalar,
@@ -120,20 +119,29 @@ impl ConstraintPoint {
 /// by the same with `right_perp(m_n)` and `wt`.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct ContactConstraint {
-    /// Index of the contact in the world's contact list.
-    pub contact: u32,
     /// Solver-state slots (0 = static dummy).
     pub a: u32,
     pub b: u32,
+    /// Whether one side is static or kinematic (the stiffer softness).
+    pub against_static: bool,
+    pub count: u8,
     pub normal: Vec2,
     /// `m⁻¹ n` for A and B.
     pub m_n_a: Vec2,
     pub m_n_b: Vec2,
     pub friction: Scalar,
-    pub restitution: Scalar,
-    pub softness: Softness,
     pub points: [ConstraintPoint; 2],
-    pub count: u8,
+}
+
+/// The parts of a prepared contact the substep loop never reads, kept
+/// apart so the solver streams less memory.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ContactCold {
+    /// Index of the contact in the world's contact list.
+    pub contact: u32,
+    pub restitution: Scalar,
+    /// Normal approach speed at each point before solving.
+    pub relative_velocity: [Scalar; 2],
 }
 
 /// Applies impulse `lambda` whose linear responses per unit are `ma`, `mb`
@@ -197,6 +205,7 @@ pub(crate) fn warm_start(constraints: &[ContactConstraint], states: &mut [BodySt
 pub(crate) fn solve_contacts(
     constraints: &mut [ContactConstraint],
     states: &mut [BodyState],
+    soft: &[Softness; 2],
     inv_h: Scalar,
     max_push: Scalar,
     use_bias: bool,
@@ -209,6 +218,7 @@ pub(crate) fn solve_contacts(
         let (qa, qb) = (sa.dq, sb.dq);
         let m_n = (c.m_n_a, c.m_n_b);
         let m_t = (c.m_n_a.right_perp(), c.m_n_b.right_perp());
+        let softness = soft[c.against_static as usize];
         for cp in &mut c.points[..c.count as usize] {
             // Current separation from the motion accumulated so far:
             // (q r)·n = cos·(r·n) + sin·(r × n).
@@ -220,9 +230,9 @@ pub(crate) fn solve_contacts(
                 // Speculative: allow approach up to contact.
                 bias = s * inv_h;
             } else if use_bias {
-                bias = (c.softness.bias_rate * s).max(-max_push);
-                mass_scale = c.softness.mass_scale;
-                impulse_scale = c.softness.impulse_scale;
+                bias = (softness.bias_rate * s).max(-max_push);
+                mass_scale = softness.mass_scale;
+                impulse_scale = softness.impulse_scale;
             }
             let vn = normal_speed(&sa, &sb, normal, cp);
             let impulse =
@@ -247,22 +257,26 @@ pub(crate) fn solve_contacts(
 /// Bounce: drive the approach speed to `−e · v_before` where it exceeded the threshold.
 pub(crate) fn apply_restitution(
     constraints: &mut [ContactConstraint],
+    cold: &[ContactCold],
     states: &mut [BodyState],
     threshold: Scalar,
 ) {
-    for c in constraints.iter_mut() {
-        if c.restitution.is_zero() {
+    for (c, cold) in constraints.iter_mut().zip(cold) {
+        if cold.restitution.is_zero() {
             continue;
         }
         let (mut sa, mut sb) = two(states, c.a, c.b);
         let normal = c.normal;
         let m_n = (c.m_n_a, c.m_n_b);
-        for cp in &mut c.points[..c.count as usize] {
-            if cp.relative_velocity > -threshold || cp.max_normal_impulse.is_zero() {
+        for (cp, &rv) in c.points[..c.count as usize]
+            .iter_mut()
+            .zip(&cold.relative_velocity)
+        {
+            if rv > -threshold || cp.max_normal_impulse.is_zero() {
                 continue;
             }
             let vn = normal_speed(&sa, &sb, normal, cp);
-            let impulse = -cp.normal_mass * (vn + c.restitution * cp.relative_velocity);
+            let impulse = -cp.normal_mass * (vn + cold.restitution * rv);
             let applied = cp.accumulate_normal(impulse);
             apply(&mut sa, &mut sb, m_n, (cp.wn_a, cp.wn_b), applied);
         }

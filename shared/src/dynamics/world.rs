@@ -26,7 +26,7 @@ use super::events::Events;
 use super::island;
 use super::joint::{self, BrokenJoint, Joint, JointContext, JointFilter, JointId, JointSolver};
 use super::shape::{Shape, ShapeDef};
-use super::solver::{self, BodyState, ConstraintPoint, ContactConstraint};
+use super::solver::{self, BodyState, ConstraintPoint, ContactCold, ContactConstraint};
 use crate::collision::{collide, shapes_overlap, DynamicTree};
 use crate::geometry::{GeometryError, MassData, ShapeGeometry};
 use crate::math::{Aabb, Rot, Scalar, Transform, Vec2, WORLD_BOUND};
@@ -197,6 +197,8 @@ struct Scratch {
     slot_of: Vec<u32>,
     awake: Vec<u32>,
     constraints: Vec<ContactConstraint>,
+    /// What the substep loop never reads, parallel to `constraints`.
+    constraints_cold: Vec<ContactCold>,
     candidates: Vec<u32>,
     pairs: Vec<u64>,
     new_contacts: Vec<Contact>,
@@ -1304,9 +1306,12 @@ impl World {
         // Prepare contact constraints.
         let substep_rate = inv_h;
         let hertz = set.contact_hertz.min(substep_rate.shr(3));
-        let soft = solver::make_soft(hertz, set.contact_damping_ratio, h);
-        let static_soft = solver::make_soft(hertz.shl(1), set.contact_damping_ratio, h);
+        let soft = [
+            solver::make_soft(hertz, set.contact_damping_ratio, h),
+            solver::make_soft(hertz.shl(1), set.contact_damping_ratio, h),
+        ];
         sc.constraints.clear();
+        sc.constraints_cold.clear();
         for (ci, c) in st.contacts.iter().enumerate() {
             if !c.touching || c.sensor {
                 continue;
@@ -1322,21 +1327,20 @@ impl World {
             let normal = c.manifold.normal;
             let tangent = normal.right_perp();
             let mut cc = ContactConstraint {
-                contact: ci as u32,
                 a,
                 b,
+                against_static: ma.is_zero() || mb.is_zero(),
+                count: c.manifold.count,
                 normal,
                 m_n_a: normal * ma,
                 m_n_b: normal * mb,
                 friction: c.friction,
-                restitution: c.restitution,
-                softness: if ma.is_zero() || mb.is_zero() {
-                    static_soft
-                } else {
-                    soft
-                },
                 points: [ConstraintPoint::default(); 2],
-                count: c.manifold.count,
+            };
+            let mut cold = ContactCold {
+                contact: ci as u32,
+                restitution: c.restitution,
+                relative_velocity: [Scalar::ZERO; 2],
             };
             for (k, mp) in c.manifold.points().iter().enumerate() {
                 let ra = mp.point - ba.center;
@@ -1348,6 +1352,7 @@ impl World {
                 let rtb = rb.cross(tangent);
                 let kt = ma + mb + ia * rta * rta + ib * rtb * rtb;
                 let dv = sb.velocity_at(rb) - sa.velocity_at(ra);
+                cold.relative_velocity[k] = normal.dot(dv);
                 cc.points[k] = ConstraintPoint {
                     an_a: ra.dot(normal),
                     an_b: rb.dot(normal),
@@ -1358,7 +1363,6 @@ impl World {
                     wt_a: ia * rta,
                     wt_b: ib * rtb,
                     base_separation: mp.separation - (rb - ra).dot(normal),
-                    relative_velocity: normal.dot(dv),
                     normal_impulse: mp.normal_impulse,
                     tangent_impulse: mp.tangent_impulse,
                     max_normal_impulse: Scalar::ZERO,
@@ -1367,6 +1371,7 @@ impl World {
                 };
             }
             sc.constraints.push(cc);
+            sc.constraints_cold.push(cold);
         }
 
         // Prepare joints: rigid parts use the joint softness, capped at a
@@ -1429,6 +1434,7 @@ impl World {
             solver::solve_contacts(
                 &mut sc.constraints,
                 &mut sc.states,
+                &soft,
                 inv_h,
                 set.contact_push_max_velocity,
                 true,
@@ -1442,6 +1448,7 @@ impl World {
             solver::solve_contacts(
                 &mut sc.constraints,
                 &mut sc.states,
+                &soft,
                 inv_h,
                 set.contact_push_max_velocity,
                 false,
@@ -1449,13 +1456,14 @@ impl World {
         }
         solver::apply_restitution(
             &mut sc.constraints,
+            &sc.constraints_cold,
             &mut sc.states,
             set.restitution_threshold,
         );
 
         // Store impulses for warm starting.
-        for cc in &sc.constraints {
-            let c = &mut st.contacts[cc.contact as usize];
+        for (cc, cold) in sc.constraints.iter().zip(&sc.constraints_cold) {
+            let c = &mut st.contacts[cold.contact as usize];
             let m = &mut c.manifold;
             for k in 0..cc.count as usize {
                 m.points[k].normal_impulse = cc.points[k].normal_impulse;
@@ -1463,7 +1471,7 @@ impl World {
                 m.points[k].max_normal_impulse = cc.points[k].max_normal_impulse;
             }
             if c.hit_events {
-                ev.check_hit(&st.shapes, c, cc, set.hit_event_threshold);
+                ev.check_hit(&st.shapes, c, cc, cold, set.hit_event_threshold);
             }
         }
 
