@@ -11,11 +11,14 @@
 //! (after Box2D v3's tree).
 //!
 //! Moving bodies do not re-insert their leaves one by one: as in Box2D v3,
-//! [`DynamicTree::enlarge_proxy`] only grows the leaf and its ancestors, and
-//! [`DynamicTree::rebuild`] then rebuilds every internal node top-down
-//! (median split on the longer axis of the leaf centres), which is cheaper
-//! than many re-insertions and gives a better tree for the next queries.
-//! Leaf indices (proxy ids) never change.
+//! [`DynamicTree::enlarge_proxy`] only grows the leaf and its ancestors and
+//! marks them enlarged, and [`DynamicTree::rebuild`] then rebuilds the
+//! enlarged internal nodes top-down (median split on the longer axis of the
+//! centres), keeping every subtree nothing moved out of as it is. That is
+//! cheaper than many re-insertions, gives a better tree for the next
+//! queries, and costs nothing where the world is at rest. After leaves were
+//! created the whole tree is rebuilt once. Leaf indices (proxy ids) never
+//! change.
 
 use crate::math::{Aabb, Scalar, Vec2};
 
@@ -33,6 +36,9 @@ struct Node {
     height: i32,
     /// Leaf: its category bits; internal: the union of its leaves'.
     category: u32,
+    /// Grown by [`DynamicTree::enlarge_proxy`] since the last rebuild
+    /// (a leaf, or an ancestor of one).
+    enlarged: bool,
 }
 
 impl Node {
@@ -51,13 +57,16 @@ pub struct DynamicTree {
     stack: Vec<u32>,
     /// Leaves created or enlarged since the last rebuild.
     dirty: u32,
+    /// Leaves were created since the last rebuild: rebuild everything.
+    full: bool,
     /// Scratch for rebuilds.
     leaves: Vec<LeafKey>,
     tasks: Vec<(u32, u32, u32, bool)>,
     created: Vec<u32>,
 }
 
-/// A leaf and its centre (doubled), for rebuilding without touching nodes.
+/// A piece of a rebuild (a leaf, or the root of a subtree kept as it is)
+/// and its centre (doubled), for rebuilding without touching nodes.
 #[derive(Clone, Copy, Debug)]
 struct LeafKey {
     cx: Scalar,
@@ -73,6 +82,7 @@ impl Clone for DynamicTree {
             free: self.free.clone(),
             stack: Vec::new(),
             dirty: self.dirty,
+            full: self.full,
             leaves: Vec::new(),
             tasks: Vec::new(),
             created: Vec::new(),
@@ -84,6 +94,7 @@ impl Clone for DynamicTree {
         self.root = o.root;
         self.free.clone_from(&o.free);
         self.dirty = o.dirty;
+        self.full = o.full;
     }
 }
 
@@ -96,6 +107,7 @@ impl DynamicTree {
             free: Vec::new(),
             stack: Vec::new(),
             dirty: 0,
+            full: false,
             leaves: Vec::new(),
             tasks: Vec::new(),
             created: Vec::new(),
@@ -111,6 +123,7 @@ impl DynamicTree {
             user: NULL,
             height: 0,
             category: 0,
+            enlarged: false,
         };
         if let Some(i) = self.free.pop() {
             self.nodes[i as usize] = node;
@@ -133,6 +146,7 @@ impl DynamicTree {
         self.nodes[leaf as usize].user = user;
         self.nodes[leaf as usize].category = category;
         self.dirty += 1;
+        self.full = true;
         self.insert_leaf(leaf);
         leaf
     }
@@ -155,15 +169,27 @@ impl DynamicTree {
     /// its ancestors as needed without restructuring; call
     /// [`DynamicTree::rebuild`] once after a batch of these.
     pub fn enlarge_proxy(&mut self, proxy: u32, aabb: Aabb) {
-        self.nodes[proxy as usize].aabb = aabb;
+        let leaf = &mut self.nodes[proxy as usize];
+        leaf.aabb = aabb;
+        leaf.enlarged = true;
         self.dirty += 1;
-        let mut i = self.nodes[proxy as usize].parent;
+        let mut i = leaf.parent;
+        // Grow the ancestors that do not contain the new box yet...
         while i != NULL {
             let n = &mut self.nodes[i as usize];
+            n.enlarged = true;
+            i = n.parent;
             if n.aabb.contains(&aabb) {
                 break;
             }
             n.aabb = n.aabb.union(&aabb);
+        }
+        // ...and mark the rest of the path up to the root for the rebuild
+        // (no early out on a marked node: rotations may have moved one
+        // under an unmarked parent).
+        while i != NULL {
+            let n = &mut self.nodes[i as usize];
+            n.enlarged = true;
             i = n.parent;
         }
     }
@@ -173,12 +199,14 @@ impl DynamicTree {
         self.dirty > 0
     }
 
-    /// Rebuilds every internal node top-down from the leaves: each node
-    /// splits its leaves at the median of their centres along the longer
-    /// axis (ties broken by leaf index, so the result depends only on the
-    /// leaves). Leaf indices are kept.
+    /// Rebuilds the enlarged internal nodes (every internal node after
+    /// leaves were created) top-down: each new node splits its pieces —
+    /// leaves and kept subtrees — at the median of their centres along the
+    /// longer axis (ties broken by node index, so the result depends only
+    /// on the pieces). Leaf indices are kept.
     pub fn rebuild(&mut self) {
         self.dirty = 0;
+        let full = core::mem::take(&mut self.full);
         if self.root == NULL {
             return;
         }
@@ -192,7 +220,8 @@ impl DynamicTree {
         let first_freed = self.free.len();
         while let Some(i) = stack.pop() {
             let n = self.nodes[i as usize];
-            if n.is_leaf() {
+            self.nodes[i as usize].enlarged = false;
+            if n.is_leaf() || !(full || n.enlarged) {
                 leaves.push(LeafKey {
                     cx: n.aabb.lower.x + n.aabb.upper.x,
                     cy: n.aabb.lower.y + n.aabb.upper.y,
@@ -679,6 +708,31 @@ mod tests {
             })
             .collect();
         check(&mut t, &kept);
+    }
+
+    #[test]
+    fn rebuild_after_one_leaf_moved_only_touches_its_path() {
+        let mut t = DynamicTree::new();
+        let mut proxies = Vec::new();
+        for i in 0..256i32 {
+            let (x, y) = (fx(3 * (i % 16)), fx(3 * (i / 16)));
+            let b = Aabb::new(Vec2::new(x, y), Vec2::new(x + fx(1), y + fx(1)));
+            proxies.push(t.create_proxy(b, i as u32));
+        }
+        t.rebuild();
+        assert_eq!(t.created.len(), 255, "after creating leaves everything is rebuilt");
+        // Move one leaf a little (its new box still overlaps the old one).
+        let p = proxies[77];
+        let moved = Aabb::new(Vec2::from_ints(40, 12), Vec2::from_ints(42, 14));
+        t.enlarge_proxy(p, moved);
+        t.rebuild();
+        // Only the moved leaf's ancestors are rebuilt, not all 255 nodes.
+        let rebuilt = t.created.len();
+        assert!(rebuilt >= 1 && rebuilt <= t.height() as usize, "{rebuilt} nodes rebuilt");
+        assert!(t.nodes.iter().all(|n| !n.enlarged || n.height < 0));
+        let mut got = Vec::new();
+        t.query(&Aabb::new(Vec2::from_ints(41, 13), Vec2::from_ints(41, 13)), |u| got.push(u));
+        assert_eq!(got, vec![77]);
     }
 
     #[test]
