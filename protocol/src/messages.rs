@@ -20,8 +20,9 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// Protocol version; a mismatch refuses the client.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// Protocol version; a mismatch refuses the client. 2: snapshots and state
+/// hashes encode only the used polygon vertices and manifold points.
+pub const PROTOCOL_VERSION: u32 = 2;
 /// Largest datagram we send or accept (quinn's initial max is 1162).
 pub const MAX_DATAGRAM: usize = 1150;
 /// Largest reliable message (a snapshot chunk, a desync report).

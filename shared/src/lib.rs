@@ -1,5 +1,6 @@
 //! bitroom-sim: deterministic fixed-point 2D rigid-body simulation.
 pub mod collision;
+mod compact;
 pub mod dynamics;
 pub mod game;
 pub mod geometry;

@@ -7,7 +7,11 @@
 //! is written at its full width in little-endian byte order (`u32` → 4 bytes,
 //! `u64` → 8, `bool` → 1, a `Scalar` → its 8-byte Q32.32 bits, a `Vec` → its
 //! length as `u64` then its elements, an enum → its variant index as `u32`
-//! then its fields), fields in declaration order. The state is, in order:
+//! then its fields), fields in declaration order. Two fixed-capacity arrays
+//! are written as their used prefix only, as a `Vec` (length, elements): a
+//! polygon's vertices and normals (then centroid and radius; the vertex
+//! count is the length), and a manifold's points (after its normal; the
+//! point count is the length) — see `compact.rs`. The state is, in order:
 //!
 //! 1. `settings` — gravity, tick rate, substeps, contact hertz, damping
 //!    ratio, push-out speed, restitution threshold, speed limit, sleep switch,

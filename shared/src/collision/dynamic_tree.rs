@@ -720,7 +720,11 @@ mod tests {
             proxies.push(t.create_proxy(b, i as u32));
         }
         t.rebuild();
-        assert_eq!(t.created.len(), 255, "after creating leaves everything is rebuilt");
+        assert_eq!(
+            t.created.len(),
+            255,
+            "after creating leaves everything is rebuilt"
+        );
         // Move one leaf a little (its new box still overlaps the old one).
         let p = proxies[77];
         let moved = Aabb::new(Vec2::from_ints(40, 12), Vec2::from_ints(42, 14));
@@ -728,10 +732,16 @@ mod tests {
         t.rebuild();
         // Only the moved leaf's ancestors are rebuilt, not all 255 nodes.
         let rebuilt = t.created.len();
-        assert!(rebuilt >= 1 && rebuilt <= t.height() as usize, "{rebuilt} nodes rebuilt");
+        assert!(
+            rebuilt >= 1 && rebuilt <= t.height() as usize,
+            "{rebuilt} nodes rebuilt"
+        );
         assert!(t.nodes.iter().all(|n| !n.enlarged || n.height < 0));
         let mut got = Vec::new();
-        t.query(&Aabb::new(Vec2::from_ints(41, 13), Vec2::from_ints(41, 13)), |u| got.push(u));
+        t.query(
+            &Aabb::new(Vec2::from_ints(41, 13), Vec2::from_ints(41, 13)),
+            |u| got.push(u),
+        );
         assert_eq!(got, vec![77]);
     }
 

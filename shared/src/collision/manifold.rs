@@ -47,7 +47,7 @@ pub struct ManifoldPoint {
 }
 
 /// Up to two contact points sharing a normal.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub struct Manifold {
     /// Unit normal from A to B in world space.
     pub normal: Vec2,

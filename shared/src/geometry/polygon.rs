@@ -2,7 +2,6 @@
 
 use super::{GeometryError, MassData};
 use crate::math::{Aabb, Rot, Scalar, Transform, Vec2, WORLD_BOUND};
-use serde::{Deserialize, Serialize};
 
 /// Most vertices a polygon may have.
 pub const MAX_POLYGON_VERTICES: usize = 8;
@@ -11,8 +10,9 @@ pub const MAX_POLYGON_VERTICES: usize = 8;
 ///
 /// `radius` rounds the polygon (a Minkowski sum with a disc); collision and
 /// mass account for it. Normals and centroid are derived data kept beside the
-/// vertices for speed.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+/// vertices for speed. Its canonical encoding holds only the used vertices
+/// and normals (see `compact.rs`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Polygon {
     /// Vertices, counter-clockwise; only the first `count` are used.
     pub vertices: [Vec2; MAX_POLYGON_VERTICES],
