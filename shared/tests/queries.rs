@@ -321,3 +321,49 @@ fn bad_query_input_is_an_error_not_a_panic() {
     // A zero-length ray hits nothing.
     assert!(w.cast_ray_all(v(-5, 0), Vec2::ZERO, &f).unwrap().is_empty());
 }
+
+#[test]
+fn shape_contacts_are_the_contacts_of_that_shape() {
+    // Three boxes stacked on a ground box: each box touches its neighbours.
+    let mut w = World::default();
+    let d = ShapeDef::default();
+    let (_, ground) = add(
+        &mut w,
+        BodyDef::fixed(Vec2::ZERO),
+        &d,
+        ShapeGeometry::Polygon(Polygon::make_box(fx(10), fx(1))),
+    );
+    let mut boxes = Vec::new();
+    for k in 0..3 {
+        let (b, s) = add(
+            &mut w,
+            BodyDef::dynamic(Vec2::new(fx(0), fx(2 * k + 2))),
+            &d,
+            ShapeGeometry::Polygon(Polygon::make_box(Scalar::milli(990), fx(1))),
+        );
+        boxes.push((b, s));
+    }
+    for _ in 0..60 {
+        w.step();
+    }
+    let all: Vec<_> = w.contacts().collect();
+    assert!(!all.is_empty());
+    let mut seen = 0;
+    for s in [ground, boxes[0].1, boxes[1].1, boxes[2].1] {
+        let mine: Vec<_> = w.shape_contacts(s).collect();
+        let want: Vec<_> = all
+            .iter()
+            .filter(|c| c.shape_a == s || c.shape_b == s)
+            .copied()
+            .collect();
+        assert_eq!(mine, want);
+        assert!(!mine.is_empty(), "every shape touches something");
+        seen += mine.len();
+    }
+    // Each contact point belongs to two of these shapes.
+    assert_eq!(seen, 2 * all.len());
+    // A destroyed shape's handle has no contacts.
+    let (top_body, top) = boxes[2];
+    w.destroy_body(top_body).unwrap();
+    assert_eq!(w.shape_contacts(top).count(), 0);
+}

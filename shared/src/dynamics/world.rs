@@ -962,10 +962,27 @@ impl World {
 
     /// Touching contact points, in canonical order.
     pub fn contacts(&self) -> impl Iterator<Item = ContactView> + '_ {
+        self.contact_views(|c| c.touching)
+    }
+
+    /// The touching contact points of one shape (as A or B), in canonical
+    /// order: [`World::contacts`] filtered to the shape, without building a
+    /// view of every other contact. A stale handle has none.
+    pub fn shape_contacts(&self, shape: ShapeId) -> impl Iterator<Item = ContactView> + '_ {
+        let i = self.shape_index(shape).ok();
+        self.contact_views(move |c| {
+            c.touching && i.is_some_and(|i| c.shape_a == i || c.shape_b == i)
+        })
+    }
+
+    fn contact_views(
+        &self,
+        keep: impl Fn(&Contact) -> bool + 'static,
+    ) -> impl Iterator<Item = ContactView> + '_ {
         self.state
             .contacts
             .iter()
-            .filter(|c| c.touching)
+            .filter(move |c| keep(c))
             .flat_map(move |c| {
                 let sid = |i: u32| ShapeId {
                     index: i,

@@ -187,7 +187,7 @@ fn aim_dir(aim: u16) -> Vec2 {
 /// points up out of the support.
 fn grounded(world: &World, shape: ShapeId) -> bool {
     let up = Scalar::HALF;
-    world.contacts().any(|c| {
+    world.shape_contacts(shape).any(|c| {
         (c.shape_a == shape && c.normal.y <= -up) || (c.shape_b == shape && c.normal.y >= up)
     })
 }
