@@ -24,6 +24,10 @@ const CONTACT_DOT: (f64, f64, f64) = (0.06, 1.0, 3.0);
 const CONTACT_NORMAL: (f64, f64, f64) = (0.3, 3.0, 14.0);
 /// Contact marker opacity.
 const CONTACT_ALPHA: u8 = 200;
+/// Joint line width in pixels.
+const JOINT_PX: f64 = 1.5;
+/// Joint anchor dot radius: metres, clamped to a pixel range.
+const JOINT_DOT: (f64, f64, f64) = (0.05, 1.5, 3.0);
 
 /// An output format, chosen by file extension.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -150,6 +154,7 @@ const BACKGROUND: Rgb = Rgb(250, 250, 246);
 const GRID: Rgb = Rgb(228, 228, 222);
 const AXIS: Rgb = Rgb(200, 200, 192);
 const CONTACT: Rgb = Rgb(220, 30, 30);
+const JOINT: Rgb = Rgb(20, 140, 130);
 
 /// Fill and outline colours.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -265,6 +270,10 @@ struct Scene {
     items: Vec<Item>,
     /// Contact points and normals (world).
     contacts: Vec<(P, P)>,
+    /// Joints as polylines (world): body A's centre of mass, anchor A,
+    /// anchor B, body B's centre of mass (a static body's anchor stands in
+    /// for its centre).
+    joints: Vec<[P; 4]>,
 }
 
 impl Scene {
@@ -316,10 +325,26 @@ impl Scene {
             .contacts()
             .map(|c: ContactView| (P::of(c.point), P::of(c.normal)))
             .collect();
+        let joints = w
+            .joints()
+            .filter_map(|j| {
+                let (a, b) = w.joint_bodies(j).ok()?;
+                let (pa, pb) = w.joint_world_anchors(j).ok()?;
+                // A static body's centre can be anywhere (a ground body at
+                // the origin): start at its anchor instead.
+                let centre = |body, anchor| match w.body_kind(body) {
+                    Ok(BodyKind::Static) => Some(anchor),
+                    _ => w.world_center(body).ok(),
+                };
+                let (ca, cb) = (centre(a, pa)?, centre(b, pb)?);
+                Some([P::of(ca), P::of(pa), P::of(pb), P::of(cb)])
+            })
+            .collect();
         Scene {
             view,
             items,
             contacts,
+            joints,
         }
     }
 
@@ -418,6 +443,23 @@ impl Scene {
                     if let Some((a, b)) = clip_segment(*a, *b, clip) {
                         line(&mut pm, v.px(a), v.px(b), *color, SEGMENT_PX);
                     }
+                }
+            }
+        }
+        let jdot = v.marker_px(JOINT_DOT);
+        for js in &self.joints {
+            let px: Vec<P> = js.iter().map(|&p| v.px(p)).collect();
+            let mut pb = PathBuilder::new();
+            pb.move_to(px[0].x as f32, px[0].y as f32);
+            for p in &px[1..] {
+                pb.line_to(p.x as f32, p.y as f32);
+            }
+            if let Some(path) = pb.finish() {
+                pm.stroke_path(&path, &paint(JOINT), &stroke(JOINT_PX), id, None);
+            }
+            for a in &px[1..3] {
+                if let Some(path) = PathBuilder::from_circle(a.x as f32, a.y as f32, jdot as f32) {
+                    pm.fill_path(&path, &paint(JOINT), FillRule::Winding, id, None);
                 }
             }
         }
@@ -540,6 +582,30 @@ impl Scene {
                 }
             }
         }
+        let jdot = v.marker_px(JOINT_DOT);
+        let _ = writeln!(
+            s,
+            r#"<g class="joints" stroke="{c}" stroke-width="{JOINT_PX}" fill="none">"#,
+            c = JOINT.hex()
+        );
+        for js in &self.joints {
+            let px: Vec<P> = js.iter().map(|&p| v.px(p)).collect();
+            let pts: Vec<String> = px
+                .iter()
+                .map(|p| format!("{:.2},{:.2}", p.x, p.y))
+                .collect();
+            let _ = writeln!(s, r#"<polyline points="{}"/>"#, pts.join(" "));
+            for a in &px[1..3] {
+                let _ = writeln!(
+                    s,
+                    r#"<circle cx="{:.2}" cy="{:.2}" r="{jdot:.2}" fill="{c}" stroke="none"/>"#,
+                    a.x,
+                    a.y,
+                    c = JOINT.hex()
+                );
+            }
+        }
+        s.push_str("</g>\n");
         let (dot, len) = (v.marker_px(CONTACT_DOT), v.marker_px(CONTACT_NORMAL));
         let _ = writeln!(
             s,
@@ -812,6 +878,28 @@ mod tests {
         let _ = std::fs::remove_file(&path);
         assert!(text.contains("<svg"));
         assert_eq!(text.matches("<polygon").count(), polygons);
+    }
+
+    #[test]
+    fn joints_are_drawn_as_one_polyline_each() {
+        let mut w = bitroom_sim::scene::build_named("bridge").expect("bridge scene");
+        w.step();
+        let n = w.joint_count();
+        assert!(n > 5, "{n} joints");
+        let scene = Scene::from_world(&w);
+        assert_eq!(scene.joints.len(), n);
+        let svg = scene.to_svg();
+        assert_eq!(svg.matches("<polyline ").count(), n);
+        // A scene without joints draws none.
+        assert_eq!(
+            Scene::from_world(&pyramid())
+                .to_svg()
+                .matches("<polyline ")
+                .count(),
+            0
+        );
+        // And the PNG path draws them without failing.
+        assert!(scene.to_png().is_ok());
     }
 
     #[test]
