@@ -72,7 +72,7 @@ impl Manifold {
     }
 
     /// Maps a manifold computed in A's shifted local frame to world space.
-    fn finish(mut self, xf_a: Transform, xf_b: Transform, origin: Vec2) -> Manifold {
+    fn finish(&mut self, xf_a: Transform, xf_b: Transform, origin: Vec2) {
         self.normal = xf_a.q.rotate(self.normal);
         let d = xf_a.p - xf_b.p;
         for p in &mut self.points[..self.count as usize] {
@@ -80,7 +80,6 @@ impl Manifold {
             p.anchor_b = p.anchor_a + d;
             p.point = xf_a.p + p.anchor_a;
         }
-        self
     }
 }
 
@@ -173,7 +172,8 @@ fn point_between_discs(
     let cb = pb.mul_sub(rb, n);
     m.normal = n;
     m.push(ca.lerp(cb, Scalar::HALF), sep, 0);
-    m.finish(xf_a, xf_b, Vec2::ZERO)
+    m.finish(xf_a, xf_b, Vec2::ZERO);
+    m
 }
 
 /// Capsule (or segment with radius 0) against circle.
@@ -251,7 +251,8 @@ pub fn collide_polygon_circle(
     let cb = c.mul_sub(b.radius, normal);
     m.normal = normal;
     m.push(ca.lerp(cb, Scalar::HALF), (cb - ca).dot(normal), 0);
-    m.finish(xf_a, xf_b, Vec2::ZERO)
+    m.finish(xf_a, xf_b, Vec2::ZERO);
+    m
 }
 
 /// `clamp(num / den, 0, 1)` for wide (Q64.64) products, `den > 0`.
@@ -450,7 +451,8 @@ pub fn collide_capsules(a: &Capsule, xf_a: Transform, b: &Capsule, xf_b: Transfo
             make_id(i1, i2),
         );
     }
-    m.finish(xf_a, xf_b, origin)
+    m.finish(xf_a, xf_b, origin);
+    m
 }
 
 /// Polygon in A's shifted local frame: vertices, normals, radius, count.
@@ -477,12 +479,17 @@ impl LocalPolygon {
 fn find_max_separation(p1: &LocalPolygon, p2: &LocalPolygon) -> (usize, Scalar) {
     let mut best = 0;
     let mut max_sep = Scalar::MIN;
-    for i in 0..p1.count {
-        let n = p1.n[i];
-        let v1 = p1.v[i];
+    let verts = &p2.v[..p2.count];
+    for (i, (&n, &v1)) in p1.n[..p1.count].iter().zip(&p1.v[..p1.count]).enumerate() {
+        // The edge's separation is the minimum over `p2`'s vertices; once
+        // that falls to the best so far the edge cannot win, so stop early
+        // (the result is the same).
         let mut si = Scalar::MAX;
-        for j in 0..p2.count {
-            si = si.min(n.dot(p2.v[j] - v1));
+        for &v in verts {
+            si = si.min(n.dot(v - v1));
+            if si <= max_sep {
+                break;
+            }
         }
         if si > max_sep {
             max_sep = si;
@@ -499,8 +506,8 @@ fn clip_polygons(
     edge1: usize,
     edge2: usize,
     flip: bool,
-) -> Manifold {
-    let mut m = Manifold::default();
+    m: &mut Manifold,
+) {
     let (i11, i12) = (edge1, poly1.next(edge1));
     let (i21, i22) = (edge2, poly2.next(edge2));
     let v11 = poly1.v[i11];
@@ -550,7 +557,6 @@ fn clip_polygons(
             m.push(v_lower, s_lower, make_id(i22, i11));
         }
     }
-    m
 }
 
 /// Polygon against polygon (capsules and segments enter as two-vertex polygons).
@@ -574,12 +580,18 @@ pub fn collide_polygons(a: &Polygon, xf_a: Transform, b: &Polygon, xf_b: Transfo
     };
     for i in 0..pb.count {
         pb.v[i] = xf.apply(b.vertices[i]) - origin;
+    }
+    let radius = pa.radius + pb.radius;
+    let (edge_a, sep_a) = find_max_separation(&pa, &pb);
+    if sep_a - radius > SPECULATIVE_DISTANCE {
+        return Manifold::default();
+    }
+    // B's normals are only needed once A's faces failed to separate.
+    for i in 0..pb.count {
         pb.n[i] = xf.q.rotate(b.normals[i]);
     }
-    let (edge_a, sep_a) = find_max_separation(&pa, &pb);
     let (edge_b, sep_b) = find_max_separation(&pb, &pa);
-    let radius = pa.radius + pb.radius;
-    if sep_a - radius > SPECULATIVE_DISTANCE || sep_b - radius > SPECULATIVE_DISTANCE {
+    if sep_b - radius > SPECULATIVE_DISTANCE {
         return Manifold::default();
     }
     // Prefer A's face unless B's is clearly better, so the reference face
@@ -601,7 +613,8 @@ pub fn collide_polygons(a: &Polygon, xf_a: Transform, b: &Polygon, xf_b: Transfo
             edge2 = i;
         }
     }
-    let m = if separation > LINEAR_SLOP.shr(3) {
+    let mut m = Manifold::default();
+    if separation > LINEAR_SLOP.shr(3) {
         // Apart: the closest features of the two edges decide.
         let (i11, i12) = (edge1, poly1.next(edge1));
         let (i21, i22) = (edge2, poly2.next(edge2));
@@ -627,7 +640,6 @@ pub fn collide_polygons(a: &Polygon, xf_a: Transform, b: &Polygon, xf_b: Transfo
             } else {
                 i22
             };
-            let mut m = Manifold::default();
             let id = if flip {
                 normal = -normal;
                 make_id(j2, j1)
@@ -636,14 +648,14 @@ pub fn collide_polygons(a: &Polygon, xf_a: Transform, b: &Polygon, xf_b: Transfo
             };
             m.normal = normal;
             m.push(c1.lerp(c2, Scalar::HALF), distance - radius, id);
-            m
         } else {
-            clip_polygons(poly1, poly2, edge1, edge2, flip)
+            clip_polygons(poly1, poly2, edge1, edge2, flip, &mut m);
         }
     } else {
-        clip_polygons(poly1, poly2, edge1, edge2, flip)
-    };
-    m.finish(xf_a, xf_b, origin)
+        clip_polygons(poly1, poly2, edge1, edge2, flip, &mut m);
+    }
+    m.finish(xf_a, xf_b, origin);
+    m
 }
 
 #[cfg(test)]

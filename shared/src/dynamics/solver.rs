@@ -210,6 +210,23 @@ pub(crate) fn solve_contacts(
     max_push: Scalar,
     use_bias: bool,
 ) {
+    if use_bias {
+        solve_contacts_impl::<true>(constraints, states, soft, inv_h, max_push);
+    } else {
+        solve_contacts_impl::<false>(constraints, states, soft, inv_h, max_push);
+    }
+}
+
+/// [`solve_contacts`] with the bias choice known at compile time, so the
+/// relax pass carries no soft-constraint arithmetic at all.
+#[inline(always)]
+fn solve_contacts_impl<const USE_BIAS: bool>(
+    constraints: &mut [ContactConstraint],
+    states: &mut [BodyState],
+    soft: &[Softness; 2],
+    inv_h: Scalar,
+    max_push: Scalar,
+) {
     for c in constraints.iter_mut() {
         let (mut sa, mut sb) = two(states, c.a, c.b);
         let normal = c.normal;
@@ -224,19 +241,20 @@ pub(crate) fn solve_contacts(
             // (q r)·n = cos·(r·n) + sin·(r × n).
             let s = dpn + (qb.c * cp.an_b + qb.s * cp.rn_b) - (qa.c * cp.an_a + qa.s * cp.rn_a)
                 + cp.base_separation;
-            let (mut bias, mut mass_scale, mut impulse_scale) =
-                (Scalar::ZERO, Scalar::ONE, Scalar::ZERO);
-            if s > Scalar::ZERO {
-                // Speculative: allow approach up to contact.
-                bias = s * inv_h;
-            } else if use_bias {
-                bias = (softness.bias_rate * s).max(-max_push);
-                mass_scale = softness.mass_scale;
-                impulse_scale = softness.impulse_scale;
-            }
             let vn = normal_speed(&sa, &sb, normal, cp);
-            let impulse =
-                -cp.normal_mass * mass_scale * (vn + bias) - impulse_scale * cp.normal_impulse;
+            // Rigid rows (speculative points, the relax pass) have mass
+            // scale one and impulse scale zero; multiplying by exactly one
+            // and subtracting exactly zero change no bits, so they skip it.
+            let impulse = if s > Scalar::ZERO {
+                // Speculative: allow approach up to contact.
+                -cp.normal_mass * (vn + s * inv_h)
+            } else if USE_BIAS {
+                let bias = (softness.bias_rate * s).max(-max_push);
+                -cp.normal_mass * softness.mass_scale * (vn + bias)
+                    - softness.impulse_scale * cp.normal_impulse
+            } else {
+                -cp.normal_mass * vn
+            };
             let applied = cp.accumulate_normal(impulse);
             apply(&mut sa, &mut sb, m_n, (cp.wn_a, cp.wn_b), applied);
         }

@@ -202,7 +202,6 @@ struct Scratch {
     candidates: Vec<u32>,
     pairs: Vec<u64>,
     new_contacts: Vec<Contact>,
-    merged: Vec<Contact>,
     remove: Vec<bool>,
     wake: Vec<u32>,
     parent: Vec<u32>,
@@ -1120,10 +1119,12 @@ impl World {
         let mut moved = core::mem::take(&mut st.moved);
         moved.sort_unstable();
         sc.pairs.clear();
+        // Flags stay set until every moved shape has queried: a pair of two
+        // moved shapes is then found once, from its lower shape (the higher
+        // one skips it), so there are half as many duplicates to sort.
         for &si in &moved {
-            let shape = st.shapes[si as usize];
-            st.shapes[si as usize].moved = false;
-            let body = st.bodies[shape.body as usize];
+            let shape = &st.shapes[si as usize];
+            let body = &st.bodies[shape.body as usize];
             sc.candidates.clear();
             let cands = &mut sc.candidates;
             // Skip subtrees of categories this shape never collides with; a
@@ -1141,6 +1142,9 @@ impl World {
                     continue;
                 }
                 let other = &st.shapes[o as usize];
+                if o < si && other.moved {
+                    continue;
+                }
                 if other.body == shape.body {
                     continue;
                 }
@@ -1149,13 +1153,16 @@ impl World {
                     continue;
                 }
                 if !shape.def.filter.should_collide(&other.def.filter)
-                    || !sensor_pair_allowed(&shape, other)
+                    || !sensor_pair_allowed(shape, other)
                 {
                     continue;
                 }
                 let (a, b) = if si < o { (si, o) } else { (o, si) };
                 sc.pairs.push(pair_key(a, b));
             }
+        }
+        for &si in &moved {
+            st.shapes[si as usize].moved = false;
         }
         moved.clear();
         st.moved = moved;
@@ -1192,22 +1199,23 @@ impl World {
         if sc.new_contacts.is_empty() {
             return;
         }
-        // Merge the sorted new contacts into the sorted list.
-        sc.merged.clear();
-        sc.merged.reserve(st.contacts.len() + sc.new_contacts.len());
-        let (mut i, mut j) = (0, 0);
-        while i < st.contacts.len() && j < sc.new_contacts.len() {
-            if st.contacts[i].key() < sc.new_contacts[j].key() {
-                sc.merged.push(st.contacts[i]);
-                i += 1;
-            } else {
-                sc.merged.push(sc.new_contacts[j]);
-                j += 1;
-            }
+        // Merge the sorted new contacts into the sorted list in place, from
+        // the back: each run of old contacts moves once, as one block, and
+        // the contacts before the first new key do not move at all.
+        let old_len = st.contacts.len();
+        let new = &sc.new_contacts;
+        st.contacts.extend_from_slice(new);
+        let list = &mut st.contacts[..];
+        let (mut i, mut j) = (old_len, new.len());
+        while j > 0 {
+            let key = new[j - 1].key();
+            // Old contacts [lo, i) with larger keys shift up by j.
+            let lo = list[..i].partition_point(|c| c.key() < key);
+            list.copy_within(lo..i, lo + j);
+            list[lo + j - 1] = new[j - 1];
+            i = lo;
+            j -= 1;
         }
-        sc.merged.extend_from_slice(&st.contacts[i..]);
-        sc.merged.extend_from_slice(&sc.new_contacts[j..]);
-        core::mem::swap(&mut st.contacts, &mut sc.merged);
     }
 
     /// Stage 2: manifolds for contacts with an awake body.
@@ -1263,12 +1271,25 @@ impl World {
             c.touching = touching;
         }
         if any_removed {
-            let mut k = 0;
+            // Compact by runs: each run of kept contacts moves as one block.
             let remove = &sc.remove;
-            st.contacts.retain(|_| {
-                k += 1;
-                !remove[k - 1]
-            });
+            let list = &mut st.contacts[..];
+            let (mut write, mut read) = (0, 0);
+            while read < list.len() {
+                if remove[read] {
+                    read += 1;
+                    continue;
+                }
+                let start = read;
+                while read < list.len() && !remove[read] {
+                    read += 1;
+                }
+                if start != write {
+                    list.copy_within(start..read, write);
+                }
+                write += read - start;
+            }
+            st.contacts.truncate(write);
         }
         if !sc.wake.is_empty() {
             sc.wake.sort_unstable();
@@ -1529,11 +1550,11 @@ impl World {
         }
         for k in 0..sc.awake.len() {
             let bi = sc.awake[k];
-            let b = st.bodies[bi as usize];
-            let mut s = b.first_shape;
+            let b = &st.bodies[bi as usize];
+            let (mut s, xf) = (b.first_shape, b.transform);
             while s != NONE {
                 let sh = &mut st.shapes[s as usize];
-                let aabb = sh.geometry.aabb(b.transform);
+                let aabb = sh.geometry.aabb(xf);
                 if !sh.fat_aabb.contains(&aabb) {
                     sh.fat_aabb = aabb.expand(AABB_MARGIN);
                     // Grown in place; the tree is rebuilt before the next
