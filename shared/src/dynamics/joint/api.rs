@@ -1,7 +1,7 @@
 //! The world's joint API: create, destroy, inspect and steer joints.
 
 use super::{frame_of, reaction, Joint, JointDef, JointId, JointKind};
-use crate::dynamics::body::{BodyId, BodyKind, NONE, NO_ISLAND};
+use crate::dynamics::body::{Body, BodyId, BodyKind, NONE, NO_ISLAND};
 use crate::dynamics::contact::pair_key;
 use crate::dynamics::island;
 use crate::dynamics::world::{World, WorldError, WorldState};
@@ -506,6 +506,12 @@ fn remove_contacts_between(st: &mut WorldState, a: u32, b: u32) {
 /// never solved against a sleeping (frozen) body. `islands` is scratch.
 pub(crate) fn wake_jointed(st: &mut WorldState, islands: &mut Vec<u32>) {
     islands.clear();
+    // Only a sleeping body can be woken: without one (no sleeping, or all
+    // awake) skip the pass over the joints, which is the costlier one.
+    let sleeping = |b: &Body| b.kind != BodyKind::Static && !b.awake && b.sleep_island != NO_ISLAND;
+    if !st.bodies.iter().any(sleeping) {
+        return;
+    }
     for j in &st.joints {
         if !j.alive {
             continue;

@@ -340,28 +340,13 @@ impl Sym22 {
     /// for the precision.
     #[inline]
     pub fn inverse(&self) -> Sym22 {
-        let (a, c, d) = (
-            self.a11.to_bits() as i128,
-            self.a12.to_bits() as i128,
-            self.a22.to_bits() as i128,
-        );
-        let det = a * d - c * c;
-        if det == 0 {
-            return Sym22::default();
-        }
-        let s = (128 - det.unsigned_abs().leading_zeros()) as i32 - 62;
-        let den = if s >= 0 { det >> s } else { det << -s };
-        let r = (1i128 << 124) / den;
-        let shift = 60 + s;
-        let scale = |n: Scalar| -> Scalar {
-            let p = n.to_bits() as i128 * r;
-            let q = if shift >= 0 { p >> shift } else { p << -shift };
-            Scalar::from_bits(q.clamp(i64::MIN as i128, i64::MAX as i128) as i64)
-        };
-        Sym22 {
-            a11: scale(self.a22),
-            a12: scale(-self.a12),
-            a22: scale(self.a11),
+        match DetRecip::of(self) {
+            Some(r) => Sym22 {
+                a11: r.scale(self.a22),
+                a12: r.scale(-self.a12),
+                a22: r.scale(self.a11),
+            },
+            None => Sym22::default(),
         }
     }
 
@@ -383,29 +368,70 @@ impl Sym22 {
     /// products are ordinary Q32.32.
     #[inline]
     pub fn solve(&self, b: Vec2) -> Vec2 {
+        match DetRecip::of(self) {
+            Some(r) => {
+                let n1 = self.a22 * b.x - self.a12 * b.y;
+                let n2 = self.a11 * b.y - self.a12 * b.x;
+                Vec2::new(r.scale(n1), r.scale(n2))
+            }
+            None => Vec2::ZERO,
+        }
+    }
+}
+
+/// The reciprocal of a [`Sym22`]'s determinant, `1/det = ±r · 2^(−shift)`,
+/// formed from the exact double-width (Q64.64) determinant with 62
+/// significant bits.
+#[derive(Clone, Copy, Debug)]
+struct DetRecip {
+    /// `⌊2¹²⁴ / |den|⌋`, in `[2⁶², 2⁶³]`.
+    r: u64,
+    /// Whether the determinant is negative.
+    negative: bool,
+    shift: i32,
+}
+
+impl DetRecip {
+    /// `None` when the matrix is singular.
+    #[inline(always)]
+    fn of(k: &Sym22) -> Option<DetRecip> {
         let (a, c, d) = (
-            self.a11.to_bits() as i128,
-            self.a12.to_bits() as i128,
-            self.a22.to_bits() as i128,
+            k.a11.to_bits() as i128,
+            k.a12.to_bits() as i128,
+            k.a22.to_bits() as i128,
         );
+        // Exact: |a·d| and c² are at most 2¹²⁶.
         let det = a * d - c * c;
         if det == 0 {
-            return Vec2::ZERO;
+            return None;
         }
-        // det = den · 2^(s − 64) with |den| in [2⁶¹, 2⁶²).
+        // det = den · 2^(s − 64) with |den| in [2⁶¹, 2⁶²] (2⁶² only when a
+        // negative determinant rounds down onto it).
         let s = (128 - det.unsigned_abs().leading_zeros()) as i32 - 62;
         let den = if s >= 0 { det >> s } else { det << -s };
-        // r = 2¹²⁴ / den, in (2⁶², 2⁶³]: 1/det = r · 2^(−60 − s).
-        let r = (1i128 << 124) / den;
-        let n1 = self.a22 * b.x - self.a12 * b.y;
-        let n2 = self.a11 * b.y - self.a12 * b.x;
-        let shift = 60 + s;
-        let scale = |n: Scalar| -> Scalar {
-            let p = n.to_bits() as i128 * r;
-            let q = if shift >= 0 { p >> shift } else { p << -shift };
-            Scalar::from_bits(q.clamp(i64::MIN as i128, i64::MAX as i128) as i64)
+        // r = 2¹²⁴ / |den|, in [2⁶², 2⁶³]: 1/det = ±r · 2^(−60 − s). The
+        // quotient fits 64 bits, so a 128-by-64-bit division suffices.
+        let r = ((1u128 << 124) / den.unsigned_abs()) as u64;
+        Some(DetRecip {
+            r,
+            negative: den < 0,
+            shift: 60 + s,
+        })
+    }
+
+    /// `n / det`, saturated to the Q32.32 range.
+    #[inline(always)]
+    fn scale(&self, n: Scalar) -> Scalar {
+        let n = n.to_bits();
+        // |n · r| ≤ 2¹²⁶: exact in i128.
+        let m = (n.unsigned_abs() as u128 * self.r as u128) as i128;
+        let p = if (n < 0) != self.negative { -m } else { m };
+        let q = if self.shift >= 0 {
+            p >> self.shift
+        } else {
+            p << -self.shift
         };
-        Vec2::new(scale(n1), scale(n2))
+        Scalar::from_bits(q.clamp(i64::MIN as i128, i64::MAX as i128) as i64)
     }
 }
 
@@ -585,10 +611,19 @@ pub(crate) struct Masses {
 /// Builds the frame of joint `j` from its bodies' poses.
 pub(crate) fn frame_of(j: &Joint, ba: &Body, bb: &Body) -> Frame {
     Frame {
+        angle0: relative_angle(ba.transform.q.mul_rot(j.reference), bb.transform.q),
+        ..anchor_frame(j, ba, bb)
+    }
+}
+
+/// The frame of joint `j` without its angle (left zero), for joints that
+/// never read it.
+fn anchor_frame(j: &Joint, ba: &Body, bb: &Body) -> Frame {
+    Frame {
         ra: ba.transform.q.rotate(j.local_anchor_a - ba.local_center),
         rb: bb.transform.q.rotate(j.local_anchor_b - bb.local_center),
         dc: bb.center - ba.center,
-        angle0: relative_angle(ba.transform.q.mul_rot(j.reference), bb.transform.q),
+        angle0: Scalar::ZERO,
     }
 }
 
@@ -631,7 +666,11 @@ pub(crate) fn prepare(
             ib: sb.inv_inertia,
         };
         out.breakable |= j.break_force != Scalar::MAX || j.break_torque != Scalar::MAX;
-        let f = frame_of(j, ba, bb);
+        // A plain hinge never reads the joint angle: skip its atan2.
+        let f = match &j.kind {
+            JointKind::Revolute(p) if !p.uses_angle() => anchor_frame(j, ba, bb),
+            _ => frame_of(j, ba, bb),
+        };
         let data = match &j.kind {
             JointKind::Revolute(p) => {
                 out.revolutes.push(ji as u32, j, p, &f, a, b, &m, ctx);

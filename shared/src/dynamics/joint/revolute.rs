@@ -58,6 +58,12 @@ impl RevoluteJoint {
         }
         Ok(())
     }
+
+    /// Whether the joint has a limit, motor or spring (the cold part,
+    /// which reads the joint angle).
+    pub(super) fn uses_angle(&self) -> bool {
+        self.enable_limit || self.enable_motor || self.enable_spring
+    }
 }
 
 /// What every revolute needs each iteration.
@@ -134,7 +140,7 @@ impl Revolutes {
         m: &Masses,
         ctx: &JointContext,
     ) {
-        let cold = if p.enable_limit || p.enable_motor || p.enable_spring {
+        let cold = if p.uses_angle() {
             let lower = p.lower_angle.clamp(-Scalar::PI, Scalar::PI);
             let upper = p.upper_angle.clamp(lower, Scalar::PI);
             let i = &j.impulses;
