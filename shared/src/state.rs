@@ -322,5 +322,11 @@ fn validate(st: &WorldState) -> Result<(), SnapshotError> {
             return bad("moved shape list");
         }
     }
+    // The pair search relies on the list and the flags agreeing exactly:
+    // every flagged shape listed once (with the check above, equal counts
+    // rule out both duplicates and unlisted flags).
+    if st.shapes.iter().filter(|s| s.moved).count() != st.moved.len() {
+        return bad("moved shape list");
+    }
     Ok(())
 }

@@ -825,6 +825,45 @@ fn negative_hit_event_threshold_is_refused() {
     ));
 }
 
+#[test]
+fn moved_list_disagreeing_with_the_shape_flags_is_refused() {
+    // A shape created since the last step is flagged and listed once:
+    // the encoding ends with `moved` = [0], then two empty joint vectors.
+    let mut w = World::default();
+    let b = w.create_body(&BodyDef::dynamic(Vec2::ZERO)).unwrap();
+    w.create_shape(
+        b,
+        &ShapeDef::default(),
+        ShapeGeometry::Polygon(Polygon::make_box(fx(1), fx(1))),
+    )
+    .unwrap();
+    let bytes = w.snapshot().to_bytes();
+    assert!(Snapshot::from_bytes(&bytes).is_ok());
+    let n = bytes.len();
+    let tail = |moved: &[u32]| {
+        let mut b = bytes[..n - 28].to_vec();
+        b.extend_from_slice(&(moved.len() as u64).to_le_bytes());
+        for m in moved {
+            b.extend_from_slice(&m.to_le_bytes());
+        }
+        b.extend_from_slice(&[0; 16]);
+        b
+    };
+    assert_eq!(
+        tail(&[0]),
+        bytes,
+        "layout changed: moved list not at the end"
+    );
+    // Flagged but not listed (its pairs would never be searched), and
+    // listed twice.
+    for moved in [&[][..], &[0, 0][..]] {
+        assert!(matches!(
+            Snapshot::from_bytes(&tail(moved)),
+            Err(bitroom_sim::SnapshotError::Invalid("moved shape list"))
+        ));
+    }
+}
+
 /// Offset of the body-slot count: after the settings and the tick. An empty
 /// world's encoding is those plus eight zero `u64` vector lengths.
 fn body_count_offset() -> usize {
