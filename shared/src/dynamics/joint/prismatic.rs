@@ -7,7 +7,7 @@
 //! Impulse slots: `axial` (perpendicular), `angular`, and along the axis
 //! `spring`, `motor`, `lower`, `upper`.
 
-use super::spring::{validate_axis, Spring};
+use super::spring::{validate_translation, Spring};
 use super::{
     apply_general, clamp_accumulate, inv_or_zero, limit_pair, Frame, JointContext, JointImpulses,
     Masses, Sym22,
@@ -63,12 +63,9 @@ impl Default for PrismaticJoint {
 
 impl PrismaticJoint {
     pub(super) fn validate(&self) -> Result<(), &'static str> {
-        if self.local_axis_a.normalize() == Vec2::ZERO {
-            return Err("axis must not be zero");
-        }
-        validate_axis(
+        validate_translation(
+            self.local_axis_a,
             (self.lower_translation, self.upper_translation),
-            "lower translation is above the upper translation",
             self.max_motor_force,
             "max motor force must not be negative",
             (self.hertz, self.damping_ratio),

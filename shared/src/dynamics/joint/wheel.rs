@@ -6,7 +6,7 @@
 //! Impulse slots: `axial` (perpendicular), `spring`, `lower`, `upper` (along
 //! the axis), `motor` (angular).
 
-use super::spring::{validate_axis, Spring};
+use super::spring::{validate_translation, Spring};
 use super::{
     apply_angular, apply_general, clamp_accumulate, inv_or_zero, limit_pair, soft_impulse, Frame,
     JointContext, JointImpulses, Masses,
@@ -59,12 +59,9 @@ impl Default for WheelJoint {
 
 impl WheelJoint {
     pub(super) fn validate(&self) -> Result<(), &'static str> {
-        if self.local_axis_a.normalize() == Vec2::ZERO {
-            return Err("axis must not be zero");
-        }
-        validate_axis(
+        validate_translation(
+            self.local_axis_a,
             (self.lower_translation, self.upper_translation),
-            "lower translation is above the upper translation",
             self.max_motor_torque,
             "max motor torque must not be negative",
             (self.hertz, self.damping_ratio),
