@@ -6,11 +6,12 @@
 //!
 //! Impulse slots: `axial` (rod or spring), `lower`, `upper`, `motor`.
 
+use super::spring::{validate_axis, Spring};
 use super::{
     apply_general, clamp_accumulate, inv_or_zero, limit_pair, soft_impulse, Frame, JointContext,
     JointImpulses, Masses,
 };
-use crate::dynamics::solver::{make_soft, BodyState, Softness};
+use crate::dynamics::solver::BodyState;
 use crate::math::{Scalar, WORLD_BOUND};
 use serde::{Deserialize, Serialize};
 
@@ -80,30 +81,26 @@ impl DistanceJoint {
         if self.min_length < Scalar::ZERO || self.max_length < Scalar::ZERO {
             return Err("min and max length must not be negative");
         }
-        if self.min_length > self.max_length {
-            return Err("min length is above the max length");
-        }
-        if self.max_motor_force < Scalar::ZERO {
-            return Err("max motor force must not be negative");
-        }
-        if self.hertz < Scalar::ZERO || self.damping_ratio < Scalar::ZERO {
-            return Err("spring hertz and damping ratio must not be negative");
-        }
-        Ok(())
+        validate_axis(
+            (self.min_length, self.max_length),
+            "min length is above the max length",
+            self.max_motor_force,
+            "max motor force must not be negative",
+            (self.hertz, self.damping_ratio),
+        )
     }
 }
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Prepared {
     axial_mass: Scalar,
-    spring: Softness,
+    spring: Spring,
     length: Scalar,
     min: Scalar,
     max: Scalar,
     max_motor_impulse: Scalar,
     motor_speed: Scalar,
     soft_mode: bool,
-    enable_spring: bool,
     enable_limit: bool,
     enable_motor: bool,
 }
@@ -120,16 +117,17 @@ pub(super) fn prepare(p: &DistanceJoint, f: &Frame, m: &Masses, ctx: &JointConte
         .clamp(MIN_LENGTH, WORLD_BOUND);
     let min = p.min_length.clamp(MIN_LENGTH, WORLD_BOUND);
     let max = p.max_length.clamp(min, WORLD_BOUND);
+    let axial_mass = inv_or_zero(k);
     Prepared {
-        axial_mass: inv_or_zero(k),
-        spring: make_soft(p.hertz, p.damping_ratio, ctx.h),
+        axial_mass,
+        // In soft mode the spring (if any) replaces the rod.
+        spring: Spring::new(true, p.hertz, p.damping_ratio, axial_mass, ctx.h),
         length,
         min,
         max,
         max_motor_impulse: ctx.h * p.max_motor_force,
         motor_speed: p.motor_speed,
         soft_mode: p.enable_spring && min < max,
-        enable_spring: p.hertz > Scalar::ZERO,
         enable_limit: p.enable_limit,
         enable_motor: p.enable_motor,
     }
@@ -162,10 +160,10 @@ pub(super) fn solve(
     };
 
     if p.soft_mode {
-        if p.enable_spring {
-            let bias = p.spring.bias_rate * (length - p.length);
-            let i = soft_impulse(p.axial_mass, &p.spring, cdot(sa, sb), bias, imp.axial);
-            imp.axial += i;
+        if p.spring.enabled {
+            let i = p
+                .spring
+                .impulse(length - p.length, cdot(sa, sb), &mut imp.axial);
             push(sa, sb, i);
         }
         if p.enable_limit {

@@ -40,6 +40,7 @@ mod motor;
 mod prismatic;
 mod pulley;
 mod revolute;
+mod spring;
 mod target;
 mod weld;
 mod wheel;
@@ -493,14 +494,15 @@ fn limit_impulse(
     ctx: &JointContext,
     use_bias: bool,
 ) -> Scalar {
-    let (bias, soft) = if c > Scalar::ZERO {
-        (c * ctx.inv_h, RIGID)
+    // Rigid is `soft_impulse` with RIGID written out (the same bits: a
+    // product with one is exact, and with zero is zero).
+    let impulse = if c > Scalar::ZERO {
+        -(mass * (cdot + c * ctx.inv_h))
     } else if use_bias {
-        (ctx.soft.bias_rate * c, ctx.soft)
+        soft_impulse(mass, &ctx.soft, cdot, ctx.soft.bias_rate * c, *accumulated)
     } else {
-        (Scalar::ZERO, RIGID)
+        -(mass * cdot)
     };
-    let impulse = soft_impulse(mass, &soft, cdot, bias, *accumulated);
     let new = (*accumulated + impulse).max(Scalar::ZERO);
     let applied = new - *accumulated;
     *accumulated = new;
@@ -524,10 +526,15 @@ pub(crate) fn limit_pair(
     cdot: impl Fn(&BodyState, &BodyState) -> Scalar,
     apply: impl Fn(&mut BodyState, &mut BodyState, Scalar),
 ) {
+    // A zero impulse (the usual case away from a limit) changes nothing.
     let i = limit_impulse(x - lower, cdot(sa, sb), mass, lower_impulse, ctx, use_bias);
-    apply(sa, sb, i);
+    if !i.is_zero() {
+        apply(sa, sb, i);
+    }
     let i = limit_impulse(upper - x, -cdot(sa, sb), mass, upper_impulse, ctx, use_bias);
-    apply(sa, sb, -i);
+    if !i.is_zero() {
+        apply(sa, sb, -i);
+    }
 }
 
 /// Adds `impulse` to `accumulated`, clamped to `±max`; returns the change.

@@ -7,11 +7,12 @@
 //! Impulse slots: `axial` (perpendicular), `angular`, and along the axis
 //! `spring`, `motor`, `lower`, `upper`.
 
+use super::spring::{validate_translation, Spring};
 use super::{
-    apply_general, clamp_accumulate, inv_or_zero, limit_pair, soft_impulse, Frame, JointContext,
-    JointImpulses, Masses, Sym22,
+    apply_general, clamp_accumulate, inv_or_zero, limit_pair, Frame, JointContext, JointImpulses,
+    Masses, Sym22,
 };
-use crate::dynamics::solver::{make_soft, BodyState, Softness};
+use crate::dynamics::solver::BodyState;
 use crate::math::{Rot, Scalar, Vec2};
 use serde::{Deserialize, Serialize};
 
@@ -62,19 +63,13 @@ impl Default for PrismaticJoint {
 
 impl PrismaticJoint {
     pub(super) fn validate(&self) -> Result<(), &'static str> {
-        if self.local_axis_a.normalize() == Vec2::ZERO {
-            return Err("axis must not be zero");
-        }
-        if self.lower_translation > self.upper_translation {
-            return Err("lower translation is above the upper translation");
-        }
-        if self.max_motor_force < Scalar::ZERO {
-            return Err("max motor force must not be negative");
-        }
-        if self.hertz < Scalar::ZERO || self.damping_ratio < Scalar::ZERO {
-            return Err("spring hertz and damping ratio must not be negative");
-        }
-        Ok(())
+        validate_translation(
+            self.local_axis_a,
+            (self.lower_translation, self.upper_translation),
+            self.max_motor_force,
+            "max motor force must not be negative",
+            (self.hertz, self.damping_ratio),
+        )
     }
 }
 
@@ -83,7 +78,7 @@ pub(crate) struct Prepared {
     /// World axis at the start of the step.
     axis: Vec2,
     axial_mass: Scalar,
-    spring: Softness,
+    spring: Spring,
     max_motor_impulse: Scalar,
     lower: Scalar,
     upper: Scalar,
@@ -91,7 +86,6 @@ pub(crate) struct Prepared {
     target: Scalar,
     enable_limit: bool,
     enable_motor: bool,
-    enable_spring: bool,
 }
 
 pub(super) fn prepare(
@@ -106,10 +100,12 @@ pub(super) fn prepare(
     let a1 = (d + f.ra).cross(axis);
     let a2 = f.rb.cross(axis);
     let ka = m.ma + m.mb + m.ia * a1 * a1 + m.ib * a2 * a2;
+    let axial_mass = inv_or_zero(ka);
+    let (hertz, zeta) = (p.hertz, p.damping_ratio);
     Prepared {
         axis,
-        axial_mass: inv_or_zero(ka),
-        spring: make_soft(p.hertz, p.damping_ratio, ctx.h),
+        axial_mass,
+        spring: Spring::new(p.enable_spring, hertz, zeta, axial_mass, ctx.h),
         max_motor_impulse: ctx.h * p.max_motor_force,
         lower: p.lower_translation,
         upper: p.upper_translation,
@@ -117,7 +113,6 @@ pub(super) fn prepare(
         target: p.target_translation,
         enable_limit: p.enable_limit,
         enable_motor: p.enable_motor,
-        enable_spring: p.enable_spring && p.hertz > Scalar::ZERO,
     }
 }
 
@@ -187,17 +182,9 @@ pub(super) fn solve(
         );
         push(sa, sb, i);
     }
-    if p.enable_spring {
+    if p.spring.enabled {
         let c = translation - p.target;
-        let bias = p.spring.bias_rate * c;
-        let i = soft_impulse(
-            p.axial_mass,
-            &p.spring,
-            axial_cdot(sa, sb),
-            bias,
-            imp.spring,
-        );
-        imp.spring += i;
+        let i = p.spring.impulse(c, axial_cdot(sa, sb), &mut imp.spring);
         push(sa, sb, i);
     }
     if p.enable_limit {

@@ -9,11 +9,12 @@
 //! compact list: the hot part every revolute needs (136 bytes) apart from
 //! the cold part only joints with a limit, motor or spring use.
 
+use super::spring::{validate_axis, Spring};
 use super::{
-    apply_angular, apply_point, clamp_accumulate, inv_or_zero, limit_pair, rotation_angle,
-    soft_impulse, Frame, Joint, JointContext, Masses, Sym22,
+    apply_angular, apply_point, clamp_accumulate, inv_or_zero, limit_pair, rotation_angle, Frame,
+    Joint, JointContext, Masses, Sym22,
 };
-use crate::dynamics::solver::{self, make_soft, BodyState, Softness};
+use crate::dynamics::solver::{self, BodyState};
 use crate::math::{normalize_angle, Scalar, Vec2};
 use serde::{Deserialize, Serialize};
 
@@ -47,16 +48,13 @@ pub struct RevoluteJoint {
 
 impl RevoluteJoint {
     pub(super) fn validate(&self) -> Result<(), &'static str> {
-        if self.lower_angle > self.upper_angle {
-            return Err("lower angle is above the upper angle");
-        }
-        if self.max_motor_torque < Scalar::ZERO {
-            return Err("max motor torque must not be negative");
-        }
-        if self.hertz < Scalar::ZERO || self.damping_ratio < Scalar::ZERO {
-            return Err("spring hertz and damping ratio must not be negative");
-        }
-        Ok(())
+        validate_axis(
+            (self.lower_angle, self.upper_angle),
+            "lower angle is above the upper angle",
+            self.max_motor_torque,
+            "max motor torque must not be negative",
+            (self.hertz, self.damping_ratio),
+        )
     }
 
     /// Whether the joint has a limit, motor or spring (the cold part,
@@ -99,7 +97,7 @@ pub(crate) struct Cold {
     angle0: Scalar,
     /// `1 / (iA + iB)`.
     axial_mass: Scalar,
-    spring: Softness,
+    spring: Spring,
     max_motor_impulse: Scalar,
     lower: Scalar,
     upper: Scalar,
@@ -107,7 +105,6 @@ pub(crate) struct Cold {
     target_angle: Scalar,
     enable_limit: bool,
     enable_motor: bool,
-    enable_spring: bool,
     spring_impulse: Scalar,
     motor_impulse: Scalar,
     lower_impulse: Scalar,
@@ -144,10 +141,12 @@ impl Revolutes {
             let lower = p.lower_angle.clamp(-Scalar::PI, Scalar::PI);
             let upper = p.upper_angle.clamp(lower, Scalar::PI);
             let i = &j.impulses;
+            let axial_mass = inv_or_zero(m.ia + m.ib);
+            let (hertz, zeta) = (p.hertz, p.damping_ratio);
             self.cold.push(Cold {
                 angle0: f.angle0,
-                axial_mass: inv_or_zero(m.ia + m.ib),
-                spring: make_soft(p.hertz, p.damping_ratio, ctx.h),
+                axial_mass,
+                spring: Spring::new(p.enable_spring, hertz, zeta, axial_mass, ctx.h),
                 max_motor_impulse: ctx.h * p.max_motor_torque,
                 lower,
                 upper,
@@ -155,7 +154,6 @@ impl Revolutes {
                 target_angle: p.target_angle,
                 enable_limit: p.enable_limit,
                 enable_motor: p.enable_motor,
-                enable_spring: p.enable_spring && p.hertz > Scalar::ZERO,
                 spring_impulse: i.spring,
                 motor_impulse: i.motor,
                 lower_impulse: i.lower,
@@ -277,16 +275,14 @@ fn solve_angular(
     if (sa.inv_inertia + sb.inv_inertia).is_zero() {
         return;
     }
-    let angle = if c.enable_spring || c.enable_limit {
+    let angle = if c.spring.enabled || c.enable_limit {
         c.angle0 + rotation_angle(sa.dq.inv_mul(sb.dq))
     } else {
         Scalar::ZERO
     };
-    if c.enable_spring {
+    if c.spring.enabled {
         let err = normalize_angle(angle - c.target_angle);
-        let bias = c.spring.bias_rate * err;
-        let i = soft_impulse(c.axial_mass, &c.spring, sb.w - sa.w, bias, c.spring_impulse);
-        c.spring_impulse += i;
+        let i = c.spring.impulse(err, sb.w - sa.w, &mut c.spring_impulse);
         apply_angular(sa, sb, i);
     }
     if c.enable_motor {

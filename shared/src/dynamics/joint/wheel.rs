@@ -6,11 +6,12 @@
 //! Impulse slots: `axial` (perpendicular), `spring`, `lower`, `upper` (along
 //! the axis), `motor` (angular).
 
+use super::spring::{validate_translation, Spring};
 use super::{
     apply_angular, apply_general, clamp_accumulate, inv_or_zero, limit_pair, soft_impulse, Frame,
     JointContext, JointImpulses, Masses,
 };
-use crate::dynamics::solver::{make_soft, BodyState, Softness};
+use crate::dynamics::solver::BodyState;
 use crate::math::{Rot, Scalar, Vec2};
 use serde::{Deserialize, Serialize};
 
@@ -58,19 +59,13 @@ impl Default for WheelJoint {
 
 impl WheelJoint {
     pub(super) fn validate(&self) -> Result<(), &'static str> {
-        if self.local_axis_a.normalize() == Vec2::ZERO {
-            return Err("axis must not be zero");
-        }
-        if self.lower_translation > self.upper_translation {
-            return Err("lower translation is above the upper translation");
-        }
-        if self.max_motor_torque < Scalar::ZERO {
-            return Err("max motor torque must not be negative");
-        }
-        if self.hertz < Scalar::ZERO || self.damping_ratio < Scalar::ZERO {
-            return Err("spring hertz and damping ratio must not be negative");
-        }
-        Ok(())
+        validate_translation(
+            self.local_axis_a,
+            (self.lower_translation, self.upper_translation),
+            self.max_motor_torque,
+            "max motor torque must not be negative",
+            (self.hertz, self.damping_ratio),
+        )
     }
 }
 
@@ -80,12 +75,11 @@ pub(crate) struct Prepared {
     axial_mass: Scalar,
     perp_mass: Scalar,
     motor_mass: Scalar,
-    spring: Softness,
+    spring: Spring,
     max_motor_impulse: Scalar,
     lower: Scalar,
     upper: Scalar,
     motor_speed: Scalar,
-    enable_spring: bool,
     enable_limit: bool,
     enable_motor: bool,
 }
@@ -105,17 +99,18 @@ pub(super) fn prepare(
     let s1 = (d + f.ra).cross(perp);
     let s2 = f.rb.cross(perp);
     let base = m.ma + m.mb;
+    let axial_mass = inv_or_zero(base + m.ia * a1 * a1 + m.ib * a2 * a2);
+    let (hertz, zeta) = (p.hertz, p.damping_ratio);
     Prepared {
         axis,
-        axial_mass: inv_or_zero(base + m.ia * a1 * a1 + m.ib * a2 * a2),
+        axial_mass,
         perp_mass: inv_or_zero(base + m.ia * s1 * s1 + m.ib * s2 * s2),
         motor_mass: inv_or_zero(m.ia + m.ib),
-        spring: make_soft(p.hertz, p.damping_ratio, ctx.h),
+        spring: Spring::new(p.enable_spring, hertz, zeta, axial_mass, ctx.h),
         max_motor_impulse: ctx.h * p.max_motor_torque,
         lower: p.lower_translation,
         upper: p.upper_translation,
         motor_speed: p.motor_speed,
-        enable_spring: p.enable_spring && p.hertz > Scalar::ZERO,
         enable_limit: p.enable_limit,
         enable_motor: p.enable_motor,
     }
@@ -185,17 +180,11 @@ pub(super) fn solve(
         let i = clamp_accumulate(&mut imp.motor, -(p.motor_mass * cdot), p.max_motor_impulse);
         apply_angular(sa, sb, i);
     }
-    if p.enable_spring {
+    if p.spring.enabled {
         // The spring rests at zero translation (anchors on top of each other).
-        let bias = p.spring.bias_rate * translation;
-        let i = soft_impulse(
-            p.axial_mass,
-            &p.spring,
-            axial_cdot(sa, sb),
-            bias,
-            imp.spring,
-        );
-        imp.spring += i;
+        let i = p
+            .spring
+            .impulse(translation, axial_cdot(sa, sb), &mut imp.spring);
         push(sa, sb, i);
     }
     if p.enable_limit {
