@@ -24,7 +24,7 @@ const GOLDEN: &[(&str, u64, u64)] = &[
     ("joint_grid", 40, 0x51f052f67076e7e6),
     ("tumbler", 60, 0x2412d8e5832eddab),
     ("rain", 120, 0x9800713160444c33),
-    ("spinner", 20, 0xe79350dd1ffec1c8),
+    ("spinner", 20, 0x2278178dbef7b371),
     ("bridge", 300, 0x3bdead76e0deae23),
     ("pendulum", 300, 0x4617f05b6caff1b0),
     ("newtons_cradle", 300, 0xfd32eb5fd5413f21),

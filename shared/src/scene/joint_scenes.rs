@@ -15,7 +15,7 @@ use crate::dynamics::{
     ShapeDef, WheelJoint, World, WorldDef,
 };
 use crate::geometry::{Capsule, Circle, Filter, Polygon, Segment, ShapeGeometry};
-use crate::math::{fx, Rot, Scalar, Vec2};
+use crate::math::{fx, sin_cos, Rot, Scalar, Vec2};
 
 fn s(v: f64) -> Scalar {
     // Float edge: scene constants written as decimals, converted once at
@@ -185,10 +185,12 @@ pub fn spinner() -> World {
         friction: s(0.1),
         ..ShapeDef::default()
     };
+    // Ring points from the deterministic fixed-point sine and cosine: a
+    // platform's f64 `sin`/`cos` may differ in the last bit.
     let points: Vec<Vec2> = (0..360)
         .map(|n| {
-            let theta = -(n as f64) * (2.0 * core::f64::consts::PI / 360.0);
-            v(40.0 * theta.cos(), 40.0 * theta.sin() + 32.0)
+            let (sin, cos) = sin_cos(-(Scalar::TAU * Scalar::ratio(n, 360)));
+            Vec2::new(fx(40) * cos, fx(40) * sin + fx(32))
         })
         .collect();
     for n in 0..360 {
