@@ -46,12 +46,6 @@ pub(super) fn prepare(p: &FrictionJoint, m: &Masses, ctx: &JointContext) -> Prep
     }
 }
 
-pub(super) fn warm_start(f: &Frame, imp: &JointImpulses, sa: &mut BodyState, sb: &mut BodyState) {
-    let (ra, rb) = f.anchors(sa, sb);
-    apply_point(sa, sb, ra, rb, imp.linear);
-    apply_angular(sa, sb, imp.angular);
-}
-
 pub(super) fn solve(
     f: &Frame,
     p: &Prepared,

@@ -708,6 +708,19 @@ pub(crate) fn prepare(
     }
 }
 
+/// Warm start of the joints whose impulse is a point impulse plus an
+/// angular one (weld, motor, friction).
+fn warm_start_point_angular(
+    f: &Frame,
+    imp: &JointImpulses,
+    sa: &mut BodyState,
+    sb: &mut BodyState,
+) {
+    let (ra, rb) = f.anchors(sa, sb);
+    apply_point(sa, sb, ra, rb, imp.linear);
+    apply_angular(sa, sb, imp.angular);
+}
+
 /// Applies the accumulated impulses at the start of a substep.
 pub(crate) fn warm_start(js: &mut JointSolver, states: &mut [BodyState]) {
     js.revolutes.warm_start(states);
@@ -716,14 +729,14 @@ pub(crate) fn warm_start(js: &mut JointSolver, states: &mut [BodyState]) {
         let (f, imp) = (&c.frame, &c.imp);
         match &mut c.data {
             Prepared::Prismatic(p) => prismatic::warm_start(f, p, imp, &mut sa, &mut sb),
-            Prepared::Weld(_) => weld::warm_start(f, imp, &mut sa, &mut sb),
+            Prepared::Weld(_) => warm_start_point_angular(f, imp, &mut sa, &mut sb),
             Prepared::Wheel(p) => wheel::warm_start(f, p, imp, &mut sa, &mut sb),
             Prepared::Distance(_) => distance::warm_start(f, imp, &mut sa, &mut sb),
             Prepared::Pulley(p) => pulley::warm_start(f, p, imp, &mut sa, &mut sb),
             Prepared::Angle(_) => angle::warm_start(imp, &mut sa, &mut sb),
-            Prepared::Motor(_) => motor::warm_start(f, imp, &mut sa, &mut sb),
+            Prepared::Motor(_) => warm_start_point_angular(f, imp, &mut sa, &mut sb),
             Prepared::Target(p) => target::warm_start(p, imp, &mut sb),
-            Prepared::Friction(_) => friction::warm_start(f, imp, &mut sa, &mut sb),
+            Prepared::Friction(_) => warm_start_point_angular(f, imp, &mut sa, &mut sb),
         }
         solver::store(states, c.a, c.b, &sa, &sb);
     }

@@ -66,12 +66,6 @@ pub(super) fn prepare(p: &MotorJoint, m: &Masses, ctx: &JointContext) -> Prepare
     }
 }
 
-pub(super) fn warm_start(f: &Frame, imp: &JointImpulses, sa: &mut BodyState, sb: &mut BodyState) {
-    let (ra, rb) = f.anchors(sa, sb);
-    apply_point(sa, sb, ra, rb, imp.linear);
-    apply_angular(sa, sb, imp.angular);
-}
-
 pub(super) fn solve(
     f: &Frame,
     p: &Prepared,

@@ -70,12 +70,6 @@ pub(super) fn prepare(p: &WeldJoint, m: &Masses, ctx: &JointContext) -> Prepared
     }
 }
 
-pub(super) fn warm_start(f: &Frame, imp: &JointImpulses, sa: &mut BodyState, sb: &mut BodyState) {
-    let (ra, rb) = f.anchors(sa, sb);
-    apply_point(sa, sb, ra, rb, imp.linear);
-    apply_angular(sa, sb, imp.angular);
-}
-
 pub(super) fn solve(
     f: &Frame,
     p: &Prepared,
