@@ -1,4 +1,5 @@
 //! bitroom-sim: deterministic fixed-point 2D rigid-body simulation.
+mod canon;
 pub mod collision;
 mod compact;
 pub mod dynamics;

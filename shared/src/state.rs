@@ -128,28 +128,9 @@ fn hash_state(state: &WorldState) -> u64 {
         let mut buf = buf.borrow_mut();
         buf.clear();
         // Encoding plain data into a vector cannot fail.
-        bincode::serde::encode_into_writer(state, VecWriter(&mut buf), CONFIG)
-            .expect("state encodes");
+        crate::canon::encode_into(state, &mut buf).expect("state encodes");
         xxhash_rust::xxh3::xxh3_64(&buf)
     })
-}
-
-/// Appends to a vector; the encoder writes one primitive at a time, so the
-/// common sizes are copied as fixed-size arrays (a store, not a `memcpy`
-/// call).
-struct VecWriter<'a>(&'a mut Vec<u8>);
-
-impl bincode::enc::write::Writer for VecWriter<'_> {
-    #[inline(always)]
-    fn write(&mut self, bytes: &[u8]) -> Result<(), bincode::error::EncodeError> {
-        match *bytes {
-            [a, b, c, d, e, f, g, h] => self.0.extend_from_slice(&[a, b, c, d, e, f, g, h]),
-            [a, b, c, d] => self.0.extend_from_slice(&[a, b, c, d]),
-            [a] => self.0.push(a),
-            _ => self.0.extend_from_slice(bytes),
-        }
-        Ok(())
-    }
 }
 
 std::thread_local! {
@@ -176,9 +157,14 @@ impl Snapshot {
     /// The canonical bytes (the same bytes the state hash covers).
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut bytes = Vec::new();
-        bincode::serde::encode_into_writer(&self.state, VecWriter(&mut bytes), CONFIG)
-            .expect("state encodes");
+        self.encode_into(&mut bytes);
         bytes
+    }
+
+    /// Appends the canonical bytes to `out`.
+    pub(crate) fn encode_into(&self, out: &mut Vec<u8>) {
+        // Plain data in a vector: encoding cannot fail.
+        crate::canon::encode_into(&self.state, out).expect("state encodes");
     }
 
     /// Decodes and validates untrusted bytes (at most [`MAX_SNAPSHOT_BYTES`]).

@@ -421,7 +421,8 @@ impl<R: Rules> Game<R> {
 fn hash_parts<P: Serialize, S: Serialize>(world_hash: u64, slots: &[Slot<P>], state: &S) -> u64 {
     let mut h = Xxh3::new();
     h.update(&world_hash.to_le_bytes());
-    let extra = bincode::serde::encode_to_vec((slots, state), CONFIG).expect("game state encodes");
+    let mut extra = Vec::new();
+    crate::canon::encode_into(&(slots, state), &mut extra).expect("game state encodes");
     h.update(&extra);
     h.digest()
 }
@@ -445,12 +446,12 @@ impl<R: Rules> GameSnapshot<R> {
     /// Canonical bytes: the world snapshot's length as `u32` LE, its bytes,
     /// then the slots and rules state (bincode 2, fixed-int, LE).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let world = self.world.to_bytes();
-        let mut out = Vec::with_capacity(world.len() + 256);
+        let mut out = vec![0; 4];
+        self.world.encode_into(&mut out);
         // The world part is at most MAX_SNAPSHOT_BYTES (64 MiB) < 4 GiB.
-        out.extend_from_slice(&(world.len() as u32).to_le_bytes());
-        out.extend_from_slice(&world);
-        bincode::serde::encode_into_std_write((&self.slots, &self.state), &mut out, CONFIG)
+        let world_len = (out.len() - 4) as u32;
+        out[..4].copy_from_slice(&world_len.to_le_bytes());
+        crate::canon::encode_into(&(&self.slots, &self.state), &mut out)
             .expect("game state encodes");
         out
     }

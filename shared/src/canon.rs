@@ -1,0 +1,452 @@
+//! The canonical encoder: writes exactly the bytes bincode 2 writes with
+//! [`crate::state::CONFIG`] (fixed-width little-endian integers, `u64`
+//! lengths, `u32` variant indices), faster.
+//!
+//! The state hash encodes the whole state every tick, so the encoder is on
+//! the server's and every client's hot path. bincode's serde bridge goes
+//! through its generic encoder for every field; this one appends each
+//! primitive straight to a `Vec<u8>`, with every trait method inlined into
+//! the derived `Serialize` impls. Decoding stays with bincode, and the tests
+//! below (and the golden hashes) hold the two to the same bytes.
+
+use serde::ser::{self, Serialize};
+
+/// Why a value cannot be encoded canonically.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CanonError {
+    /// A sequence or map that does not know its length up front.
+    #[error("sequence without a length")]
+    NoLength,
+    /// A `Serialize` impl reported its own error.
+    #[error("{0}")]
+    Custom(String),
+}
+
+impl ser::Error for CanonError {
+    fn custom<T: std::fmt::Display>(msg: T) -> Self {
+        CanonError::Custom(msg.to_string())
+    }
+}
+
+/// Appends the canonical encoding of `value` to `out`.
+///
+/// # Errors
+/// Only for types the state never holds (unsized sequences, failing
+/// `Serialize` impls).
+pub(crate) fn encode_into<T: Serialize + ?Sized>(
+    value: &T,
+    out: &mut Vec<u8>,
+) -> Result<(), CanonError> {
+    value.serialize(&mut Canon { out })
+}
+
+struct Canon<'a> {
+    out: &'a mut Vec<u8>,
+}
+
+impl Canon<'_> {
+    #[inline(always)]
+    fn put<const N: usize>(&mut self, bytes: [u8; N]) {
+        self.out.extend_from_slice(&bytes);
+    }
+
+    #[inline(always)]
+    fn len(&mut self, len: usize) {
+        // usize is encoded as u64 (fixed-int config); lengths never exceed it.
+        self.put((len as u64).to_le_bytes());
+    }
+}
+
+impl<'a, 'b> ser::Serializer for &'b mut Canon<'a> {
+    type Ok = ();
+    type Error = CanonError;
+    type SerializeSeq = Self;
+    type SerializeTuple = Self;
+    type SerializeTupleStruct = Self;
+    type SerializeTupleVariant = Self;
+    type SerializeMap = Self;
+    type SerializeStruct = Self;
+    type SerializeStructVariant = Self;
+
+    #[inline(always)]
+    fn serialize_bool(self, v: bool) -> Result<(), CanonError> {
+        self.put([u8::from(v)]);
+        Ok(())
+    }
+    #[inline(always)]
+    fn serialize_i8(self, v: i8) -> Result<(), CanonError> {
+        self.put(v.to_le_bytes());
+        Ok(())
+    }
+    #[inline(always)]
+    fn serialize_i16(self, v: i16) -> Result<(), CanonError> {
+        self.put(v.to_le_bytes());
+        Ok(())
+    }
+    #[inline(always)]
+    fn serialize_i32(self, v: i32) -> Result<(), CanonError> {
+        self.put(v.to_le_bytes());
+        Ok(())
+    }
+    #[inline(always)]
+    fn serialize_i64(self, v: i64) -> Result<(), CanonError> {
+        self.put(v.to_le_bytes());
+        Ok(())
+    }
+    #[inline(always)]
+    fn serialize_i128(self, v: i128) -> Result<(), CanonError> {
+        self.put(v.to_le_bytes());
+        Ok(())
+    }
+    #[inline(always)]
+    fn serialize_u8(self, v: u8) -> Result<(), CanonError> {
+        self.put([v]);
+        Ok(())
+    }
+    #[inline(always)]
+    fn serialize_u16(self, v: u16) -> Result<(), CanonError> {
+        self.put(v.to_le_bytes());
+        Ok(())
+    }
+    #[inline(always)]
+    fn serialize_u32(self, v: u32) -> Result<(), CanonError> {
+        self.put(v.to_le_bytes());
+        Ok(())
+    }
+    #[inline(always)]
+    fn serialize_u64(self, v: u64) -> Result<(), CanonError> {
+        self.put(v.to_le_bytes());
+        Ok(())
+    }
+    #[inline(always)]
+    fn serialize_u128(self, v: u128) -> Result<(), CanonError> {
+        self.put(v.to_le_bytes());
+        Ok(())
+    }
+    // Floats never occur in state; encoded as bincode does (IEEE bits, LE)
+    // so the encoder is complete.
+    fn serialize_f32(self, v: f32) -> Result<(), CanonError> {
+        self.put(v.to_bits().to_le_bytes());
+        Ok(())
+    }
+    fn serialize_f64(self, v: f64) -> Result<(), CanonError> {
+        self.put(v.to_bits().to_le_bytes());
+        Ok(())
+    }
+    fn serialize_char(self, v: char) -> Result<(), CanonError> {
+        // bincode writes a char as its UTF-8 bytes, without a length.
+        let mut buf = [0u8; 4];
+        self.out
+            .extend_from_slice(v.encode_utf8(&mut buf).as_bytes());
+        Ok(())
+    }
+    fn serialize_str(self, v: &str) -> Result<(), CanonError> {
+        self.serialize_bytes(v.as_bytes())
+    }
+    fn serialize_bytes(self, v: &[u8]) -> Result<(), CanonError> {
+        self.len(v.len());
+        self.out.extend_from_slice(v);
+        Ok(())
+    }
+    #[inline(always)]
+    fn serialize_none(self) -> Result<(), CanonError> {
+        self.put([0]);
+        Ok(())
+    }
+    #[inline(always)]
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<(), CanonError> {
+        self.put([1]);
+        value.serialize(self)
+    }
+    #[inline(always)]
+    fn serialize_unit(self) -> Result<(), CanonError> {
+        Ok(())
+    }
+    #[inline(always)]
+    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), CanonError> {
+        Ok(())
+    }
+    #[inline(always)]
+    fn serialize_unit_variant(
+        self,
+        _name: &'static str,
+        variant_index: u32,
+        _variant: &'static str,
+    ) -> Result<(), CanonError> {
+        self.put(variant_index.to_le_bytes());
+        Ok(())
+    }
+    #[inline(always)]
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        value: &T,
+    ) -> Result<(), CanonError> {
+        value.serialize(self)
+    }
+    #[inline(always)]
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        variant_index: u32,
+        _variant: &'static str,
+        value: &T,
+    ) -> Result<(), CanonError> {
+        self.put(variant_index.to_le_bytes());
+        value.serialize(self)
+    }
+    #[inline(always)]
+    fn serialize_seq(self, len: Option<usize>) -> Result<Self, CanonError> {
+        self.len(len.ok_or(CanonError::NoLength)?);
+        Ok(self)
+    }
+    #[inline(always)]
+    fn serialize_tuple(self, _len: usize) -> Result<Self, CanonError> {
+        Ok(self)
+    }
+    #[inline(always)]
+    fn serialize_tuple_struct(self, _name: &'static str, _len: usize) -> Result<Self, CanonError> {
+        Ok(self)
+    }
+    #[inline(always)]
+    fn serialize_tuple_variant(
+        self,
+        _name: &'static str,
+        variant_index: u32,
+        _variant: &'static str,
+        _len: usize,
+    ) -> Result<Self, CanonError> {
+        self.put(variant_index.to_le_bytes());
+        Ok(self)
+    }
+    #[inline(always)]
+    fn serialize_map(self, len: Option<usize>) -> Result<Self, CanonError> {
+        self.len(len.ok_or(CanonError::NoLength)?);
+        Ok(self)
+    }
+    #[inline(always)]
+    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Self, CanonError> {
+        Ok(self)
+    }
+    #[inline(always)]
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        variant_index: u32,
+        _variant: &'static str,
+        _len: usize,
+    ) -> Result<Self, CanonError> {
+        self.put(variant_index.to_le_bytes());
+        Ok(self)
+    }
+    fn is_human_readable(&self) -> bool {
+        false
+    }
+}
+
+impl ser::SerializeSeq for &mut Canon<'_> {
+    type Ok = ();
+    type Error = CanonError;
+    #[inline(always)]
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), CanonError> {
+        value.serialize(&mut **self)
+    }
+    #[inline(always)]
+    fn end(self) -> Result<(), CanonError> {
+        Ok(())
+    }
+}
+
+impl ser::SerializeTuple for &mut Canon<'_> {
+    type Ok = ();
+    type Error = CanonError;
+    #[inline(always)]
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), CanonError> {
+        value.serialize(&mut **self)
+    }
+    #[inline(always)]
+    fn end(self) -> Result<(), CanonError> {
+        Ok(())
+    }
+}
+
+impl ser::SerializeTupleStruct for &mut Canon<'_> {
+    type Ok = ();
+    type Error = CanonError;
+    #[inline(always)]
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), CanonError> {
+        value.serialize(&mut **self)
+    }
+    #[inline(always)]
+    fn end(self) -> Result<(), CanonError> {
+        Ok(())
+    }
+}
+
+impl ser::SerializeTupleVariant for &mut Canon<'_> {
+    type Ok = ();
+    type Error = CanonError;
+    #[inline(always)]
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), CanonError> {
+        value.serialize(&mut **self)
+    }
+    #[inline(always)]
+    fn end(self) -> Result<(), CanonError> {
+        Ok(())
+    }
+}
+
+impl ser::SerializeMap for &mut Canon<'_> {
+    type Ok = ();
+    type Error = CanonError;
+    #[inline(always)]
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), CanonError> {
+        key.serialize(&mut **self)
+    }
+    #[inline(always)]
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), CanonError> {
+        value.serialize(&mut **self)
+    }
+    #[inline(always)]
+    fn end(self) -> Result<(), CanonError> {
+        Ok(())
+    }
+}
+
+impl ser::SerializeStruct for &mut Canon<'_> {
+    type Ok = ();
+    type Error = CanonError;
+    #[inline(always)]
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        _key: &'static str,
+        value: &T,
+    ) -> Result<(), CanonError> {
+        value.serialize(&mut **self)
+    }
+    #[inline(always)]
+    fn end(self) -> Result<(), CanonError> {
+        Ok(())
+    }
+}
+
+impl ser::SerializeStructVariant for &mut Canon<'_> {
+    type Ok = ();
+    type Error = CanonError;
+    #[inline(always)]
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        _key: &'static str,
+        value: &T,
+    ) -> Result<(), CanonError> {
+        value.serialize(&mut **self)
+    }
+    #[inline(always)]
+    fn end(self) -> Result<(), CanonError> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::CONFIG;
+    use serde::Serialize;
+    use std::collections::BTreeMap;
+
+    fn same_as_bincode<T: Serialize + ?Sized>(value: &T) {
+        let mut ours = Vec::new();
+        encode_into(value, &mut ours).unwrap();
+        let theirs = bincode::serde::encode_to_vec(value, CONFIG).unwrap();
+        assert_eq!(ours, theirs);
+    }
+
+    #[derive(Serialize)]
+    enum E {
+        Unit,
+        New(u16),
+        Tuple(i8, bool),
+        Struct { a: u128, b: Option<i32> },
+    }
+
+    #[derive(Serialize)]
+    struct Everything {
+        b: bool,
+        ints: (i8, i16, i32, i64, i128, u8, u16, u32, u64, u128),
+        c: [char; 3],
+        s: String,
+        bytes: Vec<u8>,
+        none: Option<u64>,
+        some: Option<u64>,
+        unit: (),
+        enums: Vec<E>,
+        map: BTreeMap<u32, String>,
+        nested: Vec<Vec<(u8, i64)>>,
+    }
+
+    #[test]
+    fn writes_exactly_what_bincode_writes() {
+        let value = Everything {
+            b: true,
+            ints: (
+                -1,
+                -300,
+                -70_000,
+                i64::MIN,
+                i128::MIN + 7,
+                255,
+                65_000,
+                1 << 31,
+                u64::MAX,
+                1 << 100,
+            ),
+            c: ['a', 'é', '🦀'],
+            s: "bitroom".into(),
+            bytes: vec![0, 1, 2, 255],
+            none: None,
+            some: Some(42),
+            unit: (),
+            enums: vec![
+                E::Unit,
+                E::New(7),
+                E::Tuple(-2, false),
+                E::Struct { a: 3, b: Some(-9) },
+            ],
+            map: [(2, "two".to_string()), (1, "one".to_string())].into(),
+            nested: vec![vec![], vec![(1, -1), (2, 1 << 40)]],
+        };
+        same_as_bincode(&value);
+    }
+
+    #[test]
+    fn every_scene_state_encodes_as_bincode_does() {
+        // The small scenes: every shape kind, joint kind, contacts with one
+        // and two points, sleeping bodies (the big ones only repeat these).
+        let names = [
+            "pyramid", "ramp", "dominoes", "arena", "bridge", "pendulum", "car", "ragdoll", "rope",
+            "pulley",
+        ];
+        for name in names {
+            let mut world = crate::scene::build_named(name).unwrap();
+            for _ in 0..30 {
+                world.step();
+            }
+            same_as_bincode(&world.state);
+        }
+    }
+
+    #[test]
+    fn a_sequence_without_a_length_is_refused() {
+        struct Unsized;
+        impl Serialize for Unsized {
+            fn serialize<S: ser::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_seq(std::iter::from_fn(|| Some(1u8)).take(3).filter(|_| true))
+            }
+        }
+        let mut out = Vec::new();
+        assert!(matches!(
+            encode_into(&Unsized, &mut out),
+            Err(CanonError::NoLength)
+        ));
+    }
+}
