@@ -3,7 +3,7 @@
 //! # Layout
 //! - [`serve`]: the QUIC endpoint, routing connections to rooms, shutdown.
 //! - `room_task.rs`: each room on its own task, drift-free ticks, panics
-//!   contained.
+//!   contained; `ticker.rs`: the precise timer that wakes them.
 //! - [`monitor`]: tick time and lateness histograms, counters, metrics names.
 //! - [`metrics_http`]: Prometheus text over HTTP (`--metrics`).
 //! - [`tls`]: certificates (files or a generated development certificate).
@@ -18,6 +18,7 @@ mod room_task;
 pub mod serve;
 pub mod serve_cmd;
 pub mod sim_cmd;
+mod ticker;
 pub mod tls;
 
 pub use serve::{Server, ServerConfig};

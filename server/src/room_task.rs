@@ -4,7 +4,8 @@
 //! Tick `n` is due at `start + n / rate` (the room's own
 //! [`ServerRoom::deadline`]), so a late tick does not push the next one
 //! back: lateness never accumulates, and after a stall the room steps the
-//! missed ticks back to back. Every call into the room runs under
+//! missed ticks back to back. The wake-up comes from the server's precise
+//! [`Ticker`](crate::ticker::Ticker), not tokio's millisecond timer. Every call into the room runs under
 //! `catch_unwind`: a panic closes this room (its clients are told
 //! `RoomClosed`) and leaves every other room running.
 
@@ -85,11 +86,9 @@ pub(crate) async fn run<R: NetRules>(
         .record
         .as_ref()
         .and_then(|rc| Recording::start(rc, &name, &room));
-    let sleep = tokio::time::sleep_until(Instant::now());
-    tokio::pin!(sleep);
+    let mut timer = shared.ticker.timer();
     let outcome: Result<(), String> = loop {
         let due = base + Duration::from_micros(room.deadline(room.tick_number() + 1));
-        sleep.as_mut().reset(due);
         let ticked_before = room.tick_number();
         let step = tokio::select! {
             biased;
@@ -100,7 +99,7 @@ pub(crate) async fn run<R: NetRules>(
                 }
                 break r.map_err(panic_message);
             }
-            _ = &mut sleep => {
+            () = timer.sleep_until(due.into_std()) => {
                 let start = Instant::now();
                 let lateness = start.saturating_duration_since(due);
                 let r = catch_unwind(AssertUnwindSafe(|| room.tick(micros(base))));

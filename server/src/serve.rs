@@ -16,6 +16,7 @@
 
 use crate::monitor::Monitor;
 use crate::room_task::{self, Peer, RoomCmd};
+use crate::ticker::Ticker;
 use crate::tls::Identity;
 use bitroom_client::quic::server_config;
 use bitroom_client::NetRules;
@@ -101,6 +102,9 @@ pub enum ServeError {
     /// Bad certificate or key.
     #[error(transparent)]
     Tls(#[from] bitroom_client::quic::TlsError),
+    /// The tick timer thread could not be started.
+    #[error("cannot start the tick timer thread: {0}")]
+    Ticker(std::io::Error),
 }
 
 /// What the writer task of a connection is asked to do.
@@ -138,6 +142,8 @@ pub(crate) struct Shared<R> {
     pub monitor: Arc<Monitor>,
     pub shutdown: watch::Sender<bool>,
     pub record: Option<RecordConfig>,
+    /// Wakes the rooms for their ticks.
+    pub ticker: Ticker,
     rooms: Mutex<BTreeMap<String, RoomEntry>>,
     next_conn: AtomicU64,
     rooms_created: AtomicU64,
@@ -249,6 +255,7 @@ impl<R: NetRules> Server<R> {
                 addr: config.bind,
                 source,
             })?;
+        let ticker = Ticker::start().map_err(ServeError::Ticker)?;
         let (done, done_rx) = mpsc::channel(1);
         let shared = Arc::new(Shared {
             rules: config.rules,
@@ -260,6 +267,7 @@ impl<R: NetRules> Server<R> {
             monitor: Arc::new(Monitor::default()),
             shutdown: watch::channel(false).0,
             record: config.record,
+            ticker,
             rooms: Mutex::new(BTreeMap::new()),
             next_conn: AtomicU64::new(1),
             rooms_created: AtomicU64::new(0),
