@@ -95,6 +95,12 @@ const NO_COLD: u32 = u32::MAX;
 pub(crate) struct Cold {
     /// Joint angle at the start of the step.
     angle0: Scalar,
+    /// Joint angle for the current rotations (`angle0` until the first
+    /// relax pass): the rotations only change when the positions are
+    /// integrated, between the biased pass and the relax pass of a
+    /// substep, so the angle the relax pass computes is exactly the one
+    /// the next substep's biased pass would (it reads this instead).
+    angle: Scalar,
     /// `1 / (iA + iB)`.
     axial_mass: Scalar,
     spring: Spring,
@@ -145,6 +151,7 @@ impl Revolutes {
             let (hertz, zeta) = (p.hertz, p.damping_ratio);
             self.cold.push(Cold {
                 angle0: f.angle0,
+                angle: f.angle0,
                 axial_mass,
                 spring: Spring::new(p.enable_spring, hertz, zeta, axial_mass, ctx.h),
                 max_motor_impulse: ctx.h * p.max_motor_torque,
@@ -275,10 +282,13 @@ fn solve_angular(
     if (sa.inv_inertia + sb.inv_inertia).is_zero() {
         return;
     }
-    let angle = if c.spring.enabled || c.enable_limit {
-        c.angle0 + rotation_angle(sa.dq.inv_mul(sb.dq))
-    } else {
+    let angle = if !(c.spring.enabled || c.enable_limit) {
         Scalar::ZERO
+    } else if use_bias {
+        c.angle
+    } else {
+        c.angle = c.angle0 + rotation_angle(sa.dq.inv_mul(sb.dq));
+        c.angle
     };
     if c.spring.enabled {
         let err = normalize_angle(angle - c.target_angle);
