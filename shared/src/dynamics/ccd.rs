@@ -214,14 +214,17 @@ fn solve_body(
     sc: &mut CcdScratch,
 ) {
     let bi = awake[k];
-    let body = st.bodies[bi as usize];
-    let sweep = body_sweep(&body, k as u32 + 1, &sc.start);
+    // Only the fields needed (copying the whole body and each shape cost
+    // more than the usual search, which finds nothing).
+    let body = &st.bodies[bi as usize];
+    let sweep = body_sweep(body, k as u32 + 1, &sc.start);
+    let (xf_end, max_extent) = (body.transform, body.max_extent);
     let xf_start = sweep.transform(Scalar::ZERO);
     let mut t_min = Scalar::ONE;
     let mut stop_dead = false;
     let mut s = body.first_shape;
     while s != NONE {
-        let shape = st.shapes[s as usize];
+        let shape = &st.shapes[s as usize];
         s = shape.next;
         if shape.def.is_sensor {
             continue;
@@ -229,7 +232,7 @@ fn solve_body(
         let swept = shape
             .geometry
             .aabb(xf_start)
-            .union(&shape.geometry.aabb(body.transform));
+            .union(&shape.geometry.aabb(xf_end));
         sc.candidates.clear();
         let cands = &mut sc.candidates;
         st.static_tree.query(&swept, |o| cands.push(o));
@@ -263,7 +266,7 @@ fn solve_body(
                     other_extent,
                     p,
                     &sweep,
-                    body.max_extent,
+                    max_extent,
                     t_min,
                     target,
                 )

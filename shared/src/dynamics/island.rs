@@ -21,13 +21,14 @@ fn find(parent: &mut [u32], mut i: u32) -> u32 {
     i
 }
 
-/// Joins the islands of two solved bodies linked by a contact or joint.
+/// Joins the islands of two solved bodies (solver slots `sa`, `sb`; slot
+/// `k + 1` is body `awake[k]`) linked by a contact or joint.
 #[inline]
-fn link(bodies: &mut [Body], parent: &mut [u32], slot_of: &[u32], a: u32, b: u32) {
-    let (sa, sb) = (slot_of[a as usize], slot_of[b as usize]);
+fn link(bodies: &mut [Body], parent: &mut [u32], awake: &[u32], sa: u32, sb: u32) {
     if sa == 0 || sb == 0 {
         return;
     }
+    let (a, b) = (awake[sa as usize - 1], awake[sb as usize - 1]);
     let ka = bodies[a as usize].kind;
     let kb = bodies[b as usize].kind;
     if ka == BodyKind::Dynamic && kb == BodyKind::Dynamic {
@@ -56,12 +57,15 @@ fn link(bodies: &mut [Body], parent: &mut [u32], slot_of: &[u32], a: u32, b: u32
 
 /// Puts islands to sleep whose bodies have all rested long enough.
 ///
-/// `awake` maps solver slot `k + 1` to body index `awake[k]`; `slot_of`
-/// maps body index to solver slot (0 for bodies not being solved).
+/// `awake` maps solver slot `k + 1` to body index `awake[k]`; `links` holds
+/// the solver slots (0 for bodies not being solved) of the bodies of every
+/// touching non-sensor contact and every joint solved this step (a compact
+/// list instead of a pass over the large contact and joint records; the
+/// islands found do not depend on the order).
 pub(crate) fn update_sleep(
     state: &mut WorldState,
     awake: &[u32],
-    slot_of: &[u32],
+    links: &[(u32, u32)],
     parent: &mut Vec<u32>,
     min_time: &mut Vec<Scalar>,
     min_index: &mut Vec<u32>,
@@ -69,17 +73,10 @@ pub(crate) fn update_sleep(
     let n = awake.len() + 1;
     parent.clear();
     parent.extend(0..n as u32);
-    for c in &state.contacts {
-        if c.touching && !c.sensor {
-            link(&mut state.bodies, parent, slot_of, c.body_a, c.body_b);
-        }
-    }
     // Joined bodies share an island (a joint is never solved against a
     // sleeping body).
-    for j in &state.joints {
-        if j.alive {
-            link(&mut state.bodies, parent, slot_of, j.body_a, j.body_b);
-        }
+    for &(sa, sb) in links {
+        link(&mut state.bodies, parent, awake, sa, sb);
     }
     min_time.clear();
     min_time.resize(n, Scalar::MAX);

@@ -204,6 +204,9 @@ struct Scratch {
     new_contacts: Vec<Contact>,
     remove: Vec<bool>,
     wake: Vec<u32>,
+    /// Solver slots of the bodies of every touching contact, then every
+    /// joint, being solved this step (for the islands).
+    links: Vec<(u32, u32)>,
     parent: Vec<u32>,
     min_time: Vec<Scalar>,
     min_index: Vec<u32>,
@@ -1350,6 +1353,7 @@ impl World {
         ];
         sc.constraints.clear();
         sc.constraints_cold.clear();
+        sc.links.clear();
         for (ci, c) in st.contacts.iter().enumerate() {
             if !c.touching || c.sensor {
                 continue;
@@ -1358,6 +1362,7 @@ impl World {
             if a == 0 && b == 0 {
                 continue;
             }
+            sc.links.push((a, b));
             let ba = &st.bodies[c.body_a as usize];
             let bb = &st.bodies[c.body_b as usize];
             let (sa, sb) = (&sc.states[a as usize], &sc.states[b as usize]);
@@ -1430,6 +1435,7 @@ impl World {
             &sc.states,
             &jctx,
             &mut sc.joints,
+            &mut sc.links,
         );
 
         // Per-body velocity increments for the step.
@@ -1572,7 +1578,7 @@ impl World {
             island::update_sleep(
                 st,
                 &sc.awake,
-                &sc.slot_of,
+                &sc.links,
                 &mut sc.parent,
                 &mut sc.min_time,
                 &mut sc.min_index,

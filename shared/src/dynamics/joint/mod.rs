@@ -644,7 +644,8 @@ pub(crate) struct JointSolver {
     breakable: bool,
 }
 
-/// Prepares every joint that has a body being solved this step.
+/// Prepares every joint that has a body being solved this step, and
+/// appends the solver slots of its bodies to `links` (in joint order).
 pub(crate) fn prepare(
     joints: &[Joint],
     bodies: &[Body],
@@ -652,6 +653,7 @@ pub(crate) fn prepare(
     states: &[BodyState],
     ctx: &JointContext,
     out: &mut JointSolver,
+    links: &mut Vec<(u32, u32)>,
 ) {
     out.revolutes.clear();
     out.others.clear();
@@ -664,6 +666,7 @@ pub(crate) fn prepare(
         if a == 0 && b == 0 {
             continue;
         }
+        links.push((a, b));
         let (ba, bb) = (&bodies[j.body_a as usize], &bodies[j.body_b as usize]);
         let (sa, sb) = (&states[a as usize], &states[b as usize]);
         let m = Masses {

@@ -6,7 +6,7 @@
 //!
 //! Revolute joints are the bulk of most joint scenes (the benchmark's
 //! 19 800-joint grid, ragdolls, chains), so they are solved from their own
-//! compact list: the hot part every revolute needs (136 bytes) apart from
+//! compact list: the hot part every revolute needs (104 bytes) apart from
 //! the cold part only joints with a limit, motor or spring use.
 
 use super::spring::{validate_axis, Spring};
@@ -64,19 +64,15 @@ impl RevoluteJoint {
     }
 }
 
-/// What every revolute needs each iteration.
+/// What every revolute needs each iteration (104 bytes; what only the
+/// warm start and the store read is kept apart in [`Revolutes`]).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Hot {
-    /// Index of the joint in the world's joint list.
-    joint: u32,
     /// Solver-state slots (0 = static dummy).
     a: u32,
     b: u32,
     /// Index in the cold list, or `NO_COLD` without limit, motor or spring.
     cold: u32,
-    /// Anchors relative to the centres at the start of the step.
-    ra0: Vec2,
-    rb0: Vec2,
     /// `centre B − centre A` at the start of the step.
     dc: Vec2,
     /// Anchors of the current substep (set by the warm start) and the
@@ -95,6 +91,12 @@ const NO_COLD: u32 = u32::MAX;
 pub(crate) struct Cold {
     /// Joint angle at the start of the step.
     angle0: Scalar,
+    /// Joint angle for the current rotations (`angle0` until the first
+    /// relax pass): the rotations only change when the positions are
+    /// integrated, between the biased pass and the relax pass of a
+    /// substep, so the angle the relax pass computes is exactly the one
+    /// the next substep's biased pass would (it reads this instead).
+    angle: Scalar,
     /// `1 / (iA + iB)`.
     axial_mass: Scalar,
     spring: Spring,
@@ -115,12 +117,19 @@ pub(crate) struct Cold {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Revolutes {
     hot: Vec<Hot>,
+    /// Anchors relative to the centres at the start of the step (A, B),
+    /// parallel to `hot`.
+    anchors0: Vec<(Vec2, Vec2)>,
+    /// Index of each joint in the world's joint list, parallel to `hot`.
+    index: Vec<u32>,
     cold: Vec<Cold>,
 }
 
 impl Revolutes {
     pub(super) fn clear(&mut self) {
         self.hot.clear();
+        self.anchors0.clear();
+        self.index.clear();
         self.cold.clear();
     }
 
@@ -145,6 +154,7 @@ impl Revolutes {
             let (hertz, zeta) = (p.hertz, p.damping_ratio);
             self.cold.push(Cold {
                 angle0: f.angle0,
+                angle: f.angle0,
                 axial_mass,
                 spring: Spring::new(p.enable_spring, hertz, zeta, axial_mass, ctx.h),
                 max_motor_impulse: ctx.h * p.max_motor_torque,
@@ -163,13 +173,12 @@ impl Revolutes {
         } else {
             NO_COLD
         };
+        self.index.push(ji);
+        self.anchors0.push((f.ra, f.rb));
         self.hot.push(Hot {
-            joint: ji,
             a,
             b,
             cold,
-            ra0: f.ra,
-            rb0: f.rb,
             dc: f.dc,
             ra: f.ra,
             rb: f.rb,
@@ -183,9 +192,9 @@ impl Revolutes {
     /// from the current anchors: a mass from the start of the step
     /// over-corrects fast-spinning bodies), then the accumulated impulses.
     pub(super) fn warm_start(&mut self, states: &mut [BodyState]) {
-        for h in self.hot.iter_mut() {
+        for (h, &(ra0, rb0)) in self.hot.iter_mut().zip(&self.anchors0) {
             let (mut sa, mut sb) = solver::two(states, h.a, h.b);
-            let (ra, rb) = (sa.dq.rotate(h.ra0), sb.dq.rotate(h.rb0));
+            let (ra, rb) = (sa.dq.rotate(ra0), sb.dq.rotate(rb0));
             h.ra = ra;
             h.rb = rb;
             h.k = Sym22::point_mass(
@@ -244,8 +253,8 @@ impl Revolutes {
 
     /// Writes the accumulated impulses back into the joints.
     pub(super) fn store(&self, joints: &mut [Joint]) {
-        for h in &self.hot {
-            let i = &mut joints[h.joint as usize].impulses;
+        for (h, &ji) in self.hot.iter().zip(&self.index) {
+            let i = &mut joints[ji as usize].impulses;
             i.linear = h.linear;
             if h.cold != NO_COLD {
                 let c = &self.cold[h.cold as usize];
@@ -259,7 +268,7 @@ impl Revolutes {
 
     /// Joint indices, in the order solved.
     pub(super) fn joints(&self) -> impl Iterator<Item = u32> + '_ {
-        self.hot.iter().map(|h| h.joint)
+        self.index.iter().copied()
     }
 }
 
@@ -275,10 +284,13 @@ fn solve_angular(
     if (sa.inv_inertia + sb.inv_inertia).is_zero() {
         return;
     }
-    let angle = if c.spring.enabled || c.enable_limit {
-        c.angle0 + rotation_angle(sa.dq.inv_mul(sb.dq))
-    } else {
+    let angle = if !(c.spring.enabled || c.enable_limit) {
         Scalar::ZERO
+    } else if use_bias {
+        c.angle
+    } else {
+        c.angle = c.angle0 + rotation_angle(sa.dq.inv_mul(sb.dq));
+        c.angle
     };
     if c.spring.enabled {
         let err = normalize_angle(angle - c.target_angle);
