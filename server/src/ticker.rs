@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
@@ -31,6 +32,9 @@ struct Inner {
     queue: Mutex<Queue>,
     /// Signalled when a wait earlier than every other arrives, or on stop.
     changed: Condvar,
+    /// Set (with `Queue::stop`) when the thread is told to end; read
+    /// without the lock.
+    stopped: AtomicBool,
 }
 
 impl Inner {
@@ -70,6 +74,7 @@ impl Ticker {
         TickTimer {
             inner: Arc::clone(&self.inner),
             id,
+            queued: None,
         }
     }
 }
@@ -77,6 +82,7 @@ impl Ticker {
 impl Drop for Ticker {
     fn drop(&mut self) {
         self.inner.lock().stop = true;
+        self.inner.stopped.store(true, Ordering::Release);
         self.inner.changed.notify_one();
     }
 }
@@ -123,21 +129,39 @@ fn run(inner: &Inner) {
 }
 
 /// One room's handle on the [`Ticker`]: at most one pending wait.
+///
+/// The wait stays queued when a [`Sleep`] is dropped unfinished (a room's
+/// `select!` drops it whenever a message arrives first), so the next
+/// `sleep_until` for the same tick costs no lock and no thread wake-up; a
+/// stale wait only wakes the room once, which it tolerates.
 #[derive(Debug)]
 pub(crate) struct TickTimer {
     inner: Arc<Inner>,
     id: u64,
+    /// The queued wait's deadline and the waker it holds.
+    queued: Option<(Instant, Waker)>,
 }
 
 impl TickTimer {
-    /// Resolves at `deadline` (at once if it has passed). Dropping the
-    /// future cancels the wait.
+    /// Resolves at `deadline` (at once if it has passed).
     pub(crate) fn sleep_until(&mut self, deadline: Instant) -> Sleep<'_> {
         Sleep {
             timer: self,
             deadline,
-            queued: false,
         }
+    }
+
+    /// Takes the queued wait off the queue.
+    fn dequeue(&mut self) {
+        if let Some((at, _)) = self.queued.take() {
+            self.inner.lock().waits.remove(&(at, self.id));
+        }
+    }
+}
+
+impl Drop for TickTimer {
+    fn drop(&mut self) {
+        self.dequeue();
     }
 }
 
@@ -146,13 +170,6 @@ impl TickTimer {
 pub(crate) struct Sleep<'a> {
     timer: &'a mut TickTimer,
     deadline: Instant,
-    queued: bool,
-}
-
-impl Sleep<'_> {
-    fn key(&self) -> (Instant, u64) {
-        (self.deadline, self.timer.id)
-    }
 }
 
 impl Future for Sleep<'_> {
@@ -160,42 +177,39 @@ impl Future for Sleep<'_> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
+        let timer = &mut *this.timer;
         if Instant::now() >= this.deadline {
-            if this.queued {
-                this.timer.inner.lock().waits.remove(&this.key());
-                this.queued = false;
-            }
+            timer.dequeue();
             return Poll::Ready(());
         }
-        let key = this.key();
-        let mut q = this.timer.inner.lock();
-        if q.stop {
+        if timer.inner.stopped.load(Ordering::Acquire) {
             // The thread is gone (the server is closing): resolve now
             // rather than hang.
             return Poll::Ready(());
         }
-        let earliest = q.waits.first_key_value().is_none_or(|(k, _)| key < *k);
-        match q.waits.get_mut(&key) {
-            Some(w) => w.clone_from(cx.waker()),
-            None => {
-                q.waits.insert(key, cx.waker().clone());
+        // Already queued for this deadline with this task's waker: nothing
+        // to do (the common case: a message woke the room before its tick).
+        if let Some((at, waker)) = &timer.queued {
+            if *at == this.deadline && waker.will_wake(cx.waker()) {
+                return Poll::Pending;
             }
         }
+        let key = (this.deadline, timer.id);
+        let mut q = timer.inner.lock();
+        if q.stop {
+            return Poll::Ready(());
+        }
+        if let Some((at, _)) = timer.queued.take() {
+            q.waits.remove(&(at, timer.id));
+        }
+        let earliest = q.waits.first_key_value().is_none_or(|(k, _)| key < *k);
+        q.waits.insert(key, cx.waker().clone());
         drop(q);
-        this.queued = true;
+        timer.queued = Some((this.deadline, cx.waker().clone()));
         if earliest {
-            this.timer.inner.changed.notify_one();
+            timer.inner.changed.notify_one();
         }
         Poll::Pending
-    }
-}
-
-impl Drop for Sleep<'_> {
-    fn drop(&mut self) {
-        if self.queued {
-            let key = self.key();
-            self.timer.inner.lock().waits.remove(&key);
-        }
     }
 }
 
@@ -232,19 +246,33 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_dropped_wait_leaves_the_queue_and_a_past_deadline_is_ready() {
+    async fn a_wait_stays_queued_once_until_its_deadline_or_the_timer_goes() {
         let ticker = Ticker::start().unwrap();
         let mut timer = ticker.timer();
         let far = Instant::now() + Duration::from_secs(3600);
-        let r = tokio::time::timeout(Duration::from_millis(20), timer.sleep_until(far)).await;
-        assert!(r.is_err(), "an hour-long wait resolved");
-        assert!(
-            ticker.inner.lock().waits.is_empty(),
-            "cancelled wait left behind"
-        );
-        // A deadline in the past resolves at once, without queueing.
+        for _ in 0..3 {
+            // As in a room's select!: the sleep is dropped unfinished.
+            let r = tokio::time::timeout(Duration::from_millis(5), timer.sleep_until(far)).await;
+            assert!(r.is_err(), "an hour-long wait resolved");
+        }
+        assert_eq!(ticker.inner.lock().waits.len(), 1, "one wait per timer");
+        // A new deadline replaces the queued one.
+        let farther = far + Duration::from_secs(1);
+        let r = tokio::time::timeout(Duration::from_millis(5), timer.sleep_until(farther)).await;
+        assert!(r.is_err());
+        let keys: Vec<Instant> = ticker.inner.lock().waits.keys().map(|k| k.0).collect();
+        assert_eq!(keys, [farther]);
+        // A deadline in the past resolves at once and dequeues.
         timer.sleep_until(Instant::now()).await;
         assert!(ticker.inner.lock().waits.is_empty());
+        // Dropping the timer takes its wait away.
+        let r = tokio::time::timeout(Duration::from_millis(5), timer.sleep_until(far)).await;
+        assert!(r.is_err());
+        drop(timer);
+        assert!(
+            ticker.inner.lock().waits.is_empty(),
+            "a dropped timer left its wait"
+        );
     }
 
     #[tokio::test]
