@@ -57,6 +57,18 @@ impl Canon<'_> {
     }
 }
 
+/// Fixed-width little-endian primitives (`to_le_bytes` of the value, which
+/// for floats is their IEEE bits).
+macro_rules! primitives {
+    ($($method:ident : $ty:ty),* $(,)?) => {$(
+        #[inline(always)]
+        fn $method(self, v: $ty) -> Result<(), CanonError> {
+            self.put(v.to_le_bytes());
+            Ok(())
+        }
+    )*};
+}
+
 impl<'a, 'b> ser::Serializer for &'b mut Canon<'a> {
     type Ok = ();
     type Error = CanonError;
@@ -73,66 +85,21 @@ impl<'a, 'b> ser::Serializer for &'b mut Canon<'a> {
         self.put([u8::from(v)]);
         Ok(())
     }
-    #[inline(always)]
-    fn serialize_i8(self, v: i8) -> Result<(), CanonError> {
-        self.put(v.to_le_bytes());
-        Ok(())
-    }
-    #[inline(always)]
-    fn serialize_i16(self, v: i16) -> Result<(), CanonError> {
-        self.put(v.to_le_bytes());
-        Ok(())
-    }
-    #[inline(always)]
-    fn serialize_i32(self, v: i32) -> Result<(), CanonError> {
-        self.put(v.to_le_bytes());
-        Ok(())
-    }
-    #[inline(always)]
-    fn serialize_i64(self, v: i64) -> Result<(), CanonError> {
-        self.put(v.to_le_bytes());
-        Ok(())
-    }
-    #[inline(always)]
-    fn serialize_i128(self, v: i128) -> Result<(), CanonError> {
-        self.put(v.to_le_bytes());
-        Ok(())
-    }
-    #[inline(always)]
-    fn serialize_u8(self, v: u8) -> Result<(), CanonError> {
-        self.put([v]);
-        Ok(())
-    }
-    #[inline(always)]
-    fn serialize_u16(self, v: u16) -> Result<(), CanonError> {
-        self.put(v.to_le_bytes());
-        Ok(())
-    }
-    #[inline(always)]
-    fn serialize_u32(self, v: u32) -> Result<(), CanonError> {
-        self.put(v.to_le_bytes());
-        Ok(())
-    }
-    #[inline(always)]
-    fn serialize_u64(self, v: u64) -> Result<(), CanonError> {
-        self.put(v.to_le_bytes());
-        Ok(())
-    }
-    #[inline(always)]
-    fn serialize_u128(self, v: u128) -> Result<(), CanonError> {
-        self.put(v.to_le_bytes());
-        Ok(())
-    }
+    primitives!(
+        serialize_i8: i8,
+        serialize_i16: i16,
+        serialize_i32: i32,
+        serialize_i64: i64,
+        serialize_i128: i128,
+        serialize_u8: u8,
+        serialize_u16: u16,
+        serialize_u32: u32,
+        serialize_u64: u64,
+        serialize_u128: u128,
+    );
     // Floats never occur in state; encoded as bincode does (IEEE bits, LE)
     // so the encoder is complete.
-    fn serialize_f32(self, v: f32) -> Result<(), CanonError> {
-        self.put(v.to_bits().to_le_bytes());
-        Ok(())
-    }
-    fn serialize_f64(self, v: f64) -> Result<(), CanonError> {
-        self.put(v.to_bits().to_le_bytes());
-        Ok(())
-    }
+    primitives!(serialize_f32: f32, serialize_f64: f64);
     fn serialize_char(self, v: char) -> Result<(), CanonError> {
         // bincode writes a char as its UTF-8 bytes, without a length.
         let mut buf = [0u8; 4];
@@ -231,70 +198,51 @@ impl<'a, 'b> ser::Serializer for &'b mut Canon<'a> {
     #[inline(always)]
     fn serialize_struct_variant(
         self,
-        _name: &'static str,
+        name: &'static str,
         variant_index: u32,
-        _variant: &'static str,
-        _len: usize,
+        variant: &'static str,
+        len: usize,
     ) -> Result<Self, CanonError> {
-        self.put(variant_index.to_le_bytes());
-        Ok(self)
+        // The same bytes as a tuple variant: the index, then the fields.
+        self.serialize_tuple_variant(name, variant_index, variant, len)
     }
     fn is_human_readable(&self) -> bool {
         false
     }
 }
 
-impl ser::SerializeSeq for &mut Canon<'_> {
-    type Ok = ();
-    type Error = CanonError;
-    #[inline(always)]
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), CanonError> {
-        value.serialize(&mut **self)
-    }
-    #[inline(always)]
-    fn end(self) -> Result<(), CanonError> {
-        Ok(())
-    }
+/// The compound serializers: every element or field is written in turn,
+/// with nothing around it (lengths and variant indices were written when
+/// the compound began).
+macro_rules! compound {
+    ($($trait:ident :: $method:ident ($($key:ident)?)),* $(,)?) => {$(
+        impl ser::$trait for &mut Canon<'_> {
+            type Ok = ();
+            type Error = CanonError;
+            #[inline(always)]
+            fn $method<T: Serialize + ?Sized>(
+                &mut self,
+                $($key: &'static str,)?
+                value: &T,
+            ) -> Result<(), CanonError> {
+                value.serialize(&mut **self)
+            }
+            #[inline(always)]
+            fn end(self) -> Result<(), CanonError> {
+                Ok(())
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for &mut Canon<'_> {
-    type Ok = ();
-    type Error = CanonError;
-    #[inline(always)]
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), CanonError> {
-        value.serialize(&mut **self)
-    }
-    #[inline(always)]
-    fn end(self) -> Result<(), CanonError> {
-        Ok(())
-    }
-}
-
-impl ser::SerializeTupleStruct for &mut Canon<'_> {
-    type Ok = ();
-    type Error = CanonError;
-    #[inline(always)]
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), CanonError> {
-        value.serialize(&mut **self)
-    }
-    #[inline(always)]
-    fn end(self) -> Result<(), CanonError> {
-        Ok(())
-    }
-}
-
-impl ser::SerializeTupleVariant for &mut Canon<'_> {
-    type Ok = ();
-    type Error = CanonError;
-    #[inline(always)]
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), CanonError> {
-        value.serialize(&mut **self)
-    }
-    #[inline(always)]
-    fn end(self) -> Result<(), CanonError> {
-        Ok(())
-    }
-}
+compound!(
+    SerializeSeq::serialize_element(),
+    SerializeTuple::serialize_element(),
+    SerializeTupleStruct::serialize_field(),
+    SerializeTupleVariant::serialize_field(),
+    SerializeStruct::serialize_field(_key),
+    SerializeStructVariant::serialize_field(_key),
+);
 
 impl ser::SerializeMap for &mut Canon<'_> {
     type Ok = ();
@@ -305,40 +253,6 @@ impl ser::SerializeMap for &mut Canon<'_> {
     }
     #[inline(always)]
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), CanonError> {
-        value.serialize(&mut **self)
-    }
-    #[inline(always)]
-    fn end(self) -> Result<(), CanonError> {
-        Ok(())
-    }
-}
-
-impl ser::SerializeStruct for &mut Canon<'_> {
-    type Ok = ();
-    type Error = CanonError;
-    #[inline(always)]
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        _key: &'static str,
-        value: &T,
-    ) -> Result<(), CanonError> {
-        value.serialize(&mut **self)
-    }
-    #[inline(always)]
-    fn end(self) -> Result<(), CanonError> {
-        Ok(())
-    }
-}
-
-impl ser::SerializeStructVariant for &mut Canon<'_> {
-    type Ok = ();
-    type Error = CanonError;
-    #[inline(always)]
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        _key: &'static str,
-        value: &T,
-    ) -> Result<(), CanonError> {
         value.serialize(&mut **self)
     }
     #[inline(always)]
