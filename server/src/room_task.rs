@@ -5,9 +5,9 @@
 //! [`ServerRoom::deadline`]), so a late tick does not push the next one
 //! back: lateness never accumulates, and after a stall the room steps the
 //! missed ticks back to back. The wake-up comes from the server's precise
-//! [`Ticker`](crate::ticker::Ticker), not tokio's millisecond timer. Every call into the room runs under
-//! `catch_unwind`: a panic closes this room (its clients are told
-//! `RoomClosed`) and leaves every other room running.
+//! [`Ticker`](crate::ticker::Ticker), not tokio's millisecond timer. Every
+//! call into the room runs under `catch_unwind`: a panic closes this room
+//! (its clients are told `RoomClosed`) and leaves every other room running.
 
 use crate::monitor::Monitor;
 use crate::serve::{micros, RecordConfig, Shared, WriterMsg};
