@@ -21,8 +21,9 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Protocol version; a mismatch refuses the client. 2: snapshots and state
-/// hashes encode only the used polygon vertices and manifold points.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// hashes encode only the used polygon vertices and manifold points. 3: the
+/// `Overloaded` kick reason.
+pub const PROTOCOL_VERSION: u32 = 3;
 /// Largest datagram we send or accept (quinn's initial max is 1162).
 pub const MAX_DATAGRAM: usize = 1150;
 /// Largest reliable message (a snapshot chunk, a desync report).
@@ -260,6 +261,8 @@ pub enum KickReason {
     ServerShutdown,
     /// The client left.
     Left,
+    /// The server's rooms are running late: no new joins for now.
+    Overloaded,
 }
 
 impl fmt::Display for KickReason {
@@ -282,6 +285,7 @@ impl fmt::Display for KickReason {
             KickReason::RoomClosed(m) => write!(f, "room closed: {m}"),
             KickReason::ServerShutdown => f.write_str("server shutting down"),
             KickReason::Left => f.write_str("left"),
+            KickReason::Overloaded => f.write_str("server is overloaded, try again later"),
         }
     }
 }

@@ -78,6 +78,8 @@ async fn demo(args: DemoArgs, rules: bitroom_sim::game::sandbox::Sandbox) -> Exi
         tick_rate: args.tick_rate,
         ..RoomConfig::default()
     };
+    // The demo's four bots must all get in, even on a busy machine.
+    config.shed_lateness = None;
     let server = match Server::bind(config) {
         Ok(s) => s,
         Err(e) => {

@@ -108,6 +108,7 @@ pub(crate) async fn run<R: NetRules>(
                         rec.tick(&room);
                     }
                     monitor.tick(start.elapsed(), lateness);
+                    shared.tick_lateness(lateness);
                     if room.tick_number() % PUBLISH_EVERY == 0 {
                         let now = room.stats();
                         monitor.room(&name, &published, &now);

@@ -58,7 +58,15 @@ pub struct ServerConfig<R> {
     pub identity: Identity,
     /// Record every room (and write desync reports) here.
     pub record: Option<RecordConfig>,
+    /// Load shedding: when a room starts a tick this late, new joins are
+    /// refused with [`KickReason::Overloaded`] for [`SHED_FOR`], so the
+    /// rooms already running catch up instead of falling further behind.
+    /// `None`: never refuse.
+    pub shed_lateness: Option<Duration>,
 }
+
+/// How long joins stay refused after a room ran [`ServerConfig::shed_lateness`] late.
+pub const SHED_FOR: Duration = Duration::from_secs(2);
 
 /// Where and how rooms are recorded (`serve --record DIR`).
 #[derive(Debug, Clone)]
@@ -84,6 +92,7 @@ impl<R> ServerConfig<R> {
             room_idle: Duration::from_secs(30),
             identity,
             record: None,
+            shed_lateness: Some(Duration::from_millis(100)),
         }
     }
 }
@@ -144,6 +153,9 @@ pub(crate) struct Shared<R> {
     pub record: Option<RecordConfig>,
     /// Wakes the rooms for their ticks.
     pub ticker: Ticker,
+    pub shed_lateness: Option<Duration>,
+    /// Joins are refused until this time (µs since `base`).
+    shed_until: AtomicU64,
     rooms: Mutex<BTreeMap<String, RoomEntry>>,
     next_conn: AtomicU64,
     rooms_created: AtomicU64,
@@ -155,6 +167,26 @@ pub(crate) struct Shared<R> {
 impl<R> Shared<R> {
     pub(crate) fn rooms(&self) -> MutexGuard<'_, BTreeMap<String, RoomEntry>> {
         self.rooms.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A room started a tick `lateness` late: past the shedding threshold,
+    /// refuse joins for [`SHED_FOR`] from now.
+    pub(crate) fn tick_lateness(&self, lateness: Duration) {
+        if self.shed_lateness.is_some_and(|limit| lateness >= limit) {
+            let until = micros(self.base) + SHED_FOR.as_micros() as Micros;
+            let before = self.shed_until.fetch_max(until, Ordering::Relaxed);
+            if before < micros(self.base) {
+                warn!(
+                    "a room ticked {} ms late: refusing joins for {SHED_FOR:?}",
+                    lateness.as_millis()
+                );
+            }
+        }
+    }
+
+    /// Whether joins are being refused (see [`ServerConfig::shed_lateness`]).
+    fn shedding(&self) -> bool {
+        micros(self.base) < self.shed_until.load(Ordering::Relaxed)
     }
 }
 
@@ -268,6 +300,8 @@ impl<R: NetRules> Server<R> {
             shutdown: watch::channel(false).0,
             record: config.record,
             ticker,
+            shed_lateness: config.shed_lateness,
+            shed_until: AtomicU64::new(0),
             rooms: Mutex::new(BTreeMap::new()),
             next_conn: AtomicU64::new(1),
             rooms_created: AtomicU64::new(0),
@@ -487,7 +521,11 @@ async fn handle_connection<R: NetRules>(
     let room = match join_room(shared, &room_name, conn, peer, hello) {
         Ok(tx) => tx,
         Err(reason) => {
-            shared.monitor.refused("room_refused");
+            let what = match reason {
+                KickReason::Overloaded => "overloaded",
+                _ => "room_refused",
+            };
+            shared.monitor.refused(what);
             refuse(&connection, Some(&mut send), reason).await;
             return;
         }
@@ -511,6 +549,9 @@ fn join_room<R: NetRules>(
 ) -> Result<mpsc::Sender<RoomCmd>, KickReason> {
     if *shared.shutdown.borrow() {
         return Err(KickReason::ServerShutdown);
+    }
+    if shared.shedding() {
+        return Err(KickReason::Overloaded);
     }
     let mut rooms = shared.rooms();
     let tx = match rooms.get(name) {

@@ -62,6 +62,11 @@ pub struct ServeArgs {
     /// An empty room closes after this long.
     #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
     room_idle: Duration,
+    /// Load shedding: once a room starts a tick this late, refuse new joins
+    /// ("server is overloaded") for 2 s so running rooms catch up; 0 for
+    /// never.
+    #[arg(long, default_value = "100ms", value_parser = humantime::parse_duration)]
+    shed_lateness: Duration,
     /// Log a status line (rooms, clients, tick time, lateness, CPU) this
     /// often; 0 for never.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
@@ -135,6 +140,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
     config.max_connections = args.max_connections;
     config.hello_timeout = args.hello_timeout;
     config.room_idle = args.room_idle;
+    config.shed_lateness = (!args.shed_lateness.is_zero()).then_some(args.shed_lateness);
     if let Some(dir) = &args.record {
         if let Err(e) = std::fs::create_dir_all(dir) {
             return bad(format_args!("--record {}: {e}", dir.display()));

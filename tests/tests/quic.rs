@@ -661,6 +661,63 @@ async fn load_clients_play_without_simulating() {
     server.shutdown().await;
 }
 
+/// Load shedding: once a room ticks later than `shed_lateness` (here any
+/// lateness at all), new joins are refused as overloaded while the room
+/// already running goes on; with shedding off the same join gets in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn joins_are_refused_while_rooms_run_late() {
+    let mut server = TestServer::start(rules(), |c| c.shed_lateness = Some(Duration::ZERO));
+    let first = connect(
+        server.addr,
+        "busy",
+        ConnectOptions::new(rules(), server.pin),
+    )
+    .await
+    .expect("the first join comes before any tick");
+    // Let the room tick: every tick is at least 0 late.
+    let start = first.stats().session.frames;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    match connect(
+        server.addr,
+        "busy",
+        ConnectOptions::new(rules(), server.pin),
+    )
+    .await
+    {
+        Err(ConnectError::Refused(KickReason::Overloaded)) => {}
+        other => panic!("expected an overloaded refusal, got {other:?}"),
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        first.stats().session.frames > start + 10,
+        "the running room stopped: {:?}",
+        first.stats()
+    );
+    assert_eq!(
+        server.monitor.snapshot().refused.get("overloaded"),
+        Some(&1)
+    );
+    server.shutdown().await;
+
+    let mut server = TestServer::start(rules(), |_| {});
+    let _a = connect(
+        server.addr,
+        "calm",
+        ConnectOptions::new(rules(), server.pin),
+    )
+    .await
+    .expect("first");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    connect(
+        server.addr,
+        "calm",
+        ConnectOptions::new(rules(), server.pin),
+    )
+    .await
+    .expect("without shedding the second join gets in");
+    server.shutdown().await;
+}
+
 /// Past `max_rooms`, a join that would create a room is refused with the
 /// reason; joins to existing rooms still work.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
