@@ -153,6 +153,7 @@ pub(crate) struct Shared<R> {
     pub record: Option<RecordConfig>,
     /// Wakes the rooms for their ticks.
     pub ticker: Ticker,
+    /// [`ServerConfig::shed_lateness`].
     pub shed_lateness: Option<Duration>,
     /// Joins are refused until this time (µs since `base`).
     shed_until: AtomicU64,

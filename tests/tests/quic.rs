@@ -196,9 +196,7 @@ async fn server_shutdown_reaches_clients() {
     let mut server = TestServer::start(rules(), |_| {});
     let mut clients = Vec::new();
     for room in ["one", "one", "two"] {
-        let mut c = connect(server.addr, room, ConnectOptions::new(rules(), server.pin))
-            .await
-            .expect("join");
+        let mut c = join(&server, room).await.expect("join");
         wait_for_synced(&mut c).await;
         clients.push(c);
     }
@@ -321,12 +319,18 @@ impl Rules for Fragile {
     }
 }
 
+/// A default player joining `room` on `server`.
+async fn join(
+    server: &TestServer,
+    room: &str,
+) -> Result<bitroom_client::ClientHandle<Sandbox>, ConnectError> {
+    connect(server.addr, room, ConnectOptions::new(rules(), server.pin)).await
+}
+
 /// A well-behaved player in `room`, synced; the bad-client tests check it
 /// keeps verifying frames while others misbehave.
 async fn witness(server: &TestServer, room: &str) -> bitroom_client::ClientHandle<Sandbox> {
-    let mut w = connect(server.addr, room, ConnectOptions::new(rules(), server.pin))
-        .await
-        .expect("witness joins");
+    let mut w = join(server, room).await.expect("witness joins");
     wait_for_synced(&mut w).await;
     w
 }
@@ -667,23 +671,13 @@ async fn load_clients_play_without_simulating() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn joins_are_refused_while_rooms_run_late() {
     let mut server = TestServer::start(rules(), |c| c.shed_lateness = Some(Duration::ZERO));
-    let first = connect(
-        server.addr,
-        "busy",
-        ConnectOptions::new(rules(), server.pin),
-    )
-    .await
-    .expect("the first join comes before any tick");
+    let first = join(&server, "busy")
+        .await
+        .expect("the first join comes before any tick");
     // Let the room tick: every tick is at least 0 late.
     let start = first.stats().session.frames;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    match connect(
-        server.addr,
-        "busy",
-        ConnectOptions::new(rules(), server.pin),
-    )
-    .await
-    {
+    match join(&server, "busy").await {
         Err(ConnectError::Refused(KickReason::Overloaded)) => {}
         other => panic!("expected an overloaded refusal, got {other:?}"),
     }
@@ -700,21 +694,11 @@ async fn joins_are_refused_while_rooms_run_late() {
     server.shutdown().await;
 
     let mut server = TestServer::start(rules(), |_| {});
-    let _a = connect(
-        server.addr,
-        "calm",
-        ConnectOptions::new(rules(), server.pin),
-    )
-    .await
-    .expect("first");
+    let _a = join(&server, "calm").await.expect("first");
     tokio::time::sleep(Duration::from_millis(200)).await;
-    connect(
-        server.addr,
-        "calm",
-        ConnectOptions::new(rules(), server.pin),
-    )
-    .await
-    .expect("without shedding the second join gets in");
+    join(&server, "calm")
+        .await
+        .expect("without shedding the second join gets in");
     server.shutdown().await;
 }
 
@@ -723,30 +707,14 @@ async fn joins_are_refused_while_rooms_run_late() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn too_many_rooms_is_refused() {
     let mut server = TestServer::start(rules(), |c| c.max_rooms = 1);
-    let _a = connect(
-        server.addr,
-        "only",
-        ConnectOptions::new(rules(), server.pin),
-    )
-    .await
-    .expect("first room");
-    match connect(
-        server.addr,
-        "second",
-        ConnectOptions::new(rules(), server.pin),
-    )
-    .await
-    {
+    let _a = join(&server, "only").await.expect("first room");
+    match join(&server, "second").await {
         Err(ConnectError::Refused(KickReason::TooManyRooms)) => {}
         other => panic!("expected too many rooms, got {other:?}"),
     }
-    let b = connect(
-        server.addr,
-        "only",
-        ConnectOptions::new(rules(), server.pin),
-    )
-    .await
-    .expect("an existing room still takes players");
+    let b = join(&server, "only")
+        .await
+        .expect("an existing room still takes players");
     assert_eq!(b.slot(), Some(1));
     server.shutdown().await;
 }
