@@ -16,9 +16,10 @@
 //! enlarged internal nodes top-down (median split on the longer axis of the
 //! centres), keeping every subtree nothing moved out of as it is. That is
 //! cheaper than many re-insertions, gives a better tree for the next
-//! queries, and costs nothing where the world is at rest. After leaves were
-//! created the whole tree is rebuilt once. Leaf indices (proxy ids) never
-//! change.
+//! queries, and costs nothing where the world is at rest. After many leaves
+//! were created (at least an eighth of the nodes: a scene being built) the
+//! whole tree is rebuilt once; a few new leaves stay where insertion put
+//! them. Leaf indices (proxy ids) never change.
 
 use crate::math::{Aabb, Scalar, Vec2};
 
@@ -57,8 +58,8 @@ pub struct DynamicTree {
     stack: Vec<u32>,
     /// Leaves created or enlarged since the last rebuild.
     dirty: u32,
-    /// Leaves were created since the last rebuild: rebuild everything.
-    full: bool,
+    /// Leaves created since the last rebuild.
+    new_leaves: u32,
     /// Scratch for rebuilds.
     leaves: Vec<LeafKey>,
     tasks: Vec<(u32, u32, u32, bool)>,
@@ -82,7 +83,7 @@ impl Clone for DynamicTree {
             free: self.free.clone(),
             stack: Vec::new(),
             dirty: self.dirty,
-            full: self.full,
+            new_leaves: self.new_leaves,
             leaves: Vec::new(),
             tasks: Vec::new(),
             created: Vec::new(),
@@ -94,7 +95,7 @@ impl Clone for DynamicTree {
         self.root = o.root;
         self.free.clone_from(&o.free);
         self.dirty = o.dirty;
-        self.full = o.full;
+        self.new_leaves = o.new_leaves;
     }
 }
 
@@ -107,7 +108,7 @@ impl DynamicTree {
             free: Vec::new(),
             stack: Vec::new(),
             dirty: 0,
-            full: false,
+            new_leaves: 0,
             leaves: Vec::new(),
             tasks: Vec::new(),
             created: Vec::new(),
@@ -146,7 +147,7 @@ impl DynamicTree {
         self.nodes[leaf as usize].user = user;
         self.nodes[leaf as usize].category = category;
         self.dirty += 1;
-        self.full = true;
+        self.new_leaves += 1;
         self.insert_leaf(leaf);
         leaf
     }
@@ -184,11 +185,14 @@ impl DynamicTree {
             }
             n.aabb = n.aabb.union(&aabb);
         }
-        // ...and mark the rest of the path up to the root for the rebuild
-        // (no early out on a marked node: rotations may have moved one
-        // under an unmarked parent).
+        // ...and mark the rest of the path up to the root for the rebuild,
+        // stopping at the first marked node: every ancestor of a marked
+        // node is marked (inserts and rotations keep that true).
         while i != NULL {
             let n = &mut self.nodes[i as usize];
+            if n.enlarged {
+                break;
+            }
             n.enlarged = true;
             i = n.parent;
         }
@@ -200,13 +204,17 @@ impl DynamicTree {
     }
 
     /// Rebuilds the enlarged internal nodes (every internal node after
-    /// leaves were created) top-down: each new node splits its pieces —
+    /// many leaves were created) top-down: each new node splits its pieces —
     /// leaves and kept subtrees — at the median of their centres along the
     /// longer axis (ties broken by node index, so the result depends only
     /// on the pieces). Leaf indices are kept.
     pub fn rebuild(&mut self) {
         self.dirty = 0;
-        let full = core::mem::take(&mut self.full);
+        // Many new leaves (a scene being built): rebuild everything. A few
+        // were inserted well enough by the perimeter heuristic.
+        let new_leaves = core::mem::take(&mut self.new_leaves) as usize;
+        let live_nodes = self.nodes.len() - self.free.len();
+        let full = new_leaves * 8 >= live_nodes;
         if self.root == NULL {
             return;
         }
@@ -389,6 +397,9 @@ impl DynamicTree {
     }
 
     fn insert_leaf(&mut self, leaf: u32) {
+        // A re-inserted leaf's box is exact in its new place: not enlarged
+        // (and no marked node under an unmarked parent).
+        self.nodes[leaf as usize].enlarged = false;
         if self.root == NULL {
             self.root = leaf;
             self.nodes[leaf as usize].parent = NULL;
@@ -435,6 +446,9 @@ impl DynamicTree {
             np.child1 = sibling;
             np.child2 = leaf;
         }
+        // Keep "every ancestor of a marked node is marked": the old parent
+        // is marked if the sibling is.
+        self.nodes[new_parent as usize].enlarged = self.nodes[sibling as usize].enlarged;
         if old_parent != NULL {
             let op = &mut self.nodes[old_parent as usize];
             if op.child1 == sibling {
@@ -541,6 +555,9 @@ impl DynamicTree {
             self.nodes[a as usize].child1 = give;
         }
         self.nodes[give as usize].parent = a;
+        // `a` moved under `up`: keep every ancestor of a marked node marked
+        // (`up`'s new parent was `a`'s, marked if `a` is).
+        self.nodes[up as usize].enlarged |= self.nodes[a as usize].enlarged;
         let other_n = self.nodes[other as usize];
         let give_n = self.nodes[give as usize];
         let keep_n = self.nodes[keep as usize];
@@ -639,6 +656,89 @@ mod tests {
         b.sort();
         assert_eq!(a, b);
         assert!(!a.is_empty());
+    }
+
+    /// Every ancestor of a marked node is marked (what lets
+    /// `enlarge_proxy` stop at the first marked ancestor).
+    fn assert_marks_closed(t: &DynamicTree) {
+        for (i, n) in t.nodes.iter().enumerate() {
+            if n.height < 0 || !n.enlarged || n.parent == NULL {
+                continue;
+            }
+            assert!(
+                t.nodes[n.parent as usize].enlarged,
+                "node {i} marked under an unmarked parent"
+            );
+        }
+    }
+
+    #[test]
+    fn marks_stay_closed_under_inserts_removals_and_moves_between_rebuilds() {
+        let mut t = DynamicTree::new();
+        let mut live: Vec<(u32, Aabb)> = Vec::new();
+        let mut rng = 12345u64;
+        let mut next = || {
+            rng = rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (rng >> 33) as i32
+        };
+        let mut user = 0u32;
+        for round in 0..40 {
+            for _ in 0..60 {
+                let x = fx(next() % 200);
+                let y = fx(next() % 200);
+                let b = Aabb::new(
+                    Vec2::new(x, y),
+                    Vec2::new(x + fx(1 + next() % 4), y + fx(2)),
+                );
+                match next() % 6 {
+                    // Enlarge (the common case), as moving bodies do.
+                    0..=2 if !live.is_empty() => {
+                        let k = (next() as usize) % live.len();
+                        let grown = live[k].1.union(&b);
+                        t.enlarge_proxy(live[k].0, grown);
+                        live[k].1 = grown;
+                    }
+                    // Re-insert elsewhere (a teleport): rotations on the way.
+                    3 if !live.is_empty() => {
+                        let k = (next() as usize) % live.len();
+                        t.move_proxy(live[k].0, b);
+                        live[k].1 = b;
+                    }
+                    4 if live.len() > 20 => {
+                        let k = (next() as usize) % live.len();
+                        t.destroy_proxy(live.swap_remove(k).0);
+                    }
+                    _ => {
+                        user += 1;
+                        live.push((t.create_proxy(b, user), b));
+                    }
+                }
+                assert_marks_closed(&t);
+            }
+            let q = Aabb::new(Vec2::from_ints(40, 40), Vec2::from_ints(120, 90));
+            let mut want: Vec<u32> = live
+                .iter()
+                .filter(|(_, b)| b.overlaps(&q))
+                .map(|(p, _)| t.nodes[*p as usize].user)
+                .collect();
+            want.sort();
+            let mut got = Vec::new();
+            t.query(&q, |u| got.push(u));
+            got.sort();
+            assert_eq!(got, want, "round {round} before the rebuild");
+            t.rebuild();
+            // A rebuild reaches every marked node and clears it.
+            assert!(
+                t.nodes.iter().all(|n| n.height < 0 || !n.enlarged),
+                "round {round}"
+            );
+            let mut got = Vec::new();
+            t.query_masked(&q, u32::MAX, |u| got.push(u));
+            got.sort();
+            assert_eq!(got, want, "round {round} after the rebuild");
+        }
     }
 
     #[test]
