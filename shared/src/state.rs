@@ -227,11 +227,14 @@ fn validate(st: &WorldState) -> Result<(), SnapshotError> {
             link = sh.next;
         }
     }
-    for (i, sh) in st.shapes.iter().enumerate() {
+    if st.geometry.len() != ns {
+        return bad("shape geometry list");
+    }
+    for (i, (sh, geometry)) in st.shapes.iter().zip(st.geometry.iter()).enumerate() {
         if sh.alive != seen[i] {
             return bad("shape not on its body's list");
         }
-        if let ShapeGeometry::Polygon(p) = &sh.geometry {
+        if let ShapeGeometry::Polygon(p) = geometry {
             if p.count < 2 || p.count as usize > crate::geometry::MAX_POLYGON_VERTICES {
                 return bad("polygon vertex count");
             }

@@ -260,6 +260,45 @@ fn snapshot_preserves_free_lists_and_handles() {
     assert_eq!(continue_run(&mut b), expected);
 }
 
+/// Shape geometry is shared between a world and its snapshots until one of
+/// them creates or destroys a shape: neither may see the other's change.
+#[test]
+fn shape_geometry_is_copy_on_write_between_world_and_snapshots() {
+    let mut w = build_named("pyramid").unwrap();
+    steps(&mut w, 5);
+    let ids: Vec<BodyId> = w.bodies().collect();
+    let victim = ids[3];
+    let victim_shape = w.body_shapes(victim).unwrap()[0];
+    let victim_geometry = w.shape_geometry(victim_shape).unwrap();
+    let snap = w.snapshot();
+    let (bytes, hash) = (snap.to_bytes(), snap.state_hash());
+    // The world destroys the body (its shape slot is freed) and puts a
+    // different shape into the same slot.
+    w.destroy_body(victim).unwrap();
+    let b = w
+        .create_body(&BodyDef::dynamic(Vec2::from_ints(40, 3)))
+        .unwrap();
+    let circle = ShapeGeometry::Circle(Circle::new(Vec2::ZERO, Scalar::HALF).unwrap());
+    let s = w.create_shape(b, &ShapeDef::default(), circle).unwrap();
+    assert_eq!(s.index, victim_shape.index, "the freed slot is reused");
+    assert_eq!(w.shape_geometry(s).unwrap(), circle);
+    // The snapshot still holds the old geometry, bytes and hash.
+    assert_eq!(snap.to_bytes(), bytes);
+    assert_eq!(snap.state_hash(), hash);
+    // Restoring brings the old shape back, and stepping matches a world
+    // that never saw the change.
+    let mut fresh = World::from_snapshot(&snap);
+    w.restore(&snap);
+    assert_eq!(w.state_hash(), hash);
+    assert_eq!(w.shape_geometry(victim_shape).unwrap(), victim_geometry);
+    assert_eq!(run(&mut w, 30), run(&mut fresh, 30));
+    // A world restored from the snapshot that then changes its shapes
+    // leaves the snapshot alone too.
+    w.restore(&snap);
+    w.destroy_body(ids[4]).unwrap();
+    assert_eq!(snap.to_bytes(), bytes);
+}
+
 // ---------------------------------------------------------------------------
 // 9. Property: restore at k + N steps == N steps straight, on random scenes
 // ---------------------------------------------------------------------------

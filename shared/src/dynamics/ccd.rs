@@ -225,14 +225,12 @@ fn solve_body(
     let mut s = body.first_shape;
     while s != NONE {
         let shape = &st.shapes[s as usize];
+        let geometry = &st.geometry[s as usize];
         s = shape.next;
         if shape.def.is_sensor {
             continue;
         }
-        let swept = shape
-            .geometry
-            .aabb(xf_start)
-            .union(&shape.geometry.aabb(xf_end));
+        let swept = geometry.aabb(xf_start).union(&geometry.aabb(xf_end));
         sc.candidates.clear();
         let cands = &mut sc.candidates;
         st.static_tree.query(&swept, |o| cands.push(o));
@@ -240,7 +238,7 @@ fn solve_body(
             st.dynamic_tree.query(&swept, |o| cands.push(o));
         }
         sc.candidates.sort_unstable();
-        let proxy = DistanceProxy::from_geometry(&shape.geometry);
+        let proxy = DistanceProxy::from_geometry(geometry);
         for &o in &sc.candidates {
             let other = &st.shapes[o as usize];
             if other.body == bi || other.def.is_sensor {
@@ -258,7 +256,7 @@ fn solve_body(
                 let slot = slot_of[other.body as usize];
                 (body_sweep(ob, slot, &sc.start), ob.max_extent)
             };
-            let other_proxy = DistanceProxy::from_geometry(&other.geometry);
+            let other_proxy = DistanceProxy::from_geometry(&st.geometry[o as usize]);
             let toi = |p: &DistanceProxy, target: Scalar| {
                 time_of_impact(
                     &other_proxy,
@@ -276,7 +274,7 @@ fn solve_body(
                 // Resting or sliding on it: only a real pass-through counts,
                 // when the shape's core would touch it.
                 for depth in 1..=2 {
-                    out = toi(&core_proxy(&shape.geometry, depth), Scalar::ZERO);
+                    out = toi(&core_proxy(geometry, depth), Scalar::ZERO);
                     if out.state != ToiState::Overlapped {
                         break;
                     }
@@ -289,7 +287,7 @@ fn solve_body(
                 // contacts push it out from there in the next steps (moving
                 // out, its centroid path does not touch). A centroid that is
                 // itself inside is left alone: stopping it would freeze it.
-                let centroid = DistanceProxy::new(&[shape_centroid(&shape.geometry)], Scalar::ZERO);
+                let centroid = DistanceProxy::new(&[shape_centroid(geometry)], Scalar::ZERO);
                 let c = toi(&centroid, Scalar::ZERO);
                 if matches!(c.state, ToiState::Hit | ToiState::Failed) {
                     t_min = Scalar::ZERO;

@@ -91,7 +91,10 @@ impl World {
     fn placed(&self, s: u32) -> (&ShapeGeometry, Transform) {
         let sh = &self.state.shapes[s as usize];
         debug_assert!(sh.alive && sh.body != NONE);
-        (&sh.geometry, self.state.bodies[sh.body as usize].transform)
+        (
+            &self.state.geometry[s as usize],
+            self.state.bodies[sh.body as usize].transform,
+        )
     }
 
     /// Every shape the ray from `origin` along `translation` enters, sorted by

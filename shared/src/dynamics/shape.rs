@@ -48,13 +48,17 @@ impl Default for ShapeDef {
 }
 
 /// A shape slot. Part of the world state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// The geometry lives apart, in `WorldState::geometry` (same slot index):
+/// it never changes after creation, so snapshots share it copy-on-write and
+/// the per-step passes over shapes read smaller records. The canonical
+/// encoding still writes it in its place, after `body`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shape {
     pub(crate) generation: u32,
     pub(crate) alive: bool,
     /// Body slot index.
     pub(crate) body: u32,
-    pub(crate) geometry: ShapeGeometry,
     pub(crate) def: ShapeDef,
     /// Fat bounding box kept in the broad phase.
     pub(crate) fat_aabb: Aabb,
@@ -63,12 +67,7 @@ pub struct Shape {
     /// Whether the shape is queued for new-pair search.
     pub(crate) moved: bool,
     /// Broad-phase proxy (derived; rebuilt on restore).
-    #[serde(skip, default = "no_proxy")]
     pub(crate) proxy: u32,
-}
-
-fn no_proxy() -> u32 {
-    u32::MAX
 }
 
 impl Shape {
@@ -77,15 +76,80 @@ impl Shape {
             generation: 0,
             alive: false,
             body: 0,
-            geometry: ShapeGeometry::Segment(crate::geometry::Segment {
-                p1: crate::math::Vec2::ZERO,
-                p2: crate::math::Vec2::ZERO,
-            }),
             def: ShapeDef::default(),
             fat_aabb: Aabb::default(),
             next: u32::MAX,
             moved: false,
             proxy: u32::MAX,
         }
+    }
+}
+
+/// The geometry of a free shape slot (what the canonical encoding writes
+/// for it).
+pub(crate) const VACANT_GEOMETRY: ShapeGeometry =
+    ShapeGeometry::Segment(crate::geometry::Segment {
+        p1: crate::math::Vec2::ZERO,
+        p2: crate::math::Vec2::ZERO,
+    });
+
+/// A shape slot as the canonical encoding writes it: the fields of
+/// [`Shape`] with the geometry after `body` (the proxy is derived, skipped).
+#[derive(Serialize)]
+#[serde(rename = "Shape")]
+pub(crate) struct ShapeOut<'a> {
+    generation: u32,
+    alive: bool,
+    body: u32,
+    geometry: &'a ShapeGeometry,
+    def: &'a ShapeDef,
+    fat_aabb: &'a Aabb,
+    next: u32,
+    moved: bool,
+}
+
+impl<'a> ShapeOut<'a> {
+    pub(crate) fn new(s: &'a Shape, geometry: &'a ShapeGeometry) -> ShapeOut<'a> {
+        ShapeOut {
+            generation: s.generation,
+            alive: s.alive,
+            body: s.body,
+            geometry,
+            def: &s.def,
+            fat_aabb: &s.fat_aabb,
+            next: s.next,
+            moved: s.moved,
+        }
+    }
+}
+
+/// A decoded shape slot (see [`ShapeOut`]).
+#[derive(Deserialize)]
+#[serde(rename = "Shape")]
+pub(crate) struct ShapeIn {
+    generation: u32,
+    alive: bool,
+    body: u32,
+    geometry: ShapeGeometry,
+    def: ShapeDef,
+    fat_aabb: Aabb,
+    next: u32,
+    moved: bool,
+}
+
+impl ShapeIn {
+    /// The slot and its geometry.
+    pub(crate) fn split(self) -> (Shape, ShapeGeometry) {
+        let s = Shape {
+            generation: self.generation,
+            alive: self.alive,
+            body: self.body,
+            def: self.def,
+            fat_aabb: self.fat_aabb,
+            next: self.next,
+            moved: self.moved,
+            proxy: u32::MAX,
+        };
+        (s, self.geometry)
     }
 }

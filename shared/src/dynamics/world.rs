@@ -25,12 +25,13 @@ use super::contact::{match_impulses, pair_key, sensor_pair_allowed, Contact};
 use super::events::Events;
 use super::island;
 use super::joint::{self, BrokenJoint, Joint, JointContext, JointFilter, JointId, JointSolver};
-use super::shape::{Shape, ShapeDef};
+use super::shape::{Shape, ShapeDef, ShapeIn, ShapeOut, VACANT_GEOMETRY};
 use super::solver::{self, BodyState, ConstraintPoint, ContactCold, ContactConstraint};
 use crate::collision::{collide, shapes_overlap, DynamicTree};
 use crate::geometry::{GeometryError, MassData, ShapeGeometry};
 use crate::math::{Aabb, Rot, Scalar, Transform, Vec2, WORLD_BOUND};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// World-wide settings. Part of the state (and so of the hash).
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
@@ -125,13 +126,18 @@ pub enum WorldError {
 
 /// Everything that affects the future of a world. Serialized for snapshots
 /// and hashed for [`World::state_hash`]; see `state.rs` for the encoding.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug)]
 pub(crate) struct WorldState {
     pub settings: WorldDef,
     pub tick: u64,
     pub bodies: Vec<Body>,
     pub free_bodies: Vec<u32>,
     pub shapes: Vec<Shape>,
+    /// Geometry of every shape slot (parallel to `shapes`), shared
+    /// copy-on-write: saving a snapshot copies the pointer, and only
+    /// creating or destroying a shape while a snapshot holds it copies the
+    /// list. Encoded inside each shape (see [`ShapeOut`]).
+    pub geometry: Arc<Vec<ShapeGeometry>>,
     pub free_shapes: Vec<u32>,
     /// Sorted by `(shape_a, shape_b)`.
     pub contacts: Vec<Contact>,
@@ -142,13 +148,81 @@ pub(crate) struct WorldState {
     /// The joint id pool (the last is reused first).
     pub free_joints: Vec<u32>,
     /// Body pairs kept apart by joints: derived from the joints, not state.
-    #[serde(skip)]
     pub joint_filter: JointFilter,
     /// Broad-phase trees: derived from the fat boxes, rebuilt after decoding.
-    #[serde(skip)]
     pub static_tree: DynamicTree,
-    #[serde(skip)]
     pub dynamic_tree: DynamicTree,
+}
+
+/// The shape slots with their geometry, as one sequence of [`ShapeOut`].
+struct ShapesOut<'a>(&'a [Shape], &'a [ShapeGeometry]);
+
+impl Serialize for ShapesOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(
+            self.0
+                .iter()
+                .zip(self.1)
+                .map(|(sh, g)| ShapeOut::new(sh, g)),
+        )
+    }
+}
+
+impl Serialize for WorldState {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("WorldState", 10)?;
+        st.serialize_field("settings", &self.settings)?;
+        st.serialize_field("tick", &self.tick)?;
+        st.serialize_field("bodies", &self.bodies)?;
+        st.serialize_field("free_bodies", &self.free_bodies)?;
+        st.serialize_field("shapes", &ShapesOut(&self.shapes, &self.geometry))?;
+        st.serialize_field("free_shapes", &self.free_shapes)?;
+        st.serialize_field("contacts", &self.contacts)?;
+        st.serialize_field("moved", &self.moved)?;
+        st.serialize_field("joints", &self.joints)?;
+        st.serialize_field("free_joints", &self.free_joints)?;
+        st.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for WorldState {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<WorldState, D::Error> {
+        /// The encoded fields, in order.
+        #[derive(Deserialize)]
+        #[serde(rename = "WorldState")]
+        struct Repr {
+            settings: WorldDef,
+            tick: u64,
+            bodies: Vec<Body>,
+            free_bodies: Vec<u32>,
+            shapes: Vec<ShapeIn>,
+            free_shapes: Vec<u32>,
+            contacts: Vec<Contact>,
+            moved: Vec<u32>,
+            joints: Vec<Joint>,
+            free_joints: Vec<u32>,
+        }
+        let r = Repr::deserialize(d)?;
+        let (shapes, geometry): (Vec<Shape>, Vec<ShapeGeometry>) =
+            r.shapes.into_iter().map(ShapeIn::split).unzip();
+        Ok(WorldState {
+            settings: r.settings,
+            tick: r.tick,
+            bodies: r.bodies,
+            free_bodies: r.free_bodies,
+            shapes,
+            geometry: Arc::new(geometry),
+            free_shapes: r.free_shapes,
+            contacts: r.contacts,
+            moved: r.moved,
+            joints: r.joints,
+            free_joints: r.free_joints,
+            joint_filter: JointFilter::default(),
+            static_tree: DynamicTree::default(),
+            dynamic_tree: DynamicTree::default(),
+        })
+    }
 }
 
 impl Clone for WorldState {
@@ -159,6 +233,7 @@ impl Clone for WorldState {
             bodies: self.bodies.clone(),
             free_bodies: self.free_bodies.clone(),
             shapes: self.shapes.clone(),
+            geometry: Arc::clone(&self.geometry),
             free_shapes: self.free_shapes.clone(),
             contacts: self.contacts.clone(),
             moved: self.moved.clone(),
@@ -179,6 +254,7 @@ impl Clone for WorldState {
         self.bodies.clone_from(&o.bodies);
         self.free_bodies.clone_from(&o.free_bodies);
         self.shapes.clone_from(&o.shapes);
+        self.geometry = Arc::clone(&o.geometry);
         self.free_shapes.clone_from(&o.free_shapes);
         self.contacts.clone_from(&o.contacts);
         self.moved.clone_from(&o.moved);
@@ -272,6 +348,7 @@ impl World {
             bodies: Vec::new(),
             free_bodies: Vec::new(),
             shapes: Vec::new(),
+            geometry: Arc::new(Vec::new()),
             free_shapes: Vec::new(),
             contacts: Vec::new(),
             moved: Vec::new(),
@@ -820,6 +897,7 @@ impl World {
             Some(i) => i,
             None => {
                 self.state.shapes.push(Shape::vacant());
+                Arc::make_mut(&mut self.state.geometry).push(VACANT_GEOMETRY);
                 (self.state.shapes.len() - 1) as u32
             }
         };
@@ -839,13 +917,13 @@ impl World {
             generation,
             alive: true,
             body: bi,
-            geometry,
             def: *def,
             fat_aabb: fat,
             next: b.first_shape,
             moved: true,
             proxy,
         };
+        Arc::make_mut(&mut self.state.geometry)[index as usize] = geometry;
         self.state.moved.push(index);
         self.state.bodies[bi as usize].first_shape = index;
         // Adding a shape does not wake a body created asleep (the smash wall
@@ -912,6 +990,7 @@ impl World {
         let generation = s.generation.wrapping_add(1);
         self.state.shapes[si as usize] = Shape::vacant();
         self.state.shapes[si as usize].generation = generation;
+        Arc::make_mut(&mut self.state.geometry)[si as usize] = VACANT_GEOMETRY;
         self.state.free_shapes.push(si);
     }
 
@@ -939,7 +1018,7 @@ impl World {
     /// # Errors
     /// A stale handle.
     pub fn shape_geometry(&self, id: ShapeId) -> Result<ShapeGeometry, WorldError> {
-        Ok(self.state.shapes[self.shape_index(id)? as usize].geometry)
+        Ok(self.state.geometry[self.shape_index(id)? as usize])
     }
 
     /// Material and filter of a shape.
@@ -1013,9 +1092,10 @@ impl World {
         let mut s = b.first_shape;
         while s != NONE {
             let sh = &self.state.shapes[s as usize];
-            extent_shapes.push(sh.geometry);
+            let geometry = &self.state.geometry[s as usize];
+            extent_shapes.push(*geometry);
             if b.kind == BodyKind::Dynamic && sh.def.density > Scalar::ZERO {
-                let md = sh.geometry.mass(sh.def.density);
+                let md = geometry.mass(sh.def.density);
                 total += md.mass;
                 weighted = weighted.mul_add(md.mass, md.center);
                 inertia += md.rotational_inertia + md.mass * md.center.dot(md.center);
@@ -1069,7 +1149,7 @@ impl World {
         let mut s = b.first_shape;
         while s != NONE {
             let sh = &mut self.state.shapes[s as usize];
-            let aabb = sh.geometry.aabb(b.transform);
+            let aabb = self.state.geometry[s as usize].aabb(b.transform);
             if force || !sh.fat_aabb.contains(&aabb) {
                 sh.fat_aabb = aabb.expand(margin);
                 let tree = if b.kind == BodyKind::Static {
@@ -1249,15 +1329,22 @@ impl World {
                 continue;
             }
             if c.sensor {
-                let touching =
-                    shapes_overlap(&sa.geometry, ba.transform, &sb.geometry, bb.transform);
+                let (ga, gb) = (
+                    &st.geometry[c.shape_a as usize],
+                    &st.geometry[c.shape_b as usize],
+                );
+                let touching = shapes_overlap(ga, ba.transform, gb, bb.transform);
                 if touching != c.touching {
                     ev.touching_changed(&st.shapes, c, touching, &c.manifold);
                     c.touching = touching;
                 }
                 continue;
             }
-            let mut m = collide(&sa.geometry, ba.transform, &sb.geometry, bb.transform);
+            let (ga, gb) = (
+                &st.geometry[c.shape_a as usize],
+                &st.geometry[c.shape_b as usize],
+            );
+            let mut m = collide(ga, ba.transform, gb, bb.transform);
             match_impulses(&mut m, &c.manifold);
             let touching = m.count > 0;
             if touching && !c.touching {
@@ -1560,7 +1647,7 @@ impl World {
             let (mut s, xf) = (b.first_shape, b.transform);
             while s != NONE {
                 let sh = &mut st.shapes[s as usize];
-                let aabb = sh.geometry.aabb(xf);
+                let aabb = st.geometry[s as usize].aabb(xf);
                 if !sh.fat_aabb.contains(&aabb) {
                     sh.fat_aabb = aabb.expand(AABB_MARGIN);
                     // Grown in place; the tree is rebuilt before the next

@@ -269,7 +269,7 @@ pub fn diff_worlds(a: &Snapshot, b: &Snapshot) -> StateDiff {
                 // The broad-phase proxy is derived, not state.
                 let mut y = *y;
                 y.proxy = x.proxy;
-                *x == y
+                *x == y && sa.geometry.get(i) == sb.geometry.get(i)
             }
             _ => false,
         };
