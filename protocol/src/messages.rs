@@ -22,8 +22,10 @@ use std::fmt;
 
 /// Protocol version; a mismatch refuses the client. 2: snapshots and state
 /// hashes encode only the used polygon vertices and manifold points. 3: the
-/// `Overloaded` kick reason.
-pub const PROTOCOL_VERSION: u32 = 3;
+/// `Overloaded` kick reason. 4: manifold points no longer carry their two
+/// anchors (derived from the point) nor the last step's largest normal
+/// impulse (never read), so snapshots and state hashes change.
+pub const PROTOCOL_VERSION: u32 = 4;
 /// Largest datagram we send or accept (quinn's initial max is 1162).
 pub const MAX_DATAGRAM: usize = 1150;
 /// Largest reliable message (a snapshot chunk, a desync report).

@@ -166,7 +166,7 @@ fn bad_files_exit_2_and_the_others_are_still_verified() {
     let (code, _, err) = run(&["replay", "verify", &v9]);
     assert_eq!(code, 2);
     assert!(
-        err.contains("unsupported replay format version 9 (this build reads version 2)"),
+        err.contains("unsupported replay format version 9 (this build reads version 3)"),
         "{err}"
     );
 
@@ -272,7 +272,7 @@ fn info_and_export() {
     let (code, out, _) = run(&["replay", "info", &f]);
     assert_eq!(code, 0, "{out}");
     for want in [
-        "format      version 2",
+        "format      version 3",
         "room        \"bots\", scene arena",
         "seats       3, tick rate 60 Hz",
         "ticks       0 to 150 (150 ticks, 2.5 s)",
@@ -312,5 +312,5 @@ fn the_committed_release_fixture_verifies_in_this_build() {
     let (code, out, err) = run(&["replay", "verify", fixture.to_str().expect("utf-8")]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("verified 240 ticks"), "{out}");
-    assert!(out.contains("hash at tick 240 7c8eb71ba25bacb8"), "{out}");
+    assert!(out.contains("hash at tick 240 e7826e2d8eed4691"), "{out}");
 }

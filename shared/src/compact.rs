@@ -139,7 +139,7 @@ mod tests {
         assert_eq!(decode::<Manifold>(&empty).unwrap(), m);
         for k in 0..2 {
             m.points[k] = ManifoldPoint {
-                anchor_a: Vec2::new(fx(k as i32), fx(2)),
+                point: Vec2::new(fx(k as i32), fx(2)),
                 separation: Scalar::milli(-3),
                 normal_impulse: fx(7),
                 id: 0x0102 + k as u16,

@@ -31,7 +31,9 @@
 //!    pending-pair flag;
 //! 6. `free_shapes` — the shape id pool;
 //! 7. `contacts` — sorted by shape pair: shapes, bodies, manifold (normal,
-//!    points with anchors, separation, warm-start impulses, feature ids),
+//!    points (world point, separation, warm-start impulses, feature id,
+//!    persisted flag; the anchors on the bodies are derived from the point
+//!    and not kept)),
 //!    mixed friction and restitution, touching flag, sensor flag,
 //!    contact-event and hit-event switches;
 //! 8. `moved` — shapes waiting for the next pair search;

@@ -70,8 +70,10 @@ use std::io::{self, Read};
 /// The first 8 bytes of every replay file.
 pub const MAGIC: &[u8; 8] = b"BRREPLAY";
 /// The format this build writes and reads. 2: keyframes and state hashes
-/// encode only the used polygon vertices and manifold points.
-pub const FORMAT_VERSION: u32 = 2;
+/// encode only the used polygon vertices and manifold points. 3: manifold
+/// points without their two (derived) anchors and the last step's largest
+/// normal impulse.
+pub const FORMAT_VERSION: u32 = 3;
 /// Largest record payload accepted (a keyframe of the largest snapshot,
 /// 64 MiB of world plus 1 MiB of game state, fits).
 pub const MAX_RECORD: usize = 72 << 20;

@@ -28,18 +28,12 @@ const CLIP_EPS: Scalar = Scalar::from_bits(1 << 16);
 pub struct ManifoldPoint {
     /// World point, midway between the two surfaces.
     pub point: Vec2,
-    /// Offset of the point from body A's origin (world orientation).
-    pub anchor_a: Vec2,
-    /// Offset of the point from body B's origin (world orientation).
-    pub anchor_b: Vec2,
     /// Signed distance between the surfaces (negative when overlapping).
     pub separation: Scalar,
     /// Accumulated normal impulse (warm-start state).
     pub normal_impulse: Scalar,
     /// Accumulated friction impulse (warm-start state).
     pub tangent_impulse: Scalar,
-    /// Largest normal impulse applied during the last step.
-    pub max_normal_impulse: Scalar,
     /// Feature id: which vertices/edges produced the point.
     pub id: u16,
     /// Whether the point matched a point of the previous step.
@@ -63,22 +57,20 @@ impl Manifold {
         &self.points[..self.count as usize]
     }
 
-    fn push(&mut self, anchor_a: Vec2, separation: Scalar, id: u16) {
+    /// Adds a point given in A's shifted local frame (see [`Manifold::finish`]).
+    fn push(&mut self, local: Vec2, separation: Scalar, id: u16) {
         let p = &mut self.points[self.count as usize];
-        p.anchor_a = anchor_a;
+        p.point = local;
         p.separation = separation;
         p.id = id;
         self.count += 1;
     }
 
     /// Maps a manifold computed in A's shifted local frame to world space.
-    fn finish(&mut self, xf_a: Transform, xf_b: Transform, origin: Vec2) {
+    fn finish(&mut self, xf_a: Transform, origin: Vec2) {
         self.normal = xf_a.q.rotate(self.normal);
-        let d = xf_a.p - xf_b.p;
         for p in &mut self.points[..self.count as usize] {
-            p.anchor_a = xf_a.q.rotate(p.anchor_a + origin);
-            p.anchor_b = p.anchor_a + d;
-            p.point = xf_a.p + p.anchor_a;
+            p.point = xf_a.p + xf_a.q.rotate(p.point + origin);
         }
     }
 }
@@ -111,7 +103,7 @@ pub fn collide(a: &ShapeGeometry, xf_a: Transform, b: &ShapeGeometry, xf_b: Tran
         }
         (G::Circle(_), _) | (G::Capsule(_), G::Polygon(_)) | (G::Segment(_), G::Polygon(_)) => {
             // Canonical order puts the more complex shape first; flip.
-            flip(collide(b, xf_b, a, xf_a), xf_a, xf_b)
+            flip(collide(b, xf_b, a, xf_a))
         }
         (G::Polygon(a), G::Capsule(b)) => collide_polygons(a, xf_a, &b.to_polygon(), xf_b),
         (G::Polygon(a), G::Segment(b)) => collide_polygons(a, xf_a, &b.to_polygon(), xf_b),
@@ -122,12 +114,8 @@ pub fn collide(a: &ShapeGeometry, xf_a: Transform, b: &ShapeGeometry, xf_b: Tran
 }
 
 /// Swaps the roles of A and B in a manifold.
-fn flip(mut m: Manifold, xf_a: Transform, xf_b: Transform) -> Manifold {
+fn flip(mut m: Manifold) -> Manifold {
     m.normal = -m.normal;
-    for p in &mut m.points[..m.count as usize] {
-        p.anchor_a = p.point - xf_a.p;
-        p.anchor_b = p.point - xf_b.p;
-    }
     m
 }
 
@@ -148,7 +136,7 @@ pub fn collide_circles(a: &Circle, xf_a: Transform, b: &Circle, xf_b: Transform)
     let pa = a.center;
     let pb = xf.apply(b.center);
     let up = Vec2::new(Scalar::ZERO, Scalar::ONE);
-    point_between_discs(pa, a.radius, pb, b.radius, up, xf_a, xf_b)
+    point_between_discs(pa, a.radius, pb, b.radius, up, xf_a)
 }
 
 /// One contact point between two discs at `pa` and `pb` (A's local frame);
@@ -160,7 +148,6 @@ fn point_between_discs(
     rb: Scalar,
     fallback: Vec2,
     xf_a: Transform,
-    xf_b: Transform,
 ) -> Manifold {
     let (dist, n) = normalize_or(pb - pa, fallback);
     let sep = dist - ra - rb;
@@ -172,7 +159,7 @@ fn point_between_discs(
     let cb = pb.mul_sub(rb, n);
     m.normal = n;
     m.push(ca.lerp(cb, Scalar::HALF), sep, 0);
-    m.finish(xf_a, xf_b, Vec2::ZERO);
+    m.finish(xf_a, Vec2::ZERO);
     m
 }
 
@@ -197,7 +184,7 @@ pub fn collide_capsule_circle(
         p1.mul_add(s1 / e.dot(e), e)
     };
     let side = e.left_perp().normalize();
-    point_between_discs(pa, a.radius, pb, b.radius, side, xf_a, xf_b)
+    point_between_discs(pa, a.radius, pb, b.radius, side, xf_a)
 }
 
 /// Polygon (possibly rounded) against circle.
@@ -251,7 +238,7 @@ pub fn collide_polygon_circle(
     let cb = c.mul_sub(b.radius, normal);
     m.normal = normal;
     m.push(ca.lerp(cb, Scalar::HALF), (cb - ca).dot(normal), 0);
-    m.finish(xf_a, xf_b, Vec2::ZERO);
+    m.finish(xf_a, Vec2::ZERO);
     m
 }
 
@@ -451,7 +438,7 @@ pub fn collide_capsules(a: &Capsule, xf_a: Transform, b: &Capsule, xf_b: Transfo
             make_id(i1, i2),
         );
     }
-    m.finish(xf_a, xf_b, origin);
+    m.finish(xf_a, origin);
     m
 }
 
@@ -654,7 +641,7 @@ pub fn collide_polygons(a: &Polygon, xf_a: Transform, b: &Polygon, xf_b: Transfo
     } else {
         clip_polygons(poly1, poly2, edge1, edge2, flip, &mut m);
     }
-    m.finish(xf_a, xf_b, origin);
+    m.finish(xf_a, origin);
     m
 }
 

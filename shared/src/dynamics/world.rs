@@ -1599,7 +1599,6 @@ impl World {
             for k in 0..cc.count as usize {
                 m.points[k].normal_impulse = cc.points[k].normal_impulse;
                 m.points[k].tangent_impulse = cc.points[k].tangent_impulse;
-                m.points[k].max_normal_impulse = cc.points[k].max_normal_impulse;
             }
             if c.hit_events {
                 ev.check_hit(&st.shapes, c, cc, cold, set.hit_event_threshold);
