@@ -113,8 +113,9 @@ pub(crate) const NO_ISLAND: u32 = u32::MAX;
 /// Sentinel for "no slot".
 pub(crate) const NONE: u32 = u32::MAX;
 
-/// A body slot. Part of the world state: serialized and hashed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A body slot: what the step changes. Part of the world state: serialized
+/// and hashed together with its [`BodyConfig`] (see [`BodyOut`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Body {
     pub(crate) generation: u32,
     pub(crate) alive: bool,
@@ -123,12 +124,28 @@ pub struct Body {
     pub(crate) transform: Transform,
     /// World centre of mass.
     pub(crate) center: Vec2,
-    /// Centre of mass in the body frame.
-    pub(crate) local_center: Vec2,
     pub(crate) linear_velocity: Vec2,
     pub(crate) angular_velocity: Scalar,
     pub(crate) force: Vec2,
     pub(crate) torque: Scalar,
+    pub(crate) sleep_time: Scalar,
+    pub(crate) awake: bool,
+    /// Id of the sleeping island this body belongs to, or `NO_ISLAND`.
+    pub(crate) sleep_island: u32,
+    /// Most recently attached shape slot (`NONE` when the body has none);
+    /// the rest follow through `Shape::next`.
+    pub(crate) first_shape: u32,
+}
+
+/// The settings of a body slot that only the API changes (mass, damping,
+/// flags, ...). They live apart from [`Body`], in `WorldState::body_config`
+/// (same slot index), shared copy-on-write between the world and its
+/// snapshots: saving a snapshot does not copy them, and the per-step passes
+/// over bodies read smaller records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BodyConfig {
+    /// Centre of mass in the body frame.
+    pub(crate) local_center: Vec2,
     pub(crate) mass: Scalar,
     pub(crate) inv_mass: Scalar,
     pub(crate) inertia: Scalar,
@@ -137,22 +154,179 @@ pub struct Body {
     pub(crate) angular_damping: Scalar,
     pub(crate) gravity_scale: Scalar,
     pub(crate) sleep_threshold: Scalar,
-    pub(crate) sleep_time: Scalar,
     /// Farthest shape point from the centre of mass (for sleep and margins).
     pub(crate) max_extent: Scalar,
-    pub(crate) awake: bool,
-    pub(crate) enable_sleep: bool,
-    pub(crate) fixed_rotation: bool,
-    /// Id of the sleeping island this body belongs to, or `NO_ISLAND`.
-    pub(crate) sleep_island: u32,
-    pub(crate) user_data: u64,
-    /// Most recently attached shape slot (`NONE` when the body has none);
-    /// the rest follow through `Shape::next`.
-    pub(crate) first_shape: u32,
-    /// Continuous collision against dynamic bodies too.
-    pub(crate) bullet: bool,
     /// Smallest shape extent (for the fast-body test of continuous collision).
     pub(crate) min_extent: Scalar,
+    pub(crate) user_data: u64,
+    pub(crate) enable_sleep: bool,
+    pub(crate) fixed_rotation: bool,
+    /// Continuous collision against dynamic bodies too.
+    pub(crate) bullet: bool,
+}
+
+impl BodyConfig {
+    /// The settings of a free slot.
+    pub(crate) const VACANT: BodyConfig = BodyConfig {
+        local_center: Vec2::ZERO,
+        mass: Scalar::ZERO,
+        inv_mass: Scalar::ZERO,
+        inertia: Scalar::ZERO,
+        inv_inertia: Scalar::ZERO,
+        linear_damping: Scalar::ZERO,
+        angular_damping: Scalar::ZERO,
+        gravity_scale: Scalar::ONE,
+        sleep_threshold: Scalar::ZERO,
+        max_extent: Scalar::ZERO,
+        min_extent: Scalar::ZERO,
+        user_data: 0,
+        enable_sleep: true,
+        fixed_rotation: false,
+        bullet: false,
+    };
+}
+
+/// A body slot as the canonical encoding writes it: the fields of [`Body`]
+/// and [`BodyConfig`] interleaved in one fixed order.
+#[derive(Serialize)]
+#[serde(rename = "Body")]
+pub(crate) struct BodyOut<'a> {
+    generation: u32,
+    alive: bool,
+    kind: BodyKind,
+    transform: &'a Transform,
+    center: &'a Vec2,
+    local_center: &'a Vec2,
+    linear_velocity: &'a Vec2,
+    angular_velocity: Scalar,
+    force: &'a Vec2,
+    torque: Scalar,
+    mass: Scalar,
+    inv_mass: Scalar,
+    inertia: Scalar,
+    inv_inertia: Scalar,
+    linear_damping: Scalar,
+    angular_damping: Scalar,
+    gravity_scale: Scalar,
+    sleep_threshold: Scalar,
+    sleep_time: Scalar,
+    max_extent: Scalar,
+    awake: bool,
+    enable_sleep: bool,
+    fixed_rotation: bool,
+    sleep_island: u32,
+    user_data: u64,
+    first_shape: u32,
+    bullet: bool,
+    min_extent: Scalar,
+}
+
+impl<'a> BodyOut<'a> {
+    pub(crate) fn new(b: &'a Body, c: &'a BodyConfig) -> BodyOut<'a> {
+        BodyOut {
+            generation: b.generation,
+            alive: b.alive,
+            kind: b.kind,
+            transform: &b.transform,
+            center: &b.center,
+            local_center: &c.local_center,
+            linear_velocity: &b.linear_velocity,
+            angular_velocity: b.angular_velocity,
+            force: &b.force,
+            torque: b.torque,
+            mass: c.mass,
+            inv_mass: c.inv_mass,
+            inertia: c.inertia,
+            inv_inertia: c.inv_inertia,
+            linear_damping: c.linear_damping,
+            angular_damping: c.angular_damping,
+            gravity_scale: c.gravity_scale,
+            sleep_threshold: c.sleep_threshold,
+            sleep_time: b.sleep_time,
+            max_extent: c.max_extent,
+            awake: b.awake,
+            enable_sleep: c.enable_sleep,
+            fixed_rotation: c.fixed_rotation,
+            sleep_island: b.sleep_island,
+            user_data: c.user_data,
+            first_shape: b.first_shape,
+            bullet: c.bullet,
+            min_extent: c.min_extent,
+        }
+    }
+}
+
+/// A decoded body slot (see [`BodyOut`]).
+#[derive(Deserialize)]
+#[serde(rename = "Body")]
+pub(crate) struct BodyIn {
+    generation: u32,
+    alive: bool,
+    kind: BodyKind,
+    transform: Transform,
+    center: Vec2,
+    local_center: Vec2,
+    linear_velocity: Vec2,
+    angular_velocity: Scalar,
+    force: Vec2,
+    torque: Scalar,
+    mass: Scalar,
+    inv_mass: Scalar,
+    inertia: Scalar,
+    inv_inertia: Scalar,
+    linear_damping: Scalar,
+    angular_damping: Scalar,
+    gravity_scale: Scalar,
+    sleep_threshold: Scalar,
+    sleep_time: Scalar,
+    max_extent: Scalar,
+    awake: bool,
+    enable_sleep: bool,
+    fixed_rotation: bool,
+    sleep_island: u32,
+    user_data: u64,
+    first_shape: u32,
+    bullet: bool,
+    min_extent: Scalar,
+}
+
+impl BodyIn {
+    /// The slot and its settings.
+    pub(crate) fn split(self) -> (Body, BodyConfig) {
+        let b = Body {
+            generation: self.generation,
+            alive: self.alive,
+            kind: self.kind,
+            transform: self.transform,
+            center: self.center,
+            linear_velocity: self.linear_velocity,
+            angular_velocity: self.angular_velocity,
+            force: self.force,
+            torque: self.torque,
+            sleep_time: self.sleep_time,
+            awake: self.awake,
+            sleep_island: self.sleep_island,
+            first_shape: self.first_shape,
+        };
+        let c = BodyConfig {
+            local_center: self.local_center,
+            mass: self.mass,
+            inv_mass: self.inv_mass,
+            inertia: self.inertia,
+            inv_inertia: self.inv_inertia,
+            linear_damping: self.linear_damping,
+            angular_damping: self.angular_damping,
+            gravity_scale: self.gravity_scale,
+            sleep_threshold: self.sleep_threshold,
+            max_extent: self.max_extent,
+            min_extent: self.min_extent,
+            user_data: self.user_data,
+            enable_sleep: self.enable_sleep,
+            fixed_rotation: self.fixed_rotation,
+            bullet: self.bullet,
+        };
+        (b, c)
+    }
 }
 
 impl Body {
@@ -163,29 +337,14 @@ impl Body {
             kind: BodyKind::Static,
             transform: Transform::IDENTITY,
             center: Vec2::ZERO,
-            local_center: Vec2::ZERO,
             linear_velocity: Vec2::ZERO,
             angular_velocity: Scalar::ZERO,
             force: Vec2::ZERO,
             torque: Scalar::ZERO,
-            mass: Scalar::ZERO,
-            inv_mass: Scalar::ZERO,
-            inertia: Scalar::ZERO,
-            inv_inertia: Scalar::ZERO,
-            linear_damping: Scalar::ZERO,
-            angular_damping: Scalar::ZERO,
-            gravity_scale: Scalar::ONE,
-            sleep_threshold: Scalar::ZERO,
             sleep_time: Scalar::ZERO,
-            max_extent: Scalar::ZERO,
             awake: false,
-            enable_sleep: true,
-            fixed_rotation: false,
             sleep_island: NO_ISLAND,
-            user_data: 0,
             first_shape: NONE,
-            bullet: false,
-            min_extent: Scalar::ZERO,
         }
     }
 

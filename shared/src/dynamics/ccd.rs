@@ -31,7 +31,7 @@
 //! — on the right side (Box2D v3 tests only a disc around the centroid,
 //! which such a body pivots around).
 
-use super::body::{Body, BodyId, BodyKind, NONE};
+use super::body::{Body, BodyConfig, BodyId, BodyKind, NONE};
 use super::solver::BodyState;
 use super::world::{World, WorldError, WorldState};
 use crate::collision::{time_of_impact, DistanceProxy, Sweep, ToiState, TOI_TARGET};
@@ -142,9 +142,9 @@ pub(crate) fn record_starts(st: &WorldState, awake: &[u32], sc: &mut CcdScratch)
 }
 
 /// Whether a body moves far enough this step to need continuous collision.
-fn is_fast(b: &Body, s: &BodyState, dt: Scalar) -> bool {
-    let limit = b.min_extent * SAFETY_FACTOR;
-    let spin = s.w.abs() * dt * b.max_extent;
+fn is_fast(c: &BodyConfig, s: &BodyState, dt: Scalar) -> bool {
+    let limit = c.min_extent * SAFETY_FACTOR;
+    let spin = s.w.abs() * dt * c.max_extent;
     // |v| ≤ |vx| + |vy|: most bodies are decided without a square root.
     if (s.v.x.abs() + s.v.y.abs()) * dt + spin < limit {
         return false;
@@ -168,8 +168,9 @@ pub(crate) fn solve_continuous(
         if b.kind != BodyKind::Dynamic || b.first_shape == NONE {
             continue;
         }
-        if is_fast(b, &states[k + 1], dt) {
-            if b.bullet {
+        let c = &st.body_config[bi as usize];
+        if is_fast(c, &states[k + 1], dt) {
+            if c.bullet {
                 sc.bullets.push(k as u32);
             } else {
                 sc.fast.push(k as u32);
@@ -189,14 +190,14 @@ pub(crate) fn solve_continuous(
 }
 
 /// The sweep of body `bi` this step (`slot` 0: it did not move).
-fn body_sweep(b: &Body, slot: u32, start: &[(Vec2, Rot)]) -> Sweep {
+fn body_sweep(b: &Body, c: &BodyConfig, slot: u32, start: &[(Vec2, Rot)]) -> Sweep {
     let (c1, q1) = if slot == 0 {
         (b.center, b.transform.q)
     } else {
         start[slot as usize - 1]
     };
     Sweep {
-        local_center: b.local_center,
+        local_center: c.local_center,
         c1,
         c2: b.center,
         q1,
@@ -217,8 +218,9 @@ fn solve_body(
     // Only the fields needed (copying the whole body and each shape cost
     // more than the usual search, which finds nothing).
     let body = &st.bodies[bi as usize];
-    let sweep = body_sweep(body, k as u32 + 1, &sc.start);
-    let (xf_end, max_extent) = (body.transform, body.max_extent);
+    let config = &st.body_config[bi as usize];
+    let sweep = body_sweep(body, config, k as u32 + 1, &sc.start);
+    let (xf_end, max_extent) = (body.transform, config.max_extent);
     let xf_start = sweep.transform(Scalar::ZERO);
     let mut t_min = Scalar::ONE;
     let mut stop_dead = false;
@@ -250,11 +252,12 @@ fn solve_body(
             let ob = &st.bodies[other.body as usize];
             let (other_sweep, other_extent) = if ob.kind == BodyKind::Static {
                 (Sweep::fixed(ob.transform), Scalar::ZERO)
-            } else if ob.bullet {
+            } else if st.body_config[other.body as usize].bullet {
                 continue; // bullets never test each other
             } else {
                 let slot = slot_of[other.body as usize];
-                (body_sweep(ob, slot, &sc.start), ob.max_extent)
+                let oc = &st.body_config[other.body as usize];
+                (body_sweep(ob, oc, slot, &sc.start), oc.max_extent)
             };
             let other_proxy = DistanceProxy::from_geometry(&st.geometry[o as usize]);
             let toi = |p: &DistanceProxy, target: Scalar| {
@@ -303,10 +306,11 @@ fn solve_body(
     }
     if t_min < Scalar::ONE {
         let (c, q) = sweep.pose(t_min);
+        let local_center = st.body_config[bi as usize].local_center;
         let b = &mut st.bodies[bi as usize];
         b.center = c;
         b.transform.q = q;
-        b.transform.p = c - q.rotate(b.local_center);
+        b.transform.p = c - q.rotate(local_center);
         if stop_dead {
             b.linear_velocity = Vec2::ZERO;
             b.angular_velocity = Scalar::ZERO;
@@ -322,8 +326,8 @@ impl World {
     /// A stale handle.
     pub fn set_bullet(&mut self, id: BodyId, bullet: bool) -> Result<(), WorldError> {
         let i = self.body_index(id)?;
-        let b = &mut self.state.bodies[i as usize];
-        b.bullet = bullet && b.kind == BodyKind::Dynamic;
+        let dynamic = self.state.bodies[i as usize].kind == BodyKind::Dynamic;
+        self.state.config_mut(i).bullet = bullet && dynamic;
         Ok(())
     }
 
@@ -333,7 +337,7 @@ impl World {
     /// A stale handle.
     pub fn is_bullet(&self, id: BodyId) -> Result<bool, WorldError> {
         let i = self.body_index(id)?;
-        Ok(self.state.bodies[i as usize].bullet)
+        Ok(self.state.body_config[i as usize].bullet)
     }
 }
 

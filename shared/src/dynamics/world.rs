@@ -19,7 +19,9 @@
 //! overlap instead of building a manifold, and the solver and islands skip
 //! them. Stages 2 and 3 report events (see `events`).
 
-use super::body::{Body, BodyDef, BodyId, BodyKind, ShapeId, NONE, NO_ISLAND};
+use super::body::{
+    Body, BodyConfig, BodyDef, BodyId, BodyIn, BodyKind, BodyOut, ShapeId, NONE, NO_ISLAND,
+};
 use super::ccd::{self, CcdScratch};
 use super::contact::{match_impulses, pair_key, sensor_pair_allowed, Contact};
 use super::events::Events;
@@ -131,6 +133,10 @@ pub(crate) struct WorldState {
     pub settings: WorldDef,
     pub tick: u64,
     pub bodies: Vec<Body>,
+    /// Settings of every body slot (parallel to `bodies`), shared
+    /// copy-on-write like `geometry`. Encoded inside each body (see
+    /// [`BodyOut`]).
+    pub body_config: Arc<Vec<BodyConfig>>,
     pub free_bodies: Vec<u32>,
     pub shapes: Vec<Shape>,
     /// Geometry of every shape slot (parallel to `shapes`), shared
@@ -154,6 +160,24 @@ pub(crate) struct WorldState {
     pub dynamic_tree: DynamicTree,
 }
 
+impl WorldState {
+    /// A body slot's settings, for writing: copies the shared list first if
+    /// a snapshot holds it.
+    #[inline]
+    pub(crate) fn config_mut(&mut self, i: u32) -> &mut BodyConfig {
+        &mut Arc::make_mut(&mut self.body_config)[i as usize]
+    }
+}
+
+/// The body slots with their settings, as one sequence of [`BodyOut`].
+struct BodiesOut<'a>(&'a [Body], &'a [BodyConfig]);
+
+impl Serialize for BodiesOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().zip(self.1).map(|(b, c)| BodyOut::new(b, c)))
+    }
+}
+
 /// The shape slots with their geometry, as one sequence of [`ShapeOut`].
 struct ShapesOut<'a>(&'a [Shape], &'a [ShapeGeometry]);
 
@@ -174,7 +198,7 @@ impl Serialize for WorldState {
         let mut st = s.serialize_struct("WorldState", 10)?;
         st.serialize_field("settings", &self.settings)?;
         st.serialize_field("tick", &self.tick)?;
-        st.serialize_field("bodies", &self.bodies)?;
+        st.serialize_field("bodies", &BodiesOut(&self.bodies, &self.body_config))?;
         st.serialize_field("free_bodies", &self.free_bodies)?;
         st.serialize_field("shapes", &ShapesOut(&self.shapes, &self.geometry))?;
         st.serialize_field("free_shapes", &self.free_shapes)?;
@@ -194,7 +218,7 @@ impl<'de> Deserialize<'de> for WorldState {
         struct Repr {
             settings: WorldDef,
             tick: u64,
-            bodies: Vec<Body>,
+            bodies: Vec<BodyIn>,
             free_bodies: Vec<u32>,
             shapes: Vec<ShapeIn>,
             free_shapes: Vec<u32>,
@@ -204,12 +228,15 @@ impl<'de> Deserialize<'de> for WorldState {
             free_joints: Vec<u32>,
         }
         let r = Repr::deserialize(d)?;
+        let (bodies, body_config): (Vec<Body>, Vec<BodyConfig>) =
+            r.bodies.into_iter().map(BodyIn::split).unzip();
         let (shapes, geometry): (Vec<Shape>, Vec<ShapeGeometry>) =
             r.shapes.into_iter().map(ShapeIn::split).unzip();
         Ok(WorldState {
             settings: r.settings,
             tick: r.tick,
-            bodies: r.bodies,
+            bodies,
+            body_config: Arc::new(body_config),
             free_bodies: r.free_bodies,
             shapes,
             geometry: Arc::new(geometry),
@@ -231,6 +258,7 @@ impl Clone for WorldState {
             settings: self.settings,
             tick: self.tick,
             bodies: self.bodies.clone(),
+            body_config: Arc::clone(&self.body_config),
             free_bodies: self.free_bodies.clone(),
             shapes: self.shapes.clone(),
             geometry: Arc::clone(&self.geometry),
@@ -252,6 +280,7 @@ impl Clone for WorldState {
         self.settings = o.settings;
         self.tick = o.tick;
         self.bodies.clone_from(&o.bodies);
+        self.body_config = Arc::clone(&o.body_config);
         self.free_bodies.clone_from(&o.free_bodies);
         self.shapes.clone_from(&o.shapes);
         self.geometry = Arc::clone(&o.geometry);
@@ -346,6 +375,7 @@ impl World {
             settings: def,
             tick: 0,
             bodies: Vec::new(),
+            body_config: Arc::new(Vec::new()),
             free_bodies: Vec::new(),
             shapes: Vec::new(),
             geometry: Arc::new(Vec::new()),
@@ -405,8 +435,20 @@ impl World {
             Some(i) => i,
             None => {
                 self.state.bodies.push(Body::vacant());
+                Arc::make_mut(&mut self.state.body_config).push(BodyConfig::VACANT);
                 (self.state.bodies.len() - 1) as u32
             }
+        };
+        *self.state.config_mut(index) = BodyConfig {
+            linear_damping: def.linear_damping,
+            angular_damping: def.angular_damping,
+            gravity_scale: def.gravity_scale,
+            sleep_threshold: def.sleep_threshold,
+            enable_sleep: def.enable_sleep,
+            fixed_rotation: def.fixed_rotation,
+            user_data: def.user_data,
+            bullet: def.bullet && def.kind == BodyKind::Dynamic,
+            ..BodyConfig::VACANT
         };
         let b = &mut self.state.bodies[index as usize];
         let generation = b.generation;
@@ -418,14 +460,6 @@ impl World {
         b.center = def.position;
         b.linear_velocity = def.linear_velocity;
         b.angular_velocity = def.angular_velocity;
-        b.linear_damping = def.linear_damping;
-        b.angular_damping = def.angular_damping;
-        b.gravity_scale = def.gravity_scale;
-        b.sleep_threshold = def.sleep_threshold;
-        b.enable_sleep = def.enable_sleep;
-        b.fixed_rotation = def.fixed_rotation;
-        b.user_data = def.user_data;
-        b.bullet = def.bullet && def.kind == BodyKind::Dynamic;
         b.awake = def.kind != BodyKind::Static && def.awake;
         if def.kind != BodyKind::Static && !def.awake {
             b.sleep_island = index;
@@ -480,6 +514,7 @@ impl World {
         let generation = b.generation.wrapping_add(1);
         *b = Body::vacant();
         b.generation = generation;
+        *self.state.config_mut(index) = BodyConfig::VACANT;
         self.state.free_bodies.push(index);
         Ok(())
     }
@@ -542,6 +577,7 @@ impl World {
             let generation = b.generation.wrapping_add(1);
             *b = Body::vacant();
             b.generation = generation;
+            *self.state.config_mut(id.index) = BodyConfig::VACANT;
             self.state.free_bodies.push(id.index);
         }
         Ok(())
@@ -674,11 +710,11 @@ impl World {
     /// # Errors
     /// A stale handle.
     pub fn mass_data(&self, id: BodyId) -> Result<MassData, WorldError> {
-        let b = self.body_ref(id)?;
+        let c = &self.state.body_config[self.body_index(id)? as usize];
         Ok(MassData {
-            mass: b.mass,
-            center: b.local_center,
-            rotational_inertia: b.inertia,
+            mass: c.mass,
+            center: c.local_center,
+            rotational_inertia: c.inertia,
         })
     }
 
@@ -687,7 +723,7 @@ impl World {
     /// # Errors
     /// A stale handle.
     pub fn user_data(&self, id: BodyId) -> Result<u64, WorldError> {
-        Ok(self.body_ref(id)?.user_data)
+        Ok(self.state.body_config[self.body_index(id)? as usize].user_data)
     }
 
     /// Sets the user's id for the body.
@@ -696,7 +732,7 @@ impl World {
     /// A stale handle.
     pub fn set_user_data(&mut self, id: BodyId, data: u64) -> Result<(), WorldError> {
         let i = self.body_index(id)?;
-        self.state.bodies[i as usize].user_data = data;
+        self.state.config_mut(i).user_data = data;
         Ok(())
     }
 
@@ -725,7 +761,7 @@ impl World {
     pub fn set_angular_velocity(&mut self, id: BodyId, w: Scalar) -> Result<(), WorldError> {
         let i = self.body_index(id)?;
         let b = &self.state.bodies[i as usize];
-        if b.kind == BodyKind::Static || b.fixed_rotation {
+        if b.kind == BodyKind::Static || self.state.body_config[i as usize].fixed_rotation {
             return Ok(());
         }
         self.wake_body(i);
@@ -788,12 +824,13 @@ impl World {
             return Ok(());
         }
         self.wake_body(i);
+        let c = &self.state.body_config[i as usize];
         let b = &mut self.state.bodies[i as usize];
         b.linear_velocity = clamp_speed(
-            b.linear_velocity.mul_add(b.inv_mass, impulse),
+            b.linear_velocity.mul_add(c.inv_mass, impulse),
             self.state.settings.max_linear_speed,
         );
-        let dw = b.inv_inertia * (point - b.center).cross(impulse);
+        let dw = c.inv_inertia * (point - b.center).cross(impulse);
         b.angular_velocity = (b.angular_velocity + dw).clamp(-MAX_ANGULAR_SPEED, MAX_ANGULAR_SPEED);
         Ok(())
     }
@@ -808,8 +845,9 @@ impl World {
             return Ok(());
         }
         self.wake_body(i);
+        let inv_inertia = self.state.body_config[i as usize].inv_inertia;
         let b = &mut self.state.bodies[i as usize];
-        b.angular_velocity = (b.angular_velocity + b.inv_inertia * impulse)
+        b.angular_velocity = (b.angular_velocity + inv_inertia * impulse)
             .clamp(-MAX_ANGULAR_SPEED, MAX_ANGULAR_SPEED);
         Ok(())
     }
@@ -830,9 +868,10 @@ impl World {
         }
         self.wake_touching(i);
         self.wake_body(i);
+        let local_center = self.state.body_config[i as usize].local_center;
         let b = &mut self.state.bodies[i as usize];
         b.transform = Transform::new(position, rotation.normalize());
-        b.center = b.transform.apply(b.local_center);
+        b.center = b.transform.apply(local_center);
         self.refresh_shapes(i, true);
         Ok(())
     }
@@ -1102,40 +1141,43 @@ impl World {
             }
             s = sh.next;
         }
-        let b = &mut self.state.bodies[bi as usize];
-        b.mass = Scalar::ZERO;
-        b.inv_mass = Scalar::ZERO;
-        b.inertia = Scalar::ZERO;
-        b.inv_inertia = Scalar::ZERO;
-        b.local_center = Vec2::ZERO;
-        if b.kind == BodyKind::Dynamic {
+        let dynamic = b.kind == BodyKind::Dynamic;
+        let bc = self.state.config_mut(bi);
+        bc.mass = Scalar::ZERO;
+        bc.inv_mass = Scalar::ZERO;
+        bc.inertia = Scalar::ZERO;
+        bc.inv_inertia = Scalar::ZERO;
+        bc.local_center = Vec2::ZERO;
+        if dynamic {
             if total > Scalar::ZERO {
                 let c = Vec2::new(weighted.x / total, weighted.y / total);
-                b.mass = total;
-                b.inv_mass = Scalar::ONE / total;
-                b.local_center = c;
+                bc.mass = total;
+                bc.inv_mass = Scalar::ONE / total;
+                bc.local_center = c;
                 let i = inertia - total * c.dot(c);
-                if i > Scalar::ZERO && !b.fixed_rotation {
-                    b.inertia = i;
-                    b.inv_inertia = Scalar::ONE / i;
+                if i > Scalar::ZERO && !bc.fixed_rotation {
+                    bc.inertia = i;
+                    bc.inv_inertia = Scalar::ONE / i;
                 }
             } else {
                 // A dynamic body without mass still falls: unit mass, no rotation.
-                b.mass = Scalar::ONE;
-                b.inv_mass = Scalar::ONE;
+                bc.mass = Scalar::ONE;
+                bc.inv_mass = Scalar::ONE;
             }
         }
-        b.center = b.transform.apply(b.local_center);
+        let local_center = bc.local_center;
         let mut ext = Scalar::ZERO;
         for g in &extent_shapes {
-            ext = ext.max(g.extent_from(b.local_center));
+            ext = ext.max(g.extent_from(local_center));
         }
-        b.max_extent = ext;
-        b.min_extent = extent_shapes
+        bc.max_extent = ext;
+        bc.min_extent = extent_shapes
             .iter()
             .map(ccd::shape_min_extent)
             .min()
             .unwrap_or(Scalar::ZERO);
+        let b = &mut self.state.bodies[bi as usize];
+        b.center = b.transform.apply(local_center);
     }
 
     /// Recomputes fat boxes of a body's shapes after it moved.
@@ -1422,8 +1464,8 @@ impl World {
                     w: b.angular_velocity,
                     dp: Vec2::ZERO,
                     dq: Rot::IDENTITY,
-                    inv_mass: b.inv_mass,
-                    inv_inertia: b.inv_inertia,
+                    inv_mass: st.body_config[i].inv_mass,
+                    inv_inertia: st.body_config[i].inv_inertia,
                 });
             }
         }
@@ -1516,8 +1558,7 @@ impl World {
             ),
         };
         joint::prepare(
-            &st.joints,
-            &st.bodies,
+            st,
             &sc.slot_of,
             &sc.states,
             &jctx,
@@ -1531,17 +1572,18 @@ impl World {
         for &bi in &sc.awake {
             let b = &st.bodies[bi as usize];
             if b.kind == BodyKind::Dynamic {
-                let dv = (set.gravity * b.gravity_scale).mul_add(b.inv_mass, b.force) * h;
-                let dw = h * b.inv_inertia * b.torque;
-                let ld = if b.linear_damping.is_zero() {
+                let c = &st.body_config[bi as usize];
+                let dv = (set.gravity * c.gravity_scale).mul_add(c.inv_mass, b.force) * h;
+                let dw = h * c.inv_inertia * b.torque;
+                let ld = if c.linear_damping.is_zero() {
                     Scalar::ONE
                 } else {
-                    (Scalar::ONE + h * b.linear_damping).recip()
+                    (Scalar::ONE + h * c.linear_damping).recip()
                 };
-                let ad = if b.angular_damping.is_zero() {
+                let ad = if c.angular_damping.is_zero() {
                     Scalar::ONE
                 } else {
-                    (Scalar::ONE + h * b.angular_damping).recip()
+                    (Scalar::ONE + h * c.angular_damping).recip()
                 };
                 deltas.push((dv, dw, ld, ad));
             } else {
@@ -1610,12 +1652,20 @@ impl World {
         }
 
         joint::store_impulses(&sc.joints, &mut st.joints);
-        joint::find_broken(&sc.joints, &st.joints, &st.bodies, inv_h, &mut sc.broken);
+        joint::find_broken(
+            &sc.joints,
+            &st.joints,
+            &st.bodies,
+            &st.body_config,
+            inv_h,
+            &mut sc.broken,
+        );
 
         // Finalize bodies.
         let sleep_on = set.enable_sleep;
         for (k, &bi) in sc.awake.iter().enumerate() {
             let s = sc.states[k + 1];
+            let c = &st.body_config[bi as usize];
             let b = &mut st.bodies[bi as usize];
             b.linear_velocity = s.v;
             b.angular_velocity = s.w;
@@ -1623,14 +1673,14 @@ impl World {
             b.torque = Scalar::ZERO;
             b.center += s.dp;
             b.transform.q = s.dq.mul_rot(b.transform.q).normalize();
-            b.transform.p = b.center - b.transform.q.rotate(b.local_center);
-            if !sleep_on || !b.enable_sleep {
+            b.transform.p = b.center - b.transform.q.rotate(c.local_center);
+            if !sleep_on || !c.enable_sleep {
                 b.sleep_time = Scalar::ZERO;
             } else {
                 // Compare squared speeds: no square root needed.
-                let wr = b.max_extent * s.w;
+                let wr = c.max_extent * s.w;
                 let speed2 = s.v.dot(s.v).max(wr * wr);
-                if speed2 > b.sleep_threshold * b.sleep_threshold {
+                if speed2 > c.sleep_threshold * c.sleep_threshold {
                     b.sleep_time = Scalar::ZERO;
                 } else {
                     b.sleep_time += dt;

@@ -198,7 +198,9 @@ pub fn diff_worlds(a: &Snapshot, b: &Snapshot) -> StateDiff {
     }
     let (ca, cb) = (contact_counts(sa), contact_counts(sb));
     for i in 0..sa.bodies.len().max(sb.bodies.len()) {
-        let (ba, bb) = (sa.bodies.get(i), sb.bodies.get(i));
+        // A slot and its settings.
+        let slot = |s: &WorldState| s.bodies.get(i).copied().zip(s.body_config.get(i).copied());
+        let (ba, bb) = (slot(sa), slot(sb));
         if ba == bb {
             continue;
         }
@@ -227,16 +229,16 @@ pub fn diff_worlds(a: &Snapshot, b: &Snapshot) -> StateDiff {
                 // Copy the listed fields (and the centre of mass, which
                 // follows the transform) across: what still differs is
                 // internal.
-                let mut y2 = *bb;
-                y2.generation = ba.generation;
-                y2.kind = ba.kind;
-                y2.transform = ba.transform;
-                y2.center = ba.center;
-                y2.linear_velocity = ba.linear_velocity;
-                y2.angular_velocity = ba.angular_velocity;
-                y2.awake = ba.awake;
-                y2.user_data = ba.user_data;
-                if y2 != *ba {
+                let mut y2 = bb;
+                y2.0.generation = ba.0.generation;
+                y2.0.kind = ba.0.kind;
+                y2.0.transform = ba.0.transform;
+                y2.0.center = ba.0.center;
+                y2.0.linear_velocity = ba.0.linear_velocity;
+                y2.0.angular_velocity = ba.0.angular_velocity;
+                y2.0.awake = ba.0.awake;
+                y2.1.user_data = ba.1.user_data;
+                if y2 != ba {
                     fields.push(Field::Internal);
                 }
             }
@@ -342,7 +344,7 @@ fn fields_of(s: &WorldState, i: usize, counts: &[u32]) -> Option<BodyFields> {
         angular_velocity: b.angular_velocity,
         awake: b.awake,
         contacts: counts.get(i).copied().unwrap_or(0),
-        user_data: b.user_data,
+        user_data: s.body_config[i].user_data,
     })
 }
 

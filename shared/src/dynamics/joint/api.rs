@@ -269,7 +269,7 @@ impl World {
                 &self.state.bodies[j.body_a as usize],
                 &self.state.bodies[j.body_b as usize],
             );
-            let (force, torque) = reaction(&j, ba, bb, inv_h);
+            let (force, torque) = reaction(&j, ba, bb, &self.state.body_config, inv_h);
             self.broken_joints.push(super::BrokenJoint {
                 id: JointId {
                     index: i,
@@ -368,7 +368,7 @@ impl World {
             &self.state.bodies[j.body_a as usize],
             &self.state.bodies[j.body_b as usize],
         );
-        Ok(reaction(j, ba, bb, self.substep_rate()).0)
+        Ok(reaction(j, ba, bb, &self.state.body_config, self.substep_rate()).0)
     }
 
     /// Reaction torque the joint applied to body B in the last step (N·m).
@@ -381,7 +381,7 @@ impl World {
             &self.state.bodies[j.body_a as usize],
             &self.state.bodies[j.body_b as usize],
         );
-        Ok(reaction(j, ba, bb, self.substep_rate()).1)
+        Ok(reaction(j, ba, bb, &self.state.body_config, self.substep_rate()).1)
     }
 
     /// Current joint angle: B's rotation relative to A minus the reference
@@ -395,7 +395,7 @@ impl World {
             &self.state.bodies[j.body_a as usize],
             &self.state.bodies[j.body_b as usize],
         );
-        Ok(frame_of(j, ba, bb).angle0)
+        Ok(frame_of(j, ba, bb, &self.state.body_config).angle0)
     }
 
     /// World positions of the two anchors (for drawing and inspection).

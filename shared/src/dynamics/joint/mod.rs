@@ -58,8 +58,9 @@ pub use target::TargetJoint;
 pub use weld::WeldJoint;
 pub use wheel::WheelJoint;
 
-use super::body::{Body, BodyId};
+use super::body::{Body, BodyConfig, BodyId};
 use super::solver::{self, BodyState, Softness};
+use super::world::WorldState;
 use crate::math::{atan2, Rot, Scalar, Vec2};
 use serde::{Deserialize, Serialize};
 
@@ -616,19 +617,25 @@ pub(crate) struct Masses {
 }
 
 /// Builds the frame of joint `j` from its bodies' poses.
-pub(crate) fn frame_of(j: &Joint, ba: &Body, bb: &Body) -> Frame {
+pub(crate) fn frame_of(j: &Joint, ba: &Body, bb: &Body, config: &[BodyConfig]) -> Frame {
     Frame {
         angle0: relative_angle(ba.transform.q.mul_rot(j.reference), bb.transform.q),
-        ..anchor_frame(j, ba, bb)
+        ..anchor_frame(j, ba, bb, config)
     }
 }
 
 /// The frame of joint `j` without its angle (left zero), for joints that
 /// never read it.
-fn anchor_frame(j: &Joint, ba: &Body, bb: &Body) -> Frame {
+fn anchor_frame(j: &Joint, ba: &Body, bb: &Body, config: &[BodyConfig]) -> Frame {
     Frame {
-        ra: ba.transform.q.rotate(j.local_anchor_a - ba.local_center),
-        rb: bb.transform.q.rotate(j.local_anchor_b - bb.local_center),
+        ra: ba
+            .transform
+            .q
+            .rotate(j.local_anchor_a - config[j.body_a as usize].local_center),
+        rb: bb
+            .transform
+            .q
+            .rotate(j.local_anchor_b - config[j.body_b as usize].local_center),
         dc: bb.center - ba.center,
         angle0: Scalar::ZERO,
     }
@@ -647,14 +654,14 @@ pub(crate) struct JointSolver {
 /// Prepares every joint that has a body being solved this step, and
 /// appends the solver slots of its bodies to `links` (in joint order).
 pub(crate) fn prepare(
-    joints: &[Joint],
-    bodies: &[Body],
+    st: &WorldState,
     slot_of: &[u32],
     states: &[BodyState],
     ctx: &JointContext,
     out: &mut JointSolver,
     links: &mut Vec<(u32, u32)>,
 ) {
+    let (joints, bodies, config) = (&st.joints, &st.bodies, &st.body_config[..]);
     out.revolutes.clear();
     out.others.clear();
     out.breakable = false;
@@ -678,8 +685,8 @@ pub(crate) fn prepare(
         out.breakable |= j.break_force != Scalar::MAX || j.break_torque != Scalar::MAX;
         // A plain hinge never reads the joint angle: skip its atan2.
         let f = match &j.kind {
-            JointKind::Revolute(p) if !p.uses_angle() => anchor_frame(j, ba, bb),
-            _ => frame_of(j, ba, bb),
+            JointKind::Revolute(p) if !p.uses_angle() => anchor_frame(j, ba, bb, config),
+            _ => frame_of(j, ba, bb, config),
         };
         let data = match &j.kind {
             JointKind::Revolute(p) => {
@@ -782,7 +789,13 @@ pub(crate) fn store_impulses(js: &JointSolver, joints: &mut [Joint]) {
 
 /// Reaction force on body B (N) and torque (N·m) of a joint, from its
 /// stored impulses, for bodies `ba`, `bb` at their current poses.
-pub(crate) fn reaction(j: &Joint, ba: &Body, bb: &Body, inv_h: Scalar) -> (Vec2, Scalar) {
+pub(crate) fn reaction(
+    j: &Joint,
+    ba: &Body,
+    bb: &Body,
+    config: &[BodyConfig],
+    inv_h: Scalar,
+) -> (Vec2, Scalar) {
     let i = &j.impulses;
     let (p, l) = match &j.kind {
         JointKind::Revolute(_) => (i.linear, i.spring + i.motor + i.lower - i.upper),
@@ -799,7 +812,7 @@ pub(crate) fn reaction(j: &Joint, ba: &Body, bb: &Body, inv_h: Scalar) -> (Vec2,
             (axis * axial + axis.left_perp() * i.axial, i.motor)
         }
         JointKind::Distance(_) => {
-            let f = frame_of(j, ba, bb);
+            let f = frame_of(j, ba, bb, config);
             let axis = (f.dc + f.rb - f.ra).normalize();
             (axis * (i.axial + i.lower - i.upper + i.motor), Scalar::ZERO)
         }
@@ -819,6 +832,7 @@ pub(crate) fn find_broken(
     js: &JointSolver,
     joints: &[Joint],
     bodies: &[Body],
+    config: &[BodyConfig],
     inv_h: Scalar,
     out: &mut Vec<u32>,
 ) {
@@ -836,7 +850,7 @@ pub(crate) fn find_broken(
             continue;
         }
         let (ba, bb) = (&bodies[j.body_a as usize], &bodies[j.body_b as usize]);
-        let (force, torque) = reaction(j, ba, bb, inv_h);
+        let (force, torque) = reaction(j, ba, bb, config, inv_h);
         if length_safe(force) > j.break_force || torque.abs() > j.break_torque {
             out.push(ji);
         }
