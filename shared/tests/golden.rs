@@ -48,17 +48,22 @@ fn run(scene: &str, steps: u64) -> u64 {
     acc.rotate_left(7) ^ sc.world.state_hash()
 }
 
-fn check(scene: &str) {
-    let &(_, steps, expected) = GOLDEN.iter().find(|g| g.0 == scene).expect("listed");
-    let got = run(scene, steps);
-    println!("GOLDEN {scene} {steps} {got:016x}");
+/// Prints `GOLDEN name steps hash` (what the bless script and the
+/// cross-platform check read) and, unless blessing, asserts the hash.
+fn expect_golden(name: &str, steps: u64, got: u64, want: u64) {
+    println!("GOLDEN {name} {steps} {got:016x}");
     if std::env::var_os("BITROOM_BLESS").is_some() {
         return;
     }
     assert_eq!(
-        got, expected,
-        "golden hash of {scene} after {steps} steps changed: got {got:#018x}"
+        got, want,
+        "golden hash of {name} after {steps} steps changed: got {got:#018x}"
     );
+}
+
+fn check(scene: &str) {
+    let &(_, steps, expected) = GOLDEN.iter().find(|g| g.0 == scene).expect("listed");
+    expect_golden(scene, steps, run(scene, steps), expected);
 }
 
 #[test]
@@ -188,17 +193,10 @@ fn golden_churn() {
         w.step();
     }
     let got = w.state_hash();
-    println!("GOLDEN churn {CHURN_STEPS} {got:016x}");
-    if std::env::var_os("BITROOM_BLESS").is_some() {
-        return;
-    }
-    assert_eq!(
-        got, CHURN_120,
-        "golden hash of the churn run changed: got {got:#018x}"
-    );
+    expect_golden("churn", CHURN_STEPS, got, CHURN_120);
 }
 
-const CHURN_STEPS: usize = 120;
+const CHURN_STEPS: u64 = 120;
 const CHURN_120: u64 = 0x03f644499255aaa6;
 
 /// Small enough for Miri: the first steps of the pendulum (a joint).
@@ -209,14 +207,7 @@ fn miri_pendulum_short() {
         w.step();
     }
     let got = w.state_hash();
-    println!("GOLDEN pendulum-miri 20 {got:016x}");
-    if std::env::var_os("BITROOM_BLESS").is_some() {
-        return;
-    }
-    assert_eq!(
-        got, MIRI_PENDULUM_20,
-        "golden hash of the short pendulum run changed: got {got:#018x}"
-    );
+    expect_golden("pendulum-miri", 20, got, MIRI_PENDULUM_20);
 }
 
 const MIRI_PENDULUM_20: u64 = 0xe8cd8396246cf0dc;
@@ -254,14 +245,7 @@ fn golden_sandbox_game() {
         }
     }
     let got = acc.rotate_left(7) ^ game.state_hash();
-    println!("GOLDEN sandbox-game {SANDBOX_TICKS} {got:016x}");
-    if std::env::var_os("BITROOM_BLESS").is_some() {
-        return;
-    }
-    assert_eq!(
-        got, SANDBOX_GAME,
-        "golden hash of the sandbox game changed: got {got:#018x}"
-    );
+    expect_golden("sandbox-game", SANDBOX_TICKS, got, SANDBOX_GAME);
 }
 
 const SANDBOX_TICKS: u64 = 240;
@@ -275,14 +259,7 @@ fn miri_stack_short() {
         w.step();
     }
     let got = w.state_hash();
-    println!("GOLDEN stack-miri 20 {got:016x}");
-    if std::env::var_os("BITROOM_BLESS").is_some() {
-        return;
-    }
-    assert_eq!(
-        got, MIRI_STACK_20,
-        "golden hash of the short stack run changed: got {got:#018x}"
-    );
+    expect_golden("stack-miri", 20, got, MIRI_STACK_20);
 }
 
 const MIRI_STACK_20: u64 = 0xa3571846f38c4f74;
