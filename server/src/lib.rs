@@ -20,5 +20,6 @@ pub mod serve_cmd;
 pub mod sim_cmd;
 mod ticker;
 pub mod tls;
+pub mod udp;
 
 pub use serve::{Server, ServerConfig};

@@ -49,6 +49,9 @@ pub mod names {
     pub const REFUSED: &str = "bitroom_refused_connections_total";
     /// Counter: datagrams dropped because a room's queue was full.
     pub const QUEUE_DROPS: &str = "bitroom_room_queue_drops_total";
+    /// Counter: datagrams the kernel dropped on the server's UDP socket
+    /// because its receive buffer was full (Linux).
+    pub const UDP_DROPS: &str = "bitroom_udp_receive_drops_total";
 }
 
 /// Tick-time and lateness distributions (µs).
@@ -119,6 +122,9 @@ pub struct Snapshot {
     pub room_panics: u64,
     /// Connections refused or dropped before joining a room, by reason.
     pub refused: BTreeMap<&'static str, u64>,
+    /// Datagrams the kernel dropped on the server's socket since it opened
+    /// (Linux; zero where unknown).
+    pub udp_drops: u64,
 }
 
 /// Shared measurements of a running server.
@@ -130,6 +136,7 @@ pub struct Monitor {
     connections: AtomicU64,
     room_panics: AtomicU64,
     refused: Mutex<BTreeMap<&'static str, u64>>,
+    udp_drops: AtomicU64,
 }
 
 impl Default for Monitor {
@@ -141,6 +148,7 @@ impl Default for Monitor {
             connections: AtomicU64::new(0),
             room_panics: AtomicU64::new(0),
             refused: Mutex::new(BTreeMap::new()),
+            udp_drops: AtomicU64::new(0),
         }
     }
 }
@@ -223,6 +231,12 @@ impl Monitor {
         counter!(names::REFUSED, "reason" => reason).increment(1);
     }
 
+    /// The kernel's count of datagrams dropped on the server's socket.
+    pub fn udp_drops(&self, total: u64) {
+        self.udp_drops.store(total, Ordering::Relaxed);
+        counter!(names::UDP_DROPS).absolute(total);
+    }
+
     /// The picture now.
     pub fn snapshot(&self) -> Snapshot {
         let rooms = lock(&self.rooms).clone();
@@ -236,6 +250,7 @@ impl Monitor {
             lateness: Quantiles::of(&total.lateness),
             room_panics: self.room_panics.load(Ordering::Relaxed),
             refused: lock(&self.refused).clone(),
+            udp_drops: self.udp_drops.load(Ordering::Relaxed),
         }
     }
 

@@ -63,6 +63,9 @@ pub struct ServerConfig<R> {
     /// rooms already running catch up instead of falling further behind.
     /// `None`: never refuse.
     pub shed_lateness: Option<Duration>,
+    /// UDP receive and send buffer asked of the kernel (bytes; 0 keeps the
+    /// kernel's default). See [`crate::udp::SOCKET_BUFFER_BYTES`].
+    pub udp_buffer: usize,
 }
 
 /// How long joins stay refused after a room ran [`ServerConfig::shed_lateness`] late.
@@ -93,6 +96,7 @@ impl<R> ServerConfig<R> {
             identity,
             record: None,
             shed_lateness: Some(Duration::from_millis(100)),
+            udp_buffer: crate::udp::SOCKET_BUFFER_BYTES,
         }
     }
 }
@@ -271,6 +275,8 @@ pub struct Server<R: NetRules> {
     fingerprint: [u8; 32],
     max_connections: usize,
     connections: Arc<AtomicUsize>,
+    /// The UDP socket's inode, for the kernel's drop count (Linux).
+    udp_inode: Option<u64>,
 }
 
 impl<R: NetRules> Server<R> {
@@ -283,11 +289,21 @@ impl<R: NetRules> Server<R> {
         let fingerprint = config.identity.fingerprint();
         let Identity { chain, key } = config.identity;
         let quic = server_config(chain, key)?;
-        let endpoint =
-            quinn::Endpoint::server(quic, config.bind).map_err(|source| ServeError::Bind {
-                addr: config.bind,
-                source,
-            })?;
+        let bind_error = |source| ServeError::Bind {
+            addr: config.bind,
+            source,
+        };
+        let socket = crate::udp::bind_udp(config.bind, config.udp_buffer).map_err(bind_error)?;
+        let udp_inode = crate::udp::socket_inode(&socket);
+        let runtime = quinn::default_runtime()
+            .ok_or_else(|| bind_error(std::io::Error::other("no tokio runtime")))?;
+        let endpoint = quinn::Endpoint::new(
+            quinn::EndpointConfig::default(),
+            Some(quic),
+            socket,
+            runtime,
+        )
+        .map_err(bind_error)?;
         let ticker = Ticker::start().map_err(ServeError::Ticker)?;
         let (done, done_rx) = mpsc::channel(1);
         let shared = Arc::new(Shared {
@@ -315,6 +331,7 @@ impl<R: NetRules> Server<R> {
             fingerprint,
             max_connections: config.max_connections,
             connections: Arc::new(AtomicUsize::new(0)),
+            udp_inode,
         })
     }
 
@@ -340,6 +357,20 @@ impl<R: NetRules> Server<R> {
     /// connections and returns (within about 1.5 s).
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
         tokio::pin!(shutdown);
+        // The kernel's count of datagrams dropped on our socket, once a
+        // second (a rising count means the endpoint falls behind).
+        let drops = self.udp_inode.map(|inode| {
+            let monitor = self.shared.monitor.clone();
+            tokio::spawn(async move {
+                let mut every = tokio::time::interval(Duration::from_secs(1));
+                loop {
+                    every.tick().await;
+                    if let Some(n) = crate::udp::receive_drops(inode) {
+                        monitor.udp_drops(n);
+                    }
+                }
+            })
+        });
         loop {
             tokio::select! {
                 _ = &mut shutdown => break,
@@ -361,6 +392,9 @@ impl<R: NetRules> Server<R> {
                     });
                 }
             }
+        }
+        if let Some(task) = drops {
+            task.abort();
         }
         info!("shutting down: kicking every client");
         self.endpoint.set_server_config(None);

@@ -67,8 +67,14 @@ pub struct ServeArgs {
     /// never.
     #[arg(long, default_value = "100ms", value_parser = humantime::parse_duration)]
     shed_lateness: Duration,
-    /// Log a status line (rooms, clients, tick time, lateness, CPU) this
-    /// often; 0 for never.
+    /// Receive and send buffer (bytes) asked of the kernel for the UDP
+    /// socket, capped by net.core.rmem_max / wmem_max; 0 keeps the
+    /// kernel's default. Too small drops datagrams in bursts (see the
+    /// `udp drops` in the status line).
+    #[arg(long, default_value_t = crate::udp::SOCKET_BUFFER_BYTES, value_name = "BYTES")]
+    udp_buffer: usize,
+    /// Log a status line (rooms, clients, tick time, lateness, UDP drops,
+    /// CPU) this often; 0 for never.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     stats_every: Duration,
     /// Record every room into this directory (one replay file per room,
@@ -141,6 +147,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
     config.hello_timeout = args.hello_timeout;
     config.room_idle = args.room_idle;
     config.shed_lateness = (!args.shed_lateness.is_zero()).then_some(args.shed_lateness);
+    config.udp_buffer = args.udp_buffer;
     if let Some(dir) = &args.record {
         if let Err(e) = std::fs::create_dir_all(dir) {
             return bad(format_args!("--record {}: {e}", dir.display()));
@@ -222,12 +229,15 @@ async fn status_lines(monitor: Arc<Monitor>, every: Duration) {
     // After a stall, one line, not a burst of them.
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     interval.tick().await;
+    let mut drops_before = monitor.snapshot().udp_drops;
     loop {
         interval.tick().await;
         let s = monitor.snapshot();
         let (tick, late) = monitor.take_interval();
+        let udp_drops = s.udp_drops.saturating_sub(drops_before);
+        drops_before = s.udp_drops;
         info!(
-            "rooms {} clients {} connections {} | tick p50 {} µs p99 {} µs max {} µs | lateness p50 {} µs p99 {} µs max {} µs | ticks {} | cpu {}",
+            "rooms {} clients {} connections {} | tick p50 {} µs p99 {} µs max {} µs | lateness p50 {} µs p99 {} µs max {} µs | ticks {} | udp drops {} | cpu {}",
             s.rooms,
             s.clients,
             s.connections,
@@ -238,6 +248,7 @@ async fn status_lines(monitor: Arc<Monitor>, every: Duration) {
             late.p99,
             late.max,
             tick.count,
+            udp_drops,
             cpu.sample()
                 .map_or("n/a".into(), |c| format!("{:.0}%", c * 100.0))
         );

@@ -184,6 +184,14 @@ fn serve_process_metrics_and_sigterm() {
     ] {
         assert!(text.contains(name), "{name} missing from:\n{text}");
     }
+    // The kernel's drop count of the server's socket (read from /proc):
+    // nothing dropped with one client.
+    if cfg!(target_os = "linux") {
+        assert!(
+            text.contains("bitroom_udp_receive_drops_total 0"),
+            "udp drops missing from:\n{text}"
+        );
+    }
     assert!(http_get(&metrics, "/nope").starts_with("HTTP/1.1 404"));
 
     let status = Command::new("kill")
