@@ -280,7 +280,18 @@ pub struct BotFleet {
     stop: watch::Sender<bool>,
     bots: Vec<Arc<Live>>,
     tasks: JoinSet<()>,
+    /// Client endpoints shared by load bots, [`LOAD_BOTS_PER_ENDPOINT`]
+    /// each (created as needed).
+    load_endpoints: Vec<quinn::Endpoint>,
+    load_bots: usize,
 }
+
+/// Load bots sharing one client endpoint (one UDP socket and one endpoint
+/// task). Connections are told apart by their connection ids, so the
+/// server sees the same traffic; the load process makes far fewer system
+/// calls and task wake-ups than with one endpoint per bot, which leaves
+/// more of a shared machine to the server under test.
+pub const LOAD_BOTS_PER_ENDPOINT: usize = 32;
 
 impl BotFleet {
     /// An empty fleet for `server`, with the rules every bot plays and how
@@ -294,6 +305,8 @@ impl BotFleet {
             stop: watch::channel(false).0,
             bots: Vec::new(),
             tasks: JoinSet::new(),
+            load_endpoints: Vec::new(),
+            load_bots: 0,
         }
     }
 
@@ -312,8 +325,35 @@ impl BotFleet {
         let server = self.server;
         let rules = self.rules.clone();
         let pin = self.pin;
+        if spec.load {
+            let endpoint = self.load_endpoint();
+            let rules = rules.fingerprint();
+            self.tasks.spawn(async move {
+                let endpoint = match endpoint {
+                    Ok(e) => e,
+                    Err(e) => {
+                        let error = Some(crate::ConnectError::Socket(e).to_string());
+                        live.report.lock().unwrap_or_else(|e| e.into_inner()).error = error;
+                        return;
+                    }
+                };
+                run_load_bot(endpoint, server, rules, pin, spec, &live, stop).await;
+            });
+            return;
+        }
         self.tasks
             .spawn(async move { run_bot(server, rules, pin, spec, &live, stop).await });
+    }
+
+    /// The endpoint for the next load bot.
+    fn load_endpoint(&mut self) -> std::io::Result<quinn::Endpoint> {
+        let k = self.load_bots / LOAD_BOTS_PER_ENDPOINT;
+        self.load_bots += 1;
+        if k == self.load_endpoints.len() {
+            self.load_endpoints
+                .push(crate::load::client_endpoint(self.server)?);
+        }
+        Ok(self.load_endpoints[k].clone())
     }
 
     /// The fleet's sums now.
@@ -387,9 +427,6 @@ async fn run_bot(
     let set = |f: &mut dyn FnMut(&mut BotReport)| {
         f(&mut live.report.lock().unwrap_or_else(|e| e.into_inner()));
     };
-    if spec.load {
-        return run_load_bot(server, rules.fingerprint(), pin, spec, live, stop).await;
-    }
     let mut bot = Bot::new(spec.strategy, spec.seed);
     let mut options = ConnectOptions::new(rules, pin);
     options.name = spec.name.clone();
@@ -452,6 +489,7 @@ async fn run_bot(
 }
 
 async fn run_load_bot(
+    endpoint: quinn::Endpoint,
     server: SocketAddr,
     rules: u64,
     pin: CertPin,
@@ -475,7 +513,10 @@ async fn run_load_bot(
             }
         }
     };
-    let result = crate::load::run(server, &spec.room, rules, pin, spec.seed, publish, stop).await;
+    let result = crate::load::run(
+        &endpoint, server, &spec.room, rules, pin, spec.seed, publish, stop,
+    )
+    .await;
     if let Err(e) = result {
         live.report.lock().unwrap_or_else(|e| e.into_inner()).error = Some(e.to_string());
     }

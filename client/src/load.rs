@@ -84,13 +84,28 @@ impl Acks {
     }
 }
 
-/// Runs one load client in `room` until `stop` is set or the server
-/// closes it; hands its counters to `publish` four times a second and at
-/// the end.
+/// A client endpoint on an ephemeral port of the family of `server`, for
+/// one or more load clients.
+///
+/// # Errors
+/// No local socket.
+pub fn client_endpoint(server: SocketAddr) -> std::io::Result<quinn::Endpoint> {
+    quinn::Endpoint::client(if server.is_ipv6() {
+        "[::]:0".parse().expect("address literal")
+    } else {
+        "0.0.0.0:0".parse().expect("address literal")
+    })
+}
+
+/// Runs one load client on `endpoint` in `room` until `stop` is set or the
+/// server closes it; hands its counters to `publish` four times a second
+/// and at the end.
 ///
 /// # Errors
 /// Connecting failed (the run is then over).
+#[allow(clippy::too_many_arguments)]
 pub async fn run(
+    endpoint: &quinn::Endpoint,
     server: SocketAddr,
     room: &str,
     rules: u64,
@@ -99,11 +114,6 @@ pub async fn run(
     publish: impl Fn(LoadStats),
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), ConnectError> {
-    let endpoint = quinn::Endpoint::client(if server.is_ipv6() {
-        "[::]:0".parse().expect("address literal")
-    } else {
-        "0.0.0.0:0".parse().expect("address literal")
-    })?;
     let connection = tokio::time::timeout(
         Duration::from_secs(5),
         endpoint.connect_with(client_config(pin)?, server, SERVER_NAME)?,
