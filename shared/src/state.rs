@@ -58,7 +58,7 @@
 //! them into the hasher a few bytes at a time was 40 % slower. A snapshot's bytes are the same encoding.
 
 use crate::dynamics::{World, WorldState};
-use crate::math::WORLD_BOUND;
+use crate::math::{Scalar, Vec2, WORLD_BOUND};
 use bincode::config::{Configuration, Fixint, LittleEndian, NoLimit};
 
 /// The canonical encoding (no size limit; decoding adds one).
@@ -202,6 +202,28 @@ fn validate(st: &WorldState) -> Result<(), SnapshotError> {
     if s.hit_event_threshold < crate::math::Scalar::ZERO {
         return bad("settings");
     }
+    // Every quantity the simulation multiplies stays inside the ranges
+    // scenes and the API allow (the overflow policy of `math::scalar`
+    // rests on them); a crafted snapshot must not step into wrapping or
+    // overflowing arithmetic.
+    let settings_ok = within(s.gravity, WORLD_BOUND)
+        && s.max_linear_speed <= WORLD_BOUND
+        && [
+            s.contact_hertz,
+            s.contact_damping_ratio,
+            s.contact_push_max_velocity,
+            s.restitution_threshold,
+            s.max_linear_speed,
+            s.time_to_sleep,
+            s.hit_event_threshold,
+            s.joint_hertz,
+            s.joint_damping_ratio,
+        ]
+        .iter()
+        .all(|&v| v >= Scalar::ZERO);
+    if !settings_ok {
+        return bad("settings out of range");
+    }
     let nb = st.bodies.len();
     let ns = st.shapes.len();
     if nb > u32::MAX as usize / 2 || ns > u32::MAX as usize / 2 {
@@ -214,6 +236,9 @@ fn validate(st: &WorldState) -> Result<(), SnapshotError> {
         }
         if b.transform.p.x.abs() > WORLD_BOUND || b.transform.p.y.abs() > WORLD_BOUND {
             return bad("body outside world bounds");
+        }
+        if !body_in_range(b, &st.body_config[i], s.max_linear_speed) {
+            return bad("body value out of range");
         }
         let mut link = b.first_shape;
         let mut steps = 0;
@@ -244,6 +269,9 @@ fn validate(st: &WorldState) -> Result<(), SnapshotError> {
                 return bad("polygon vertex count");
             }
         }
+        if sh.alive && !shape_in_range(sh, geometry) {
+            return bad("shape value out of range");
+        }
     }
     let check_pool = |free: &[u32], alive: &dyn Fn(usize) -> bool, len: usize| -> bool {
         let mut used = vec![false; len];
@@ -273,6 +301,9 @@ fn validate(st: &WorldState) -> Result<(), SnapshotError> {
         }
         if c.manifold.count > 2 {
             return bad("manifold point count");
+        }
+        if !contact_in_range(c) {
+            return bad("contact value out of range");
         }
         let (da, db) = (&st.shapes[a].def, &st.shapes[b].def);
         if c.sensor != (da.is_sensor || db.is_sensor) || (da.is_sensor && db.is_sensor) {
@@ -323,4 +354,90 @@ fn validate(st: &WorldState) -> Result<(), SnapshotError> {
         return bad("moved shape list");
     }
     Ok(())
+}
+
+/// `lo ≤ v ≤ hi`.
+fn in_range(v: Scalar, lo: Scalar, hi: Scalar) -> bool {
+    lo <= v && v <= hi
+}
+
+/// Both components within `±bound`.
+fn within(v: Vec2, bound: Scalar) -> bool {
+    v.x.abs() <= bound && v.y.abs() <= bound
+}
+
+/// A rotation's (cos, sin) near the unit circle (normalised pairs are
+/// within a few units of the last place of it).
+fn unit_ish(v: Vec2) -> bool {
+    within(v, Scalar::ONE + Scalar::from_bits(1 << 16))
+}
+
+/// The body's values lie in the ranges the API and stepping keep them in.
+/// Geometric values are bounded by the world (they reach the exact wide
+/// arithmetic of collision and the broad phase); masses, damping and
+/// thresholds only need their sign (they only meet wrapping `Scalar`
+/// arithmetic).
+fn body_in_range(
+    b: &crate::dynamics::Body,
+    c: &crate::dynamics::BodyConfig,
+    max_speed: Scalar,
+) -> bool {
+    let big = WORLD_BOUND;
+    let non_negative = |v: &Scalar| *v >= Scalar::ZERO;
+    unit_ish(Vec2::new(b.transform.q.c, b.transform.q.s))
+        && within(b.center, big.shl(1))
+        && within(b.linear_velocity, max_speed)
+        && b.angular_velocity.abs() <= crate::dynamics::MAX_ANGULAR_SPEED
+        && non_negative(&b.sleep_time)
+        && within(c.local_center, big)
+        && in_range(c.max_extent, Scalar::ZERO, big.shl(1))
+        && [
+            c.mass,
+            c.inv_mass,
+            c.inertia,
+            c.inv_inertia,
+            c.linear_damping,
+            c.angular_damping,
+            c.sleep_threshold,
+        ]
+        .iter()
+        .all(non_negative)
+}
+
+/// The shape's geometry, material and fat box lie within the world.
+fn shape_in_range(sh: &crate::dynamics::Shape, g: &crate::geometry::ShapeGeometry) -> bool {
+    use crate::geometry::ShapeGeometry;
+    let big = WORLD_BOUND;
+    let radius_ok = |r: Scalar| in_range(r, Scalar::ZERO, big);
+    let geometry_ok = match g {
+        ShapeGeometry::Circle(c) => within(c.center, big) && radius_ok(c.radius),
+        ShapeGeometry::Capsule(c) => within(c.c1, big) && within(c.c2, big) && radius_ok(c.radius),
+        ShapeGeometry::Segment(s) => within(s.p1, big) && within(s.p2, big),
+        ShapeGeometry::Polygon(p) => {
+            let n = usize::from(p.count);
+            p.vertices[..n].iter().all(|&v| within(v, big))
+                && p.normals[..n].iter().all(|&v| unit_ish(v))
+                && within(p.centroid, big)
+                && radius_ok(p.radius)
+        }
+    };
+    let d = &sh.def;
+    geometry_ok
+        && [d.density, d.friction, d.restitution]
+            .iter()
+            .all(|&v| v >= Scalar::ZERO)
+        && within(sh.fat_aabb.lower, big.shl(1))
+        && within(sh.fat_aabb.upper, big.shl(1))
+}
+
+/// The manifold's normal is a direction and its points lie in the world.
+fn contact_in_range(c: &crate::dynamics::Contact) -> bool {
+    let big = WORLD_BOUND;
+    let m = &c.manifold;
+    unit_ish(m.normal)
+        && m.points()
+            .iter()
+            .all(|p| within(p.point, big.shl(1)) && p.separation.abs() <= big.shl(1))
+        && c.friction >= Scalar::ZERO
+        && c.restitution >= Scalar::ZERO
 }

@@ -1238,3 +1238,128 @@ fn measure_snapshot_size_and_speed() {
     steps(&mut w, 600);
     report(&w, "1000 boxes after 900 steps");
 }
+
+/// A world holding `marker` in one field, its snapshot bytes, and where
+/// the marker's 8 bytes sit (a radius also appears as the body's extents).
+fn with_marker(marker: Scalar, build: impl FnOnce(&mut World, Scalar)) -> (Vec<u8>, Vec<usize>) {
+    let mut w = World::default();
+    build(&mut w, marker);
+    let bytes = w.snapshot().to_bytes();
+    assert!(
+        Snapshot::from_bytes(&bytes).is_ok(),
+        "the untouched state decodes"
+    );
+    let pat = marker.to_bits().to_le_bytes();
+    let hits: Vec<usize> = bytes
+        .windows(8)
+        .enumerate()
+        .filter(|(_, x)| *x == pat)
+        .map(|(i, _)| i)
+        .collect();
+    assert!(!hits.is_empty(), "marker not in the encoding");
+    (bytes, hits)
+}
+
+/// Expected reason, marker, how to build the world holding it, a value to
+/// refuse and a value to accept.
+type RangeCase = (
+    &'static str,
+    Scalar,
+    Box<dyn FnOnce(&mut World, Scalar)>,
+    Scalar,
+    Scalar,
+);
+
+/// Values outside what the API and stepping allow (found by fuzzing: a
+/// crafted game snapshot overflowed the exact 128-bit arithmetic of the
+/// distance routine in a debug build) are refused, each with its reason;
+/// values at the edge of the allowed range still decode and step.
+#[test]
+fn out_of_range_values_are_refused() {
+    let huge = Scalar::from_int(1 << 28);
+    let cases: Vec<RangeCase> = vec![
+        (
+            // The radius is also the body's extent, checked first.
+            "body value out of range",
+            Scalar::from_bits(0x1_2345_6789),
+            Box::new(|w: &mut World, m| {
+                let b = w.create_body(&BodyDef::dynamic(Vec2::ZERO)).unwrap();
+                let circle = Circle {
+                    center: Vec2::ZERO,
+                    radius: m,
+                };
+                w.create_shape(b, &ShapeDef::default(), ShapeGeometry::Circle(circle))
+                    .unwrap();
+            }),
+            huge,
+            fx(9000),
+        ),
+        (
+            "shape value out of range",
+            Scalar::from_bits(0x2_3456_789a),
+            Box::new(|w: &mut World, m| {
+                let b = w.create_body(&BodyDef::dynamic(Vec2::ZERO)).unwrap();
+                let capsule = Capsule {
+                    c1: Vec2::new(m, fx(0)),
+                    c2: Vec2::ZERO,
+                    radius: fx(1),
+                };
+                w.create_shape(b, &ShapeDef::default(), ShapeGeometry::Capsule(capsule))
+                    .unwrap();
+            }),
+            -huge,
+            fx(-9000),
+        ),
+        (
+            "body value out of range",
+            Scalar::from_bits(0x3_4567_89ab),
+            Box::new(|w: &mut World, m| {
+                let b = w.create_body(&BodyDef::dynamic(Vec2::ZERO)).unwrap();
+                w.set_angular_velocity(b, m).unwrap();
+            }),
+            fx(1000),
+            fx(40),
+        ),
+        (
+            "body value out of range",
+            Scalar::from_bits(0x4_5678_9abc),
+            Box::new(|w: &mut World, m| {
+                let b = w.create_body(&BodyDef::dynamic(Vec2::ZERO)).unwrap();
+                w.set_linear_velocity(b, Vec2::new(fx(0), m)).unwrap();
+            }),
+            fx(401),
+            fx(-399),
+        ),
+        (
+            "settings out of range",
+            Scalar::from_bits(0x5_6789_abcd),
+            Box::new(|w: &mut World, m| {
+                *w = World::new(WorldDef {
+                    gravity: Vec2::new(m, fx(-10)),
+                    ..WorldDef::default()
+                })
+                .unwrap();
+            }),
+            fx(20000),
+            fx(-9999),
+        ),
+    ];
+    for (reason, marker, build, bad, fine) in cases {
+        let (bytes, at) = with_marker(marker, build);
+        let set = |v: Scalar| {
+            let mut b = bytes.clone();
+            for &i in &at {
+                b[i..i + 8].copy_from_slice(&v.to_bits().to_le_bytes());
+            }
+            b
+        };
+        match Snapshot::from_bytes(&set(bad)) {
+            Err(SnapshotError::Invalid(r)) => assert_eq!(r, reason, "{bad:?}"),
+            other => panic!("{reason}: {bad:?} decoded: {:?}", other.map(|s| s.tick())),
+        }
+        assert!(
+            decode_and_step(&set(fine), reason),
+            "{reason}: {fine:?} refused"
+        );
+    }
+}

@@ -24,4 +24,7 @@ pub use query::{QueryFilter, RayHit};
 pub use shape::ShapeDef;
 pub use world::{ContactView, World, WorldDef, WorldError};
 
-pub(crate) use world::WorldState;
+pub(crate) use body::{Body, BodyConfig};
+pub(crate) use contact::Contact;
+pub(crate) use shape::Shape;
+pub(crate) use world::{WorldState, MAX_ANGULAR_SPEED};
