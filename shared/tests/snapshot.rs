@@ -1331,6 +1331,29 @@ fn out_of_range_values_are_refused() {
             fx(-399),
         ),
         (
+            // Found by fuzzing replays: a static wall turned by (c, s) =
+            // (0, MIN) passed a wrapping `abs` bound check, and then
+            // multiplied its shape far outside the world.
+            "body value out of range",
+            Rot::from_angle(Scalar::from_bits(0x6_789a_bcde)).s,
+            Box::new(|w: &mut World, m| {
+                let angle = Scalar::from_bits(0x6_789a_bcde);
+                let rotation = Rot::from_angle(angle);
+                assert_eq!(rotation.s, m);
+                let b = w
+                    .create_body(&BodyDef {
+                        rotation,
+                        ..BodyDef::fixed(Vec2::ZERO)
+                    })
+                    .unwrap();
+                let poly = Polygon::make_box(fx(1), fx(1));
+                w.create_shape(b, &ShapeDef::default(), ShapeGeometry::Polygon(poly))
+                    .unwrap();
+            }),
+            Scalar::MIN,
+            Rot::from_angle(Scalar::from_bits(0x6_789a_bcde)).s,
+        ),
+        (
             "settings out of range",
             Scalar::from_bits(0x5_6789_abcd),
             Box::new(|w: &mut World, m| {
@@ -1362,4 +1385,41 @@ fn out_of_range_values_are_refused() {
             "{reason}: {fine:?} refused"
         );
     }
+}
+
+/// A body leaving the world stops at its edge with no speed (instead of
+/// taking the arithmetic out of range), and the state still decodes.
+#[test]
+fn a_body_leaving_the_world_stops_at_its_edge() {
+    let mut w = World::new(WorldDef {
+        gravity: Vec2::ZERO,
+        ..WorldDef::default()
+    })
+    .unwrap();
+    let b = w
+        .create_body(&BodyDef::dynamic(Vec2::new(fx(-9995), fx(-9995))))
+        .unwrap();
+    w.create_shape(
+        b,
+        &ShapeDef::default(),
+        ShapeGeometry::Polygon(Polygon::make_box(fx(1), fx(1))),
+    )
+    .unwrap();
+    // 400 m/s is the speed limit: 6.7 m a step, past the edge at 10 km.
+    w.set_linear_velocity(b, Vec2::new(fx(-400), fx(0)))
+        .unwrap();
+    w.set_angular_velocity(b, fx(3)).unwrap();
+    w.step();
+    let p = w.position(b).unwrap();
+    assert_eq!(p.x, fx(-10_000));
+    assert!((p.y - fx(-9995)).abs() < Scalar::ratio(1, 1000), "{p:?}");
+    assert_eq!(w.linear_velocity(b).unwrap(), Vec2::ZERO);
+    let snap = Snapshot::from_bytes(&w.snapshot().to_bytes()).expect("decodes");
+    let mut again = World::from_snapshot(&snap);
+    for _ in 0..10 {
+        w.step();
+        again.step();
+    }
+    assert_eq!(w.position(b).unwrap(), p);
+    assert_eq!(again.state_hash(), w.state_hash());
 }

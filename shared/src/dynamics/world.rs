@@ -1674,6 +1674,22 @@ impl World {
             b.center += s.dp;
             b.transform.q = s.dq.mul_rot(b.transform.q).normalize();
             b.transform.p = b.center - b.transform.q.rotate(c.local_center);
+            let p = b.transform.p;
+            if p.x.abs() > WORLD_BOUND || p.y.abs() > WORLD_BOUND {
+                // Leaving the world: the body stops at its edge. Nothing in
+                // a sane scene goes there (10 km out), but a body thrown by
+                // an extreme mass ratio, or falling for minutes, would
+                // otherwise take the arithmetic past the range the overflow
+                // policy relies on (found by fuzzing replays), and its
+                // snapshots would no longer decode.
+                b.transform.p = Vec2::new(
+                    p.x.clamp(-WORLD_BOUND, WORLD_BOUND),
+                    p.y.clamp(-WORLD_BOUND, WORLD_BOUND),
+                );
+                b.center = b.transform.p + b.transform.q.rotate(c.local_center);
+                b.linear_velocity = Vec2::ZERO;
+                b.angular_velocity = Scalar::ZERO;
+            }
             if !sleep_on || !c.enable_sleep {
                 b.sleep_time = Scalar::ZERO;
             } else {

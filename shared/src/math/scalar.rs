@@ -150,10 +150,15 @@ impl Scalar {
         (self.to_bits() >> FRAC_BITS) as i32
     }
 
-    /// Absolute value (wrapping for `MIN`).
+    /// Absolute value, saturating: `MIN.abs()` is `MAX`.
+    ///
+    /// Wrapping would give `MIN.abs() == MIN`, a negative number that passes
+    /// every `x.abs() <= bound` check: a crafted snapshot with a rotation of
+    /// (0, `MIN`) went through validation that way (found by fuzzing). No
+    /// other value changes.
     #[inline(always)]
     pub const fn abs(self) -> Scalar {
-        Scalar::from_bits(self.to_bits().wrapping_abs())
+        Scalar::from_bits(self.to_bits().saturating_abs())
     }
 
     /// The smaller of two values.
@@ -335,6 +340,16 @@ pub const fn fx(v: i32) -> Scalar {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn abs_saturates_so_bound_checks_hold() {
+        assert_eq!(fx(-3).abs(), fx(3));
+        assert_eq!(Scalar::MAX.abs(), Scalar::MAX);
+        assert_eq!((Scalar::MIN + Scalar::EPSILON).abs(), Scalar::MAX);
+        // Wrapping would give MIN, which is "within" any bound.
+        assert_eq!(Scalar::MIN.abs(), Scalar::MAX);
+        assert!(Scalar::MIN.abs() > WORLD_BOUND);
+    }
 
     #[test]
     fn arithmetic_is_exact_and_wraps_instead_of_panicking() {
