@@ -365,7 +365,11 @@ impl<R: NetRules> Server<R> {
                 let mut every = tokio::time::interval(Duration::from_secs(1));
                 loop {
                     every.tick().await;
-                    if let Some(n) = crate::udp::receive_drops(inode) {
+                    // /proc/net/udp lists every UDP socket of the host:
+                    // read it off the workers that tick the rooms.
+                    let read =
+                        tokio::task::spawn_blocking(move || crate::udp::receive_drops(inode));
+                    if let Ok(Some(n)) = read.await {
                         monitor.udp_drops(n);
                     }
                 }

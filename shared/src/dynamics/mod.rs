@@ -27,4 +27,4 @@ pub use world::{ContactView, World, WorldDef, WorldError};
 pub(crate) use body::{Body, BodyConfig};
 pub(crate) use contact::Contact;
 pub(crate) use shape::Shape;
-pub(crate) use world::{WorldState, MAX_ANGULAR_SPEED};
+pub(crate) use world::WorldState;
