@@ -1403,3 +1403,17 @@ fn a_body_leaving_the_world_stops_at_its_edge() {
     assert_eq!(w.position(b).unwrap(), p);
     assert_eq!(again.state_hash(), w.state_hash());
 }
+
+/// `Scalar::MIN` used to pass `abs() > WORLD_BOUND` checks (its wrapping
+/// `abs` was negative): the API's bound checks refuse it now.
+#[test]
+fn the_most_negative_position_is_outside_the_world() {
+    let mut w = World::default();
+    for p in [Vec2::new(Scalar::MIN, fx(0)), Vec2::new(fx(0), Scalar::MIN)] {
+        assert!(w.create_body(&BodyDef::dynamic(p)).is_err(), "{p:?}");
+    }
+    let b = w.create_body(&BodyDef::dynamic(Vec2::ZERO)).unwrap();
+    assert!(w
+        .set_transform(b, Vec2::new(Scalar::MIN, fx(0)), Rot::IDENTITY)
+        .is_err());
+}
