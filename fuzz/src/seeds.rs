@@ -15,6 +15,21 @@ fn write(target: &str, name: &str, bytes: &[u8]) {
     fs::write(dir.join(name), bytes).expect("seed file");
 }
 
+/// A `packed_snapshot` input: the pick byte, then (for a game, pick 1) the
+/// inflated body's length as `u32` LE, the body, and the seats.
+fn packed_input(pick: u8, packed: &[u8], extra: &[u8]) -> Vec<u8> {
+    let len = u32::from_le_bytes(packed[1..5].try_into().expect("header")) as usize;
+    let body = miniz_oxide::inflate::decompress_to_vec_with_limit(&packed[5..], len)
+        .expect("inflates");
+    let mut out = vec![pick];
+    if pick == 1 {
+        out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    }
+    out.extend_from_slice(&body);
+    out.extend_from_slice(extra);
+    out
+}
+
 fn main() {
     for (scene, steps) in [
         ("stack", 30),
@@ -29,6 +44,7 @@ fn main() {
             world.step();
         }
         write("snapshot", scene, &world.snapshot().to_bytes());
+        write("packed_snapshot", scene, &packed_input(0, &world.snapshot().to_packed(), &[]));
     }
 
     let mut game = Game::new(Sandbox::default(), 4);
@@ -48,6 +64,10 @@ fn main() {
     write("game_snapshot", "arena-4", &bytes);
     // The world part alone is a world snapshot too.
     write("snapshot", "arena-4-world", &bytes[4..]);
+    let packed = game.snapshot().to_packed();
+    let world_len = u32::from_le_bytes(packed[..4].try_into().expect("4 bytes")) as usize;
+    let (world, extra) = packed[4..].split_at(world_len);
+    write("packed_snapshot", "arena-4", &packed_input(1, world, extra));
 
     for entry in fs::read_dir("../scenes").expect("scenes folder").flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();

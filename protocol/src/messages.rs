@@ -24,8 +24,11 @@ use std::fmt;
 /// hashes encode only the used polygon vertices and manifold points. 3: the
 /// `Overloaded` kick reason. 4: manifold points no longer carry their two
 /// anchors (derived from the point) nor the last step's largest normal
-/// impulse (never read), so snapshots and state hashes change.
-pub const PROTOCOL_VERSION: u32 = 4;
+/// impulse (never read), so snapshots and state hashes change. 5: snapshot
+/// chunks carry the packed form ([`GameSnapshot::to_packed`]).
+///
+/// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
+pub const PROTOCOL_VERSION: u32 = 5;
 /// Largest datagram we send or accept (quinn's initial max is 1162).
 pub const MAX_DATAGRAM: usize = 1150;
 /// Largest reliable message (a snapshot chunk, a desync report).
@@ -211,7 +214,11 @@ pub struct Welcome {
     pub token: u64,
 }
 
-/// One piece of a game snapshot.
+/// One piece of a game snapshot in its packed form
+/// ([`GameSnapshot::to_packed`]: columnar, delta-coded and deflated, a
+/// fifth to a hundredth of the canonical size).
+///
+/// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SnapshotChunk {
     /// Tick of the snapshot.

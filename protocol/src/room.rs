@@ -579,7 +579,7 @@ impl<R: Rules> ServerRoom<R> {
     /// Sends the current state; the client continues from its tick.
     fn send_snapshot(&mut self, now: Micros, conn: ConnId) {
         let snap = self.game.snapshot();
-        let bytes = snap.to_bytes();
+        let bytes = snap.to_packed();
         let state_hash = snap.state_hash();
         let tick = self.game.tick();
         let bytes_hash = xxh3_64(&bytes);

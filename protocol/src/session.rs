@@ -389,7 +389,7 @@ impl<R: Rules> ClientSession<R> {
                 "snapshot bytes hash mismatch".into(),
             ));
         }
-        let snap = match GameSnapshot::<R>::from_bytes(&bytes) {
+        let snap = match GameSnapshot::<R>::from_packed(&bytes) {
             Ok(s) => s,
             Err(e) => return self.close(KickReason::BadMessage(format!("snapshot: {e}"))),
         };

@@ -55,6 +55,17 @@ fn snapshot_1000(c: &mut Criterion) {
         b.iter(|| bitroom_sim::Snapshot::from_bytes(&bytes).expect("valid"))
     });
     group.bench_function("state_hash", |b| b.iter(|| w.state_hash()));
+    let packed = snap.to_packed();
+    println!(
+        "snapshot_1000_bodies: {} bodies, canonical {} bytes, packed {} bytes",
+        w.body_count(),
+        bytes.len(),
+        packed.len()
+    );
+    group.bench_function("encode_packed", |b| b.iter(|| snap.to_packed()));
+    group.bench_function("decode_packed", |b| {
+        b.iter(|| bitroom_sim::Snapshot::from_packed(&packed).expect("valid"))
+    });
     group.finish();
 }
 

@@ -6,6 +6,7 @@ pub mod dynamics;
 pub mod game;
 pub mod geometry;
 pub mod math;
+mod packed;
 pub mod scene;
 pub mod state;
 
@@ -16,4 +17,5 @@ pub use dynamics::{
 };
 pub use geometry::{Capsule, Circle, Filter, Polygon, Segment, ShapeGeometry};
 pub use math::{fx, Aabb, Rot, Scalar, Transform, Vec2};
+pub use packed::PackError;
 pub use state::{Snapshot, SnapshotError};

@@ -6,7 +6,7 @@ use bitroom_sim::game::{
     Game, GameSnapshot, GameSnapshotError, InputSet, PlayerInput, Rules, Slot, SlotEvent, SyncTest,
     Timeline, TimelineError,
 };
-use bitroom_sim::{Vec2, World};
+use bitroom_sim::{PackError, SnapshotError, Vec2, World};
 use proptest::prelude::*;
 use std::cell::Cell;
 use std::rc::Rc;
@@ -169,6 +169,24 @@ fn snapshot_restore_continues_bit_for_bit() {
     let mut c = Game::from_snapshot(small_sandbox(), &decoded);
     play(&mut c, 101, 250);
     assert_eq!(a.state_hash(), c.state_hash());
+
+    // The packed form (what a joining client receives) gives the same state
+    // in a fraction of the bytes.
+    let packed = snap.to_packed();
+    assert!(
+        packed.len() * 3 < bytes.len(),
+        "{} vs {}",
+        packed.len(),
+        bytes.len()
+    );
+    let unpacked = GameSnapshot::<Sandbox>::from_packed(&packed).expect("decodes");
+    assert_eq!(unpacked.to_bytes(), bytes);
+    let mut d = Game::from_snapshot(small_sandbox(), &unpacked);
+    play(&mut d, 101, 250);
+    assert_eq!(a.state_hash(), d.state_hash());
+    // Each form is refused by the other's decoder.
+    assert!(GameSnapshot::<Sandbox>::from_bytes(&packed).is_err());
+    assert!(GameSnapshot::<Sandbox>::from_packed(&bytes).is_err());
 }
 
 #[test]
@@ -218,11 +236,57 @@ fn corrupt_game_snapshots_are_refused() {
     ));
 }
 
+#[test]
+fn corrupt_packed_game_snapshots_are_refused() {
+    let mut g = Game::new(small_sandbox(), 2);
+    play(&mut g, 1, 10);
+    let bytes = g.snapshot().to_packed();
+    for cut in 0..bytes.len() {
+        assert!(GameSnapshot::<Sandbox>::from_packed(&bytes[..cut]).is_err());
+    }
+    let mut long = bytes.clone();
+    long.push(0);
+    assert!(matches!(
+        GameSnapshot::<Sandbox>::from_packed(&long),
+        Err(GameSnapshotError::Trailing(1))
+    ));
+    // The world part's format byte, then its stated inflated length.
+    let mut format = bytes.clone();
+    format[4] = 9;
+    assert!(matches!(
+        GameSnapshot::<Sandbox>::from_packed(&format),
+        Err(GameSnapshotError::World(SnapshotError::Packed(
+            PackError::Format(9)
+        )))
+    ));
+    let mut huge = bytes.clone();
+    huge[5..9].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert!(matches!(
+        GameSnapshot::<Sandbox>::from_packed(&huge),
+        Err(GameSnapshotError::World(SnapshotError::Packed(
+            PackError::TooLarge(_)
+        )))
+    ));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
     #[test]
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
         let _ = GameSnapshot::<Sandbox>::from_bytes(&bytes);
+        let _ = GameSnapshot::<Sandbox>::from_packed(&bytes);
+    }
+
+    /// Flipped bytes of a packed snapshot are refused or decode to a state
+    /// that validates; never a panic.
+    #[test]
+    fn mutated_packed_snapshots_never_panic(at in any::<proptest::sample::Index>(), flip in 1u8..) {
+        let mut g = Game::new(small_sandbox(), 2);
+        play(&mut g, 1, 5);
+        let mut bytes = g.snapshot().to_packed();
+        let i = at.index(bytes.len());
+        bytes[i] ^= flip;
+        let _ = GameSnapshot::<Sandbox>::from_packed(&bytes);
     }
 }
 

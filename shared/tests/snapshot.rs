@@ -1206,6 +1206,22 @@ fn report(w: &World, label: &str) {
     time("state_hash()", &mut || {
         std::hint::black_box(w.state_hash());
     });
+    let packed = snap.to_packed();
+    println!(
+        "  packed: {} bytes, {:.1} bytes/body",
+        packed.len(),
+        (packed.len() - World::default().snapshot().to_packed().len()) as f64 / bodies as f64
+    );
+    time("to_packed()", &mut || {
+        std::hint::black_box(snap.to_packed());
+    });
+    time("from_packed()", &mut || {
+        std::hint::black_box(Snapshot::from_packed(&packed).unwrap());
+    });
+    assert_eq!(
+        Snapshot::from_packed(&packed).unwrap().state_hash(),
+        w.state_hash()
+    );
     assert_eq!(target.state_hash(), w.state_hash());
 }
 
@@ -1418,10 +1434,11 @@ fn the_most_negative_position_is_outside_the_world() {
         .is_err());
 }
 
-/// Every named scene's real states decode to the same state: validation must never refuse what stepping produced (it once
+/// Every named scene's real states decode, in both encodings, to the same
+/// state: validation must never refuse what stepping produced (it once
 /// refused `smash` at tick 120 over a contact normal of length 1.000037).
 #[test]
-fn every_named_scene_state_decodes() {
+fn every_named_scene_state_decodes_in_both_encodings() {
     for &name in bitroom_sim::scene::SCENE_NAMES {
         let mut w = build_named(name).unwrap();
         // The benchmark scenes are large; they get fewer, longer strides.
@@ -1436,7 +1453,49 @@ fn every_named_scene_state_decodes() {
             let tick = w.tick();
             let canonical = Snapshot::from_bytes(&s.to_bytes())
                 .unwrap_or_else(|e| panic!("{name} at tick {tick}: canonical: {e}"));
+            let packed = Snapshot::from_packed(&s.to_packed())
+                .unwrap_or_else(|e| panic!("{name} at tick {tick}: packed: {e}"));
             assert_eq!(canonical.to_bytes(), s.to_bytes(), "{name} at tick {tick}");
+            assert_eq!(packed.to_bytes(), s.to_bytes(), "{name} at tick {tick}");
         }
+    }
+}
+
+/// Canonical and packed sizes of every named scene after 200 steps (120 for
+/// the big benchmark scenes), and the packed form's round trip.
+#[test]
+#[ignore = "measurement: prints sizes"]
+fn measure_packed_sizes_of_named_scenes() {
+    let empty = World::default().snapshot();
+    let (empty_canon, empty_packed) = (empty.to_bytes().len(), empty.to_packed().len());
+    for &name in bitroom_sim::scene::SCENE_NAMES {
+        let mut w = build_named(name).unwrap();
+        let n = if name.contains("pyramid") || name == "smash" {
+            120
+        } else {
+            200
+        };
+        steps(&mut w, n);
+        let s = w.snapshot();
+        let t = std::time::Instant::now();
+        let packed = s.to_packed();
+        let encode = t.elapsed();
+        let canon = s.to_bytes();
+        let bodies = w.body_count().max(1) as f64;
+        let t = std::time::Instant::now();
+        let back = Snapshot::from_packed(&packed).unwrap();
+        let decode = t.elapsed();
+        assert_eq!(back.state_hash(), w.state_hash());
+        println!(
+            "{name:>15}: {:>5} bodies, {:>5} contacts, {:>4} awake: canonical {:>6.0} B/body, packed {:>6.1} B/body ({:>8} bytes, encoded in {:.2} ms, decoded in {:.2} ms)",
+            w.body_count(),
+            w.contact_count(),
+            awake_count(&w),
+            (canon.len() - empty_canon) as f64 / bodies,
+            (packed.len() - empty_packed) as f64 / bodies,
+            packed.len(),
+            encode.as_secs_f64() * 1e3,
+            decode.as_secs_f64() * 1e3,
+        );
     }
 }

@@ -446,9 +446,21 @@ impl<R: Rules> GameSnapshot<R> {
     /// Canonical bytes: the world snapshot's length as `u32` LE, its bytes,
     /// then the slots and rules state (bincode 2, fixed-int, LE).
     pub fn to_bytes(&self) -> Vec<u8> {
+        self.encode_with(|world, out| world.encode_into(out))
+    }
+
+    /// The packed form, for sending: laid out as [`GameSnapshot::to_bytes`],
+    /// with the world part in [`Snapshot::to_packed`]'s form (the slots and
+    /// rules state are small and stay canonical).
+    pub fn to_packed(&self) -> Vec<u8> {
+        self.encode_with(|world, out| out.extend_from_slice(&world.to_packed()))
+    }
+
+    fn encode_with(&self, world: impl FnOnce(&Snapshot, &mut Vec<u8>)) -> Vec<u8> {
         let mut out = vec![0; 4];
-        self.world.encode_into(&mut out);
-        // The world part is at most MAX_SNAPSHOT_BYTES (64 MiB) < 4 GiB.
+        world(&self.world, &mut out);
+        // The world part is at most MAX_SNAPSHOT_BYTES (64 MiB) < 4 GiB
+        // (packed, it is smaller still).
         let world_len = (out.len() - 4) as u32;
         out[..4].copy_from_slice(&world_len.to_le_bytes());
         crate::canon::encode_into(&(&self.slots, &self.state), &mut out)
@@ -461,6 +473,21 @@ impl<R: Rules> GameSnapshot<R> {
     /// # Errors
     /// Truncated, oversized or malformed input; more than [`MAX_SLOTS`] slots.
     pub fn from_bytes(bytes: &[u8]) -> Result<GameSnapshot<R>, GameSnapshotError> {
+        GameSnapshot::decode_with(bytes, Snapshot::from_bytes)
+    }
+
+    /// Decodes and validates untrusted bytes of [`GameSnapshot::to_packed`].
+    ///
+    /// # Errors
+    /// As [`GameSnapshot::from_bytes`].
+    pub fn from_packed(bytes: &[u8]) -> Result<GameSnapshot<R>, GameSnapshotError> {
+        GameSnapshot::decode_with(bytes, Snapshot::from_packed)
+    }
+
+    fn decode_with(
+        bytes: &[u8],
+        world: impl FnOnce(&[u8]) -> Result<Snapshot, SnapshotError>,
+    ) -> Result<GameSnapshot<R>, GameSnapshotError> {
         let (len, rest) = bytes
             .split_first_chunk::<4>()
             .ok_or(GameSnapshotError::Truncated)?;
@@ -469,7 +496,7 @@ impl<R: Rules> GameSnapshot<R> {
             return Err(GameSnapshotError::Truncated);
         }
         let (world_bytes, extra) = rest.split_at(len);
-        let world = Snapshot::from_bytes(world_bytes)?;
+        let world = world(world_bytes)?;
         let config = CONFIG.with_limit::<MAX_GAME_EXTRA_BYTES>();
         #[allow(clippy::type_complexity)]
         let ((slots, state), used): ((Vec<Slot<R::Player>>, R::State), usize) =
