@@ -42,7 +42,8 @@ fuzz_target!(|data: &[u8]| {
     let len = (u32::from_le_bytes(*len) as usize).min(rest.len());
     let (body, extra) = rest.split_at(len);
     let world = wrap(body);
-    let mut bytes = (world.len() as u32).to_le_bytes().to_vec();
+    let mut bytes = b"BRPK".to_vec();
+    bytes.extend_from_slice(&(world.len() as u32).to_le_bytes());
     bytes.extend_from_slice(&world);
     bytes.extend_from_slice(extra);
     if let Ok(snap) = GameSnapshot::<Sandbox>::from_packed(&bytes) {

@@ -65,8 +65,9 @@ fn main() {
     // The world part alone is a world snapshot too.
     write("snapshot", "arena-4-world", &bytes[4..]);
     let packed = game.snapshot().to_packed();
-    let world_len = u32::from_le_bytes(packed[..4].try_into().expect("4 bytes")) as usize;
-    let (world, extra) = packed[4..].split_at(world_len);
+    // The magic, the world part's length, the world part, the seats.
+    let world_len = u32::from_le_bytes(packed[4..8].try_into().expect("4 bytes")) as usize;
+    let (world, extra) = packed[8..].split_at(world_len);
     write("packed_snapshot", "arena-4", &packed_input(1, world, extra));
 
     for entry in fs::read_dir("../scenes").expect("scenes folder").flatten() {

@@ -592,6 +592,13 @@ fn bad_headers_are_errors() {
             .contains(&format!("version {}", FORMAT_VERSION + 1)),
         "{e}"
     );
+    // Format 2 predates the oldest this build reads (3).
+    let mut old = header.clone();
+    old.format_version = OLDEST_FORMAT_VERSION - 1;
+    assert!(matches!(
+        open_err(&rebuild(&old, &rest)),
+        ReplayError::UnsupportedVersion { found: 2, .. }
+    ));
 
     let mut huge = bytes.clone();
     huge[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
@@ -778,7 +785,7 @@ fn the_recorder_refuses_gaps_and_stops_after_a_write_error() {
         slots: 2,
         keyframe_interval: 10,
         start_tick: 0,
-        initial: game.snapshot().to_bytes(),
+        initial: game.snapshot().to_packed(),
     })
     .len();
     let mut game = game;

@@ -166,7 +166,7 @@ fn bad_files_exit_2_and_the_others_are_still_verified() {
     let (code, _, err) = run(&["replay", "verify", &v9]);
     assert_eq!(code, 2);
     assert!(
-        err.contains("unsupported replay format version 9 (this build reads version 3)"),
+        err.contains("unsupported replay format version 9 (this build reads versions 3 to 4)"),
         "{err}"
     );
 
@@ -272,7 +272,7 @@ fn info_and_export() {
     let (code, out, _) = run(&["replay", "info", &f]);
     assert_eq!(code, 0, "{out}");
     for want in [
-        "format      version 3",
+        "format      version 4",
         "room        \"bots\", scene arena",
         "seats       3, tick rate 60 Hz",
         "ticks       0 to 150 (150 ticks, 2.5 s)",

@@ -184,9 +184,13 @@ fn snapshot_restore_continues_bit_for_bit() {
     let mut d = Game::from_snapshot(small_sandbox(), &unpacked);
     play(&mut d, 101, 250);
     assert_eq!(a.state_hash(), d.state_hash());
-    // Each form is refused by the other's decoder.
+    // Each form is refused by the other's decoder, and `decode` takes both.
     assert!(GameSnapshot::<Sandbox>::from_bytes(&packed).is_err());
     assert!(GameSnapshot::<Sandbox>::from_packed(&bytes).is_err());
+    for form in [&bytes, &packed] {
+        let any = GameSnapshot::<Sandbox>::decode(form).expect("decodes");
+        assert_eq!(any.to_bytes(), bytes);
+    }
 }
 
 #[test]
@@ -250,9 +254,14 @@ fn corrupt_packed_game_snapshots_are_refused() {
         GameSnapshot::<Sandbox>::from_packed(&long),
         Err(GameSnapshotError::Trailing(1))
     ));
-    // The world part's format byte, then its stated inflated length.
+    // The magic, the world part's format byte, then its stated inflated
+    // length.
+    assert!(matches!(
+        GameSnapshot::<Sandbox>::from_packed(&bytes[4..]),
+        Err(GameSnapshotError::NotPacked)
+    ));
     let mut format = bytes.clone();
-    format[4] = 9;
+    format[8] = 9;
     assert!(matches!(
         GameSnapshot::<Sandbox>::from_packed(&format),
         Err(GameSnapshotError::World(SnapshotError::Packed(
@@ -260,7 +269,7 @@ fn corrupt_packed_game_snapshots_are_refused() {
         )))
     ));
     let mut huge = bytes.clone();
-    huge[5..9].copy_from_slice(&u32::MAX.to_le_bytes());
+    huge[9..13].copy_from_slice(&u32::MAX.to_le_bytes());
     assert!(matches!(
         GameSnapshot::<Sandbox>::from_packed(&huge),
         Err(GameSnapshotError::World(SnapshotError::Packed(

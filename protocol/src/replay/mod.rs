@@ -14,7 +14,8 @@
 //! configuration (the same as the wire messages and the state encoding).
 //! The first record is always [`Record::Header`]: format version, build,
 //! rules, tick rate, fingerprint, room, scene, seats, keyframe interval and
-//! the initial game snapshot ([`GameSnapshot::to_bytes`] bytes) at
+//! the initial game snapshot ([`GameSnapshot::to_packed`] bytes; format 3:
+//! [`GameSnapshot::to_bytes`]) at
 //! `start_tick`. Then, for every tick `start_tick + 1, start_tick + 2, …`, a
 //! [`Record::Tick`] with the tick's [`InputSet`] (every seat's input plus the
 //! join / leave events) and the state hash after it; after the tick record of
@@ -45,6 +46,7 @@
 //! - `report.rs`: state diffs as tables and JSON, and desync report files.
 //!
 //! [`GameSnapshot::to_bytes`]: bitroom_sim::game::GameSnapshot::to_bytes
+//! [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
 
 mod recorder;
 mod report;
@@ -69,11 +71,17 @@ use std::io::{self, Read};
 
 /// The first 8 bytes of every replay file.
 pub const MAGIC: &[u8; 8] = b"BRREPLAY";
-/// The format this build writes and reads. 2: keyframes and state hashes
-/// encode only the used polygon vertices and manifold points. 3: manifold
-/// points without their two (derived) anchors and the last step's largest
-/// normal impulse.
-pub const FORMAT_VERSION: u32 = 3;
+/// The format this build writes. 2: keyframes and state hashes encode only
+/// the used polygon vertices and manifold points. 3: manifold points without
+/// their two (derived) anchors and the last step's largest normal impulse.
+/// 4: the initial state and the keyframes are packed
+/// ([`GameSnapshot::to_packed`]); everything else as in 3.
+///
+/// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
+pub const FORMAT_VERSION: u32 = 4;
+/// The oldest format this build reads: 3 (its snapshots are canonical
+/// bytes, and its state hashes are the ones this build computes).
+pub const OLDEST_FORMAT_VERSION: u32 = 3;
 /// Largest record payload accepted (a keyframe of the largest snapshot,
 /// 64 MiB of world plus 1 MiB of game state, fits).
 pub const MAX_RECORD: usize = 72 << 20;
@@ -114,9 +122,13 @@ pub struct Header {
     pub keyframe_interval: u32,
     /// Tick of the initial snapshot; the first tick record is the next one.
     pub start_tick: u64,
-    /// Game snapshot at `start_tick` ([`GameSnapshot::to_bytes`] bytes).
+    /// Game snapshot at `start_tick` ([`GameSnapshot::to_packed`] bytes;
+    /// format 3: [`GameSnapshot::to_bytes`]; [`GameSnapshot::decode`] reads
+    /// both).
     ///
     /// [`GameSnapshot::to_bytes`]: bitroom_sim::game::GameSnapshot::to_bytes
+    /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
+    /// [`GameSnapshot::decode`]: bitroom_sim::game::GameSnapshot::decode
     // `serde_bytes`: the same bytes as a sequence of `u8`, decoded at once.
     #[serde(with = "serde_bytes")]
     pub initial: Vec<u8>,
@@ -140,9 +152,11 @@ pub enum Record {
     Keyframe {
         /// The tick.
         tick: u64,
-        /// [`GameSnapshot::to_bytes`] bytes.
+        /// [`GameSnapshot::to_packed`] bytes (format 3:
+        /// [`GameSnapshot::to_bytes`]).
         ///
         /// [`GameSnapshot::to_bytes`]: bitroom_sim::game::GameSnapshot::to_bytes
+        /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
         #[serde(with = "serde_bytes")]
         snapshot: Vec<u8>,
     },
@@ -179,7 +193,9 @@ pub enum ReplayError {
     #[error("not a bitroom replay (the file does not start with \"BRREPLAY\")")]
     BadMagic,
     /// The header declares another format version.
-    #[error("unsupported replay format version {found} (this build reads version {supported})")]
+    #[error(
+        "unsupported replay format version {found} (this build reads versions {OLDEST_FORMAT_VERSION} to {supported})"
+    )]
     UnsupportedVersion {
         /// Version in the file.
         found: u32,
@@ -352,7 +368,7 @@ impl<Rd: Read> ReplayReader<Rd> {
             .get(4..8)
             .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
         match version {
-            Some(FORMAT_VERSION) => {}
+            Some(OLDEST_FORMAT_VERSION..=FORMAT_VERSION) => {}
             Some(found) => {
                 return Err(ReplayError::UnsupportedVersion {
                     found,

@@ -159,7 +159,7 @@ impl<W: Write, R: Rules> Recorder<W, R> {
             slots: game.slot_count(),
             keyframe_interval: meta.keyframe_interval,
             start_tick: game.tick(),
-            initial: initial.to_bytes(),
+            initial: initial.to_packed(),
         };
         let mut r = Recorder {
             out,
@@ -208,7 +208,7 @@ impl<W: Write, R: Rules> Recorder<W, R> {
         self.inputs.push_back(inputs.clone());
         if tick % u64::from(self.keyframe_interval) == 0 {
             let snap = game.snapshot();
-            let bytes = snap.to_bytes();
+            let bytes = snap.to_packed();
             encode_ref(
                 &RecordRef::Keyframe {
                     tick,

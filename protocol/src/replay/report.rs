@@ -342,7 +342,7 @@ pub fn write_desync_report<R: Rules>(
     let client = if client_state.is_empty() {
         Err("the client sent no state".to_string())
     } else {
-        GameSnapshot::<R>::from_bytes(client_state).map_err(|e| e.to_string())
+        GameSnapshot::<R>::decode(client_state).map_err(|e| e.to_string())
     };
     let diff = match (server, &client) {
         (Some(s), Ok(c)) => Some(diff_states(s, c)),

@@ -255,6 +255,12 @@ impl<R: Rules> Clone for GameSnapshot<R> {
 /// Largest game-state part (slots + rules state) accepted when decoding.
 pub const MAX_GAME_EXTRA_BYTES: usize = 1 << 20;
 
+/// The first bytes of a packed game snapshot ([`GameSnapshot::to_packed`]).
+/// Read as the canonical form's world length (`u32` LE) they would be
+/// 1.26 GB, over [`crate::state::MAX_SNAPSHOT_BYTES`], so the two forms
+/// cannot be confused.
+pub const PACKED_MAGIC: &[u8; 4] = b"BRPK";
+
 /// Why game snapshot bytes were refused.
 #[derive(Debug, thiserror::Error)]
 pub enum GameSnapshotError {
@@ -270,6 +276,9 @@ pub enum GameSnapshotError {
     /// Bytes left over.
     #[error("game snapshot has {0} trailing bytes")]
     Trailing(usize),
+    /// Packed bytes were expected and [`PACKED_MAGIC`] is missing.
+    #[error("not a packed game snapshot")]
+    NotPacked,
     /// More slots than [`MAX_SLOTS`], or a different count than expected.
     #[error("game snapshot has {0} slots")]
     Slots(usize),
@@ -446,26 +455,32 @@ impl<R: Rules> GameSnapshot<R> {
     /// Canonical bytes: the world snapshot's length as `u32` LE, its bytes,
     /// then the slots and rules state (bincode 2, fixed-int, LE).
     pub fn to_bytes(&self) -> Vec<u8> {
-        self.encode_with(|world, out| world.encode_into(out))
+        let mut out = Vec::new();
+        self.encode_with(&mut out, |world, out| world.encode_into(out));
+        out
     }
 
-    /// The packed form, for sending: laid out as [`GameSnapshot::to_bytes`],
-    /// with the world part in [`Snapshot::to_packed`]'s form (the slots and
-    /// rules state are small and stay canonical).
+    /// The packed form, for sending and storing: [`PACKED_MAGIC`], then the
+    /// layout of [`GameSnapshot::to_bytes`] with the world part in
+    /// [`Snapshot::to_packed`]'s form (the slots and rules state are small
+    /// and stay canonical).
     pub fn to_packed(&self) -> Vec<u8> {
-        self.encode_with(|world, out| out.extend_from_slice(&world.to_packed()))
+        let mut out = PACKED_MAGIC.to_vec();
+        self.encode_with(&mut out, |world, out| {
+            out.extend_from_slice(&world.to_packed())
+        });
+        out
     }
 
-    fn encode_with(&self, world: impl FnOnce(&Snapshot, &mut Vec<u8>)) -> Vec<u8> {
-        let mut out = vec![0; 4];
-        world(&self.world, &mut out);
+    fn encode_with(&self, out: &mut Vec<u8>, world: impl FnOnce(&Snapshot, &mut Vec<u8>)) {
+        let at = out.len();
+        out.extend_from_slice(&[0; 4]);
+        world(&self.world, out);
         // The world part is at most MAX_SNAPSHOT_BYTES (64 MiB) < 4 GiB
         // (packed, it is smaller still).
-        let world_len = (out.len() - 4) as u32;
-        out[..4].copy_from_slice(&world_len.to_le_bytes());
-        crate::canon::encode_into(&(&self.slots, &self.state), &mut out)
-            .expect("game state encodes");
-        out
+        let world_len = (out.len() - at - 4) as u32;
+        out[at..at + 4].copy_from_slice(&world_len.to_le_bytes());
+        crate::canon::encode_into(&(&self.slots, &self.state), out).expect("game state encodes");
     }
 
     /// Decodes and validates untrusted bytes.
@@ -481,7 +496,25 @@ impl<R: Rules> GameSnapshot<R> {
     /// # Errors
     /// As [`GameSnapshot::from_bytes`].
     pub fn from_packed(bytes: &[u8]) -> Result<GameSnapshot<R>, GameSnapshotError> {
-        GameSnapshot::decode_with(bytes, Snapshot::from_packed)
+        let rest = bytes
+            .strip_prefix(PACKED_MAGIC)
+            .ok_or(GameSnapshotError::NotPacked)?;
+        GameSnapshot::decode_with(rest, Snapshot::from_packed)
+    }
+
+    /// Decodes either form, told apart by the first four bytes: the packed
+    /// form starts with [`PACKED_MAGIC`], which as the canonical form's
+    /// world length (`u32` LE) would be over 1 GiB, past what it allows.
+    /// For stores that hold both (replay files before and after format 4).
+    ///
+    /// # Errors
+    /// As [`GameSnapshot::from_bytes`].
+    pub fn decode(bytes: &[u8]) -> Result<GameSnapshot<R>, GameSnapshotError> {
+        if bytes.starts_with(PACKED_MAGIC) {
+            GameSnapshot::from_packed(bytes)
+        } else {
+            GameSnapshot::from_bytes(bytes)
+        }
     }
 
     fn decode_with(
