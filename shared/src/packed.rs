@@ -63,6 +63,10 @@ pub enum PackError {
     /// The inflated body would exceed the caller's limit.
     #[error("packed body of {0} bytes is over the limit")]
     TooLarge(u64),
+    /// The value would take more than the caller's limit in its canonical
+    /// (bincode fixed-int) encoding.
+    #[error("unpacked value is over the limit of {0} bytes")]
+    OverLimit(usize),
     /// The deflate stream is corrupt or does not match the stated length.
     #[error("packed body does not inflate")]
     Inflate,
@@ -542,11 +546,23 @@ struct Unpacker<'b> {
     columns: Vec<InColumn>,
     /// Columns handed to places so far.
     assigned: usize,
+    /// What is left of the limit, counted in canonical bytes: every value
+    /// read is charged the width bincode's fixed-int encoding gives it, so
+    /// the packed form admits exactly the values the canonical decoder's
+    /// limit admits, and a body of one-byte zero deltas cannot build a
+    /// value many times larger than the limit.
+    budget: usize,
+    limit: usize,
 }
 
 impl Unpacker<'_> {
+    /// The next value of `node`'s column, charged `width` canonical bytes.
     #[inline]
-    fn get(&mut self, node: u32) -> Result<u64, PackError> {
+    fn get(&mut self, node: u32, width: usize) -> Result<u64, PackError> {
+        self.budget = self
+            .budget
+            .checked_sub(width)
+            .ok_or(PackError::OverLimit(self.limit))?;
         let mut c = self.places.column[node as usize];
         if c == NONE {
             if self.assigned == self.columns.len() {
@@ -564,14 +580,15 @@ impl Unpacker<'_> {
     }
 
     #[inline]
-    fn get_at(&mut self, node: u32, key: u32) -> Result<u64, PackError> {
+    fn get_at(&mut self, node: u32, key: u32, width: usize) -> Result<u64, PackError> {
         let n = self.places.child(node, key)?;
-        self.get(n)
+        self.get(n, width)
     }
 
-    /// A sequence length: no more elements than the body has bytes.
+    /// A sequence length (a `u64` in the canonical form): no more elements
+    /// than the body has bytes.
     fn len_at(&mut self, node: u32) -> Result<usize, PackError> {
-        let n = self.get_at(node, LEN)?;
+        let n = self.get_at(node, LEN, 8)?;
         if n > self.body.len() as u64 {
             return Err(PackError::Range("sequence length"));
         }
@@ -579,7 +596,8 @@ impl Unpacker<'_> {
     }
 }
 
-/// Decodes packed bytes whose body inflates to at most `limit` bytes.
+/// Decodes packed bytes whose body inflates to at most `limit` bytes and
+/// whose value takes at most `limit` bytes in the canonical encoding.
 ///
 /// # Errors
 /// See [`PackError`].
@@ -600,8 +618,9 @@ pub(crate) fn unpack<T: DeserializeOwned>(bytes: &[u8], limit: usize) -> Result<
     }
     let mut pos = 0;
     let count = get_varint(&body, &mut pos)?;
-    // Each column's length takes at least a byte of the table.
-    if count > body.len() as u64 {
+    // A column per place at most, and each column's length takes at least a
+    // byte of the table.
+    if count > MAX_NODES as u64 || count > body.len() as u64 {
         return Err(PackError::Columns);
     }
     let mut lengths = Vec::with_capacity(count as usize);
@@ -631,6 +650,8 @@ pub(crate) fn unpack<T: DeserializeOwned>(bytes: &[u8], limit: usize) -> Result<
         places: Places::new(),
         columns,
         assigned: 0,
+        budget: limit,
+        limit,
     };
     let value = T::deserialize(De { u: &mut u, node: 0 })?;
     if u.assigned != u.columns.len() || u.columns.iter().any(|c| c.pos != c.end) {
@@ -648,7 +669,7 @@ struct De<'a, 'b> {
 macro_rules! get_int {
     ($($m:ident : $t:ty => $visit:ident, $what:literal, $signed:literal),*) => {$(
         fn $m<V: de::Visitor<'de>>(self, v: V) -> Result<V::Value, PackError> {
-            let raw = self.u.get(self.node)?;
+            let raw = self.u.get(self.node, core::mem::size_of::<$t>())?;
             let x = if $signed {
                 <$t>::try_from(raw as i64).ok()
             } else {
@@ -680,21 +701,21 @@ impl<'de> de::Deserializer<'de> for De<'_, '_> {
     );
 
     fn deserialize_bool<V: de::Visitor<'de>>(self, v: V) -> Result<V::Value, PackError> {
-        match self.u.get(self.node)? {
+        match self.u.get(self.node, 1)? {
             0 => v.visit_bool(false),
             1 => v.visit_bool(true),
             _ => Err(PackError::Range("bool")),
         }
     }
     fn deserialize_f32<V: de::Visitor<'de>>(self, v: V) -> Result<V::Value, PackError> {
-        let raw = u32::try_from(self.u.get(self.node)?).map_err(|_| PackError::Range("f32"))?;
+        let raw = u32::try_from(self.u.get(self.node, 4)?).map_err(|_| PackError::Range("f32"))?;
         v.visit_f32(f32::from_bits(raw))
     }
     fn deserialize_f64<V: de::Visitor<'de>>(self, v: V) -> Result<V::Value, PackError> {
-        v.visit_f64(f64::from_bits(self.u.get(self.node)?))
+        v.visit_f64(f64::from_bits(self.u.get(self.node, 8)?))
     }
     fn deserialize_char<V: de::Visitor<'de>>(self, v: V) -> Result<V::Value, PackError> {
-        let raw = u32::try_from(self.u.get(self.node)?).ok();
+        let raw = u32::try_from(self.u.get(self.node, 4)?).ok();
         v.visit_char(
             raw.and_then(char::from_u32)
                 .ok_or(PackError::Range("char"))?,
@@ -714,7 +735,7 @@ impl<'de> de::Deserializer<'de> for De<'_, '_> {
         v.visit_byte_buf(read_bytes(self.u, self.node)?)
     }
     fn deserialize_option<V: de::Visitor<'de>>(self, v: V) -> Result<V::Value, PackError> {
-        match self.u.get_at(self.node, TAG)? {
+        match self.u.get_at(self.node, TAG, 1)? {
             0 => v.visit_none(),
             1 => {
                 let node = self.u.places.child(self.node, SOME)?;
@@ -817,7 +838,7 @@ fn read_bytes(u: &mut Unpacker<'_>, node: u32) -> Result<Vec<u8>, PackError> {
     // `n` is at most the body's length, which is itself capped.
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
-        let b = u8::try_from(u.get(e)?).map_err(|_| PackError::Range("byte"))?;
+        let b = u8::try_from(u.get(e, 1)?).map_err(|_| PackError::Range("byte"))?;
         out.push(b);
     }
     Ok(out)
@@ -934,7 +955,7 @@ impl<'de, 'a, 'b> de::EnumAccess<'de> for Variant<'a, 'b> {
         self,
         seed: T,
     ) -> Result<(T::Value, De<'a, 'b>), PackError> {
-        let tag = u32::try_from(self.u.get_at(self.node, TAG)?)
+        let tag = u32::try_from(self.u.get_at(self.node, TAG, 4)?)
             .map_err(|_| PackError::Range("enum tag"))?;
         // An unknown tag is refused here, before a place is made for it.
         let value = seed.deserialize(tag.into_deserializer())?;
@@ -1112,6 +1133,11 @@ mod tests {
         assert!(matches!(err(&wrap(&[5, 1])), PackError::Columns));
         assert!(matches!(err(&wrap(&[1, 9, 0])), PackError::Columns));
         assert!(matches!(err(&wrap(&[1, 1, 0, 0])), PackError::Columns));
+        // More columns than a type can have places, each of zero bytes.
+        let mut many = Vec::new();
+        put_varint(&mut many, MAX_NODES as u64 + 1);
+        many.resize(many.len() + MAX_NODES + 1, 0);
+        assert!(matches!(err(&wrap(&many)), PackError::Columns));
         // A value of the wrong type for its column: a bool of 2.
         assert!(matches!(
             unpack::<bool>(&wrap(&[1, 1, 4]), 64).unwrap_err(),
@@ -1145,6 +1171,58 @@ mod tests {
         assert!(matches!(
             unpack::<Kind>(&wrap(&[1, 1, 18]), 64).unwrap_err(),
             PackError::Custom(_)
+        ));
+    }
+
+    /// The decoder charges each value its canonical width, so its limit
+    /// means what the canonical decoder's limit means: the exact canonical
+    /// size passes, a byte less does not.
+    #[test]
+    fn the_limit_counts_canonical_bytes() {
+        type Rows = Vec<(u32, Option<i64>, Kind, [u8; 3], String, bool)>;
+        let rows: Rows = (0..40)
+            .map(|i| {
+                let kind = match i % 3 {
+                    0 => Kind::Unit,
+                    1 => Kind::New(i as i16),
+                    _ => Kind::Named { a: -i, b: Some(7) },
+                };
+                let some = (i % 2 == 0).then_some(i * 1_000_000_007);
+                (
+                    i as u32,
+                    some,
+                    kind,
+                    [1, 2, 3],
+                    format!("row {i}"),
+                    i % 5 == 0,
+                )
+            })
+            .collect();
+        let canonical = bincode::serde::encode_to_vec(&rows, crate::state::CONFIG)
+            .unwrap()
+            .len();
+        let packed = pack(&rows).unwrap();
+        assert_eq!(unpack::<Rows>(&packed, canonical).unwrap(), rows);
+        assert!(matches!(
+            unpack::<Rows>(&packed, canonical - 1),
+            Err(PackError::OverLimit(_))
+        ));
+        // A body of one-byte zero deltas claiming 1000 u64 values: 1002
+        // bytes packed, 8008 canonical; a limit of 4096 refuses it.
+        // Two columns: the length (2 bytes: the varint of zigzag(1000)),
+        // then the elements (1000 zero deltas).
+        let mut bomb = vec![2u8];
+        put_varint(&mut bomb, 2);
+        put_varint(&mut bomb, 1000);
+        put_varint(&mut bomb, zigzag(1000));
+        bomb.extend(std::iter::repeat_n(0u8, 1000));
+        assert_eq!(
+            unpack::<Vec<u64>>(&wrap(&bomb), 1 << 20).unwrap(),
+            vec![0u64; 1000]
+        );
+        assert!(matches!(
+            unpack::<Vec<u64>>(&wrap(&bomb), 4096),
+            Err(PackError::OverLimit(4096))
         ));
     }
 
