@@ -30,11 +30,16 @@
 //! Sequence and map lengths are written (to a column of their own); fixed
 //! tuples and arrays are not. `Option` and enum tags go to a tag column.
 //!
-//! Decoding is for untrusted input: the inflated body is capped before any
-//! of it is produced, the column table must add up to the body exactly, a
-//! sequence may not claim more elements than the body has bytes, every
-//! column must be read to its end, and every narrowing is checked. It
-//! returns a typed [`PackError`] and never panics.
+//! Decoding is for untrusted input: the stated body length is capped (at
+//! twice the limit plus a column table: a varint can be twice its value's
+//! canonical width) and the output grows only as the stream produces it;
+//! the stream must end exactly at the end of the input; the column table
+//! must add up to the body exactly; a sequence may not claim more elements
+//! than the body has bytes; every column must be read to its end; every
+//! narrowing is checked; and every value read is charged its canonical
+//! (bincode fixed-int) width against the limit, so the packed form admits
+//! exactly the values the canonical decoder's limit admits, however well
+//! they compress. It returns a typed [`PackError`] and never panics.
 //!
 //! The packed bytes are not hashed: the state hash stays defined on the
 //! canonical encoding.
@@ -596,8 +601,50 @@ impl Unpacker<'_> {
     }
 }
 
-/// Decodes packed bytes whose body inflates to at most `limit` bytes and
-/// whose value takes at most `limit` bytes in the canonical encoding.
+/// The largest inflated body accepted for a value of at most `limit`
+/// canonical bytes: twice that (the widest varint against its value's width)
+/// plus a full column table.
+fn body_limit(limit: usize) -> usize {
+    limit.saturating_mul(2).saturating_add(10 * MAX_NODES + 10)
+}
+
+/// Inflates a raw deflate stream that must produce exactly `len` bytes and
+/// end exactly at the end of `stream` (no bytes after it). The output grows
+/// as it is produced, so a stated length the stream does not back costs no
+/// allocation.
+fn inflate(stream: &[u8], len: usize) -> Result<Vec<u8>, PackError> {
+    use miniz_oxide::inflate::core::{decompress, inflate_flags, DecompressorOxide};
+    use miniz_oxide::inflate::TINFLStatus;
+    let mut out = vec![0; len.min(1 << 16)];
+    let mut state = Box::<DecompressorOxide>::default();
+    let (mut read, mut written) = (0, 0);
+    loop {
+        let (status, r, w) = decompress(
+            &mut state,
+            &stream[read..],
+            &mut out,
+            written,
+            inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF,
+        );
+        read += r;
+        written += w;
+        match status {
+            TINFLStatus::Done => break,
+            TINFLStatus::HasMoreOutput if out.len() < len => {
+                let grown = out.len().saturating_mul(2).min(len);
+                out.resize(grown, 0);
+            }
+            _ => return Err(PackError::Inflate),
+        }
+    }
+    if written != len || read != stream.len() {
+        return Err(PackError::Inflate);
+    }
+    Ok(out)
+}
+
+/// Decodes packed bytes whose value takes at most `limit` bytes in the
+/// canonical encoding (each value read is charged its width there).
 ///
 /// # Errors
 /// See [`PackError`].
@@ -608,14 +655,13 @@ pub(crate) fn unpack<T: DeserializeOwned>(bytes: &[u8], limit: usize) -> Result<
     }
     let (len, stream) = rest.split_first_chunk::<4>().ok_or(PackError::Truncated)?;
     let len = u32::from_le_bytes(*len) as usize;
-    if len > limit {
+    // A varint can be twice its value's canonical width (a `u8` delta of
+    // 255 takes 2 bytes), plus the column table: the body may exceed the
+    // limit, and the canonical budget below bounds the value itself.
+    if len > body_limit(limit) {
         return Err(PackError::TooLarge(len as u64));
     }
-    let body = miniz_oxide::inflate::decompress_to_vec_with_limit(stream, len)
-        .map_err(|_| PackError::Inflate)?;
-    if body.len() != len {
-        return Err(PackError::Inflate);
-    }
+    let body = inflate(stream, len)?;
     let mut pos = 0;
     let count = get_varint(&body, &mut pos)?;
     // A column per place at most, and each column's length takes at least a
@@ -836,7 +882,8 @@ fn read_bytes(u: &mut Unpacker<'_>, node: u32) -> Result<Vec<u8>, PackError> {
     let n = u.len_at(node)?;
     let e = u.places.child(node, ELEM)?;
     // `n` is at most the body's length, which is itself capped.
-    let mut out = Vec::with_capacity(n);
+    // Each byte is charged as it is read; reserve no more than can be.
+    let mut out = Vec::with_capacity(n.min(u.budget));
     for _ in 0..n {
         let b = u8::try_from(u.get(e, 1)?).map_err(|_| PackError::Range("byte"))?;
         out.push(b);
@@ -959,7 +1006,13 @@ impl<'de, 'a, 'b> de::EnumAccess<'de> for Variant<'a, 'b> {
             .map_err(|_| PackError::Range("enum tag"))?;
         // An unknown tag is refused here, before a place is made for it.
         let value = seed.deserialize(tag.into_deserializer())?;
-        let node = self.u.places.child(self.node, FIRST + tag)?;
+        // Derived visitors refuse unknown tags above; a hand-written one
+        // that took any u32 still cannot make a place past the limit.
+        let key = tag.checked_add(FIRST).filter(|&k| k as usize <= MAX_NODES);
+        let node = self
+            .u
+            .places
+            .child(self.node, key.ok_or(PackError::Nodes)?)?;
         Ok((value, De { u: self.u, node }))
     }
 }
@@ -1129,6 +1182,10 @@ mod tests {
         long[1..5].copy_from_slice(&stated.to_le_bytes());
         assert!(matches!(err(&long), PackError::Inflate));
         assert!(matches!(err(&good[..good.len() - 3]), PackError::Inflate));
+        // Bytes after the end of the deflate stream.
+        let mut trailing = good.clone();
+        trailing.push(0);
+        assert!(matches!(err(&trailing), PackError::Inflate));
         // Column tables that do not add up.
         assert!(matches!(err(&wrap(&[5, 1])), PackError::Columns));
         assert!(matches!(err(&wrap(&[1, 9, 0])), PackError::Columns));
@@ -1207,6 +1264,16 @@ mod tests {
             unpack::<Rows>(&packed, canonical - 1),
             Err(PackError::OverLimit(_))
         ));
+        // The body can be wider than the canonical form (a u8 delta of 255
+        // is a 2-byte varint): a value exactly at the limit still decodes.
+        let zigzags: Vec<u8> = (0..4000)
+            .map(|i| if i % 2 == 0 { 0 } else { 255 })
+            .collect();
+        let canonical = 8 + zigzags.len();
+        let packed = pack(&zigzags).unwrap();
+        let body = u32::from_le_bytes(packed[1..5].try_into().unwrap()) as usize;
+        assert!(body > canonical, "{body} vs {canonical}");
+        assert_eq!(unpack::<Vec<u8>>(&packed, canonical).unwrap(), zigzags);
         // A body of one-byte zero deltas claiming 1000 u64 values: 1002
         // bytes packed, 8008 canonical; a limit of 4096 refuses it.
         // Two columns: the length (2 bytes: the varint of zigzag(1000)),
