@@ -162,6 +162,8 @@ pub struct RoomStats {
     pub resent_frames: u64,
     /// Snapshots sent (joins and resyncs).
     pub snapshots: u64,
+    /// Snapshots packed: joins and resyncs at the same tick share one.
+    pub snapshots_packed: u64,
     /// Bytes received (datagrams and reliable messages).
     pub bytes_in: u64,
     /// Bytes queued for sending.
@@ -251,6 +253,17 @@ pub struct ServerRoom<R: Rules> {
     events: VecDeque<RoomEvent>,
     stats: RoomStats,
     rng: u64,
+    /// The last packed snapshot, reused by further joins at its tick.
+    packed: Option<PackedSnapshot>,
+}
+
+/// A packed game snapshot and what identifies it.
+#[derive(Debug)]
+struct PackedSnapshot {
+    tick: u64,
+    state_hash: u64,
+    bytes: Vec<u8>,
+    bytes_hash: u64,
 }
 
 impl<R: Rules> ServerRoom<R> {
@@ -272,6 +285,7 @@ impl<R: Rules> ServerRoom<R> {
             out: VecDeque::new(),
             events: VecDeque::new(),
             stats: RoomStats::default(),
+            packed: None,
         }
     }
 
@@ -578,23 +592,38 @@ impl<R: Rules> ServerRoom<R> {
 
     /// Sends the current state; the client continues from its tick.
     fn send_snapshot(&mut self, now: Micros, conn: ConnId) {
-        let snap = self.game.snapshot();
-        let bytes = snap.to_packed();
-        let state_hash = snap.state_hash();
+        // Packing takes about 0.5 ms for the 200-body arena: clients joining
+        // at the same tick (a room filling up) share one. The state between
+        // ticks does not change (joins take effect at the next step); the
+        // hash makes sure.
         let tick = self.game.tick();
-        let bytes_hash = xxh3_64(&bytes);
-        let total_len = bytes.len() as u32;
-        for (i, chunk) in bytes.chunks(SNAPSHOT_CHUNK).enumerate() {
+        let state_hash = self.game.state_hash();
+        let p = match self.packed.take() {
+            Some(p) if p.tick == tick && p.state_hash == state_hash => p,
+            _ => {
+                self.stats.snapshots_packed += 1;
+                let bytes = self.game.snapshot().to_packed();
+                PackedSnapshot {
+                    tick,
+                    state_hash,
+                    bytes_hash: xxh3_64(&bytes),
+                    bytes,
+                }
+            }
+        };
+        let total_len = p.bytes.len() as u32;
+        for (i, chunk) in p.bytes.chunks(SNAPSHOT_CHUNK).enumerate() {
             let msg = ServerReliable::Snapshot(SnapshotChunk {
                 tick,
                 state_hash,
                 total_len,
-                bytes_hash,
+                bytes_hash: p.bytes_hash,
                 offset: (i * SNAPSHOT_CHUNK) as u32,
                 data: chunk.to_vec(),
             });
             self.send_reliable(conn, &msg);
         }
+        self.packed = Some(p);
         self.stats.snapshots += 1;
         if let Some(c) = self.clients.get_mut(&conn) {
             c.acked = tick;
