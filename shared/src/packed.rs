@@ -480,35 +480,27 @@ positional!(SerializeTuple, serialize_element);
 positional!(SerializeTupleStruct, serialize_field);
 positional!(SerializeTupleVariant, serialize_field);
 
-impl ser::SerializeStruct for Compound<'_> {
-    type Ok = ();
-    type Error = PackError;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        _: &'static str,
-        v: &T,
-    ) -> Result<(), PackError> {
-        self.next_field(v)
-    }
-    fn end(self) -> Result<(), PackError> {
-        Ok(())
-    }
+/// Struct fields (named) take their place by position too.
+macro_rules! named {
+    ($tr:ident) => {
+        impl ser::$tr for Compound<'_> {
+            type Ok = ();
+            type Error = PackError;
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                _: &'static str,
+                v: &T,
+            ) -> Result<(), PackError> {
+                self.next_field(v)
+            }
+            fn end(self) -> Result<(), PackError> {
+                Ok(())
+            }
+        }
+    };
 }
-
-impl ser::SerializeStructVariant for Compound<'_> {
-    type Ok = ();
-    type Error = PackError;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        _: &'static str,
-        v: &T,
-    ) -> Result<(), PackError> {
-        self.next_field(v)
-    }
-    fn end(self) -> Result<(), PackError> {
-        Ok(())
-    }
-}
+named!(SerializeStruct);
+named!(SerializeStructVariant);
 
 impl ser::SerializeMap for Compound<'_> {
     type Ok = ();
