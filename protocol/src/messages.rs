@@ -25,7 +25,8 @@ use std::fmt;
 /// `Overloaded` kick reason. 4: manifold points no longer carry their two
 /// anchors (derived from the point) nor the last step's largest normal
 /// impulse (never read), so snapshots and state hashes change. 5: snapshot
-/// chunks carry the packed form ([`GameSnapshot::to_packed`]).
+/// chunks and desync reports carry the packed form
+/// ([`GameSnapshot::to_packed`]).
 ///
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
 pub const PROTOCOL_VERSION: u32 = 5;
@@ -96,8 +97,13 @@ pub struct DesyncReport {
     pub client_hash: u64,
     /// The server's hash.
     pub server_hash: u64,
-    /// The client's game snapshot at that tick (empty if unavailable or too
-    /// large to send).
+    /// The client's game snapshot at that tick, packed
+    /// ([`GameSnapshot::to_packed`]; empty if unavailable or too large to
+    /// send). Readers should use [`GameSnapshot::decode`], which also takes
+    /// the canonical bytes earlier builds sent.
+    ///
+    /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
+    /// [`GameSnapshot::decode`]: bitroom_sim::game::GameSnapshot::decode
     pub state: Vec<u8>,
 }
 

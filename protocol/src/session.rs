@@ -598,9 +598,11 @@ impl<R: Rules> ClientSession<R> {
                 ours,
                 server,
             });
+            // Packed: a fifth of the canonical size or less, so states of
+            // rooms up to several thousand bodies fit under the limit.
             let mut state = tl
                 .state_at(t)
-                .map(GameSnapshot::to_bytes)
+                .map(GameSnapshot::to_packed)
                 .unwrap_or_default();
             if state.len() > MAX_RELIABLE - 1024 {
                 state.clear();

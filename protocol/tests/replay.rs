@@ -873,7 +873,9 @@ fn desync_reports_hold_both_states_and_their_diff() {
         server_hash: server.state_hash(),
         client_hash: client.state_hash(),
     };
-    let path = write_desync_report(&dir, &ctx, Some(&server), &client.to_bytes()).expect("written");
+    // Clients send their state packed.
+    let path =
+        write_desync_report(&dir, &ctx, Some(&server), &client.to_packed()).expect("written");
     assert_eq!(path.parent(), Some(dir.as_path()));
     let name = path.file_name().and_then(|n| n.to_str()).expect("name");
     assert_eq!(name, "desync-___etc_passwd_room-t21-slot_1__alice_.json");
@@ -886,6 +888,11 @@ fn desync_reports_hold_both_states_and_their_diff() {
     assert_eq!(v["client_state"]["decodes"], true);
     let hex = v["server_state"]["hex"].as_str().expect("hex");
     assert_eq!(hex.len(), server.to_bytes().len() * 2);
+    // The client's hex is its canonical bytes, comparable with the server's.
+    assert_eq!(v["client_state"]["bytes"], client.to_packed().len());
+    assert_eq!(v["client_state"]["hex_form"], "canonical");
+    let client_hex = v["client_state"]["hex"].as_str().expect("hex");
+    assert_eq!(client_hex.len(), client.to_bytes().len() * 2);
 
     // Same tick again: a new file; garbage from the client: no diff.
     let again = write_desync_report(&dir, &ctx, Some(&server), b"garbage").expect("written");
@@ -893,6 +900,7 @@ fn desync_reports_hold_both_states_and_their_diff() {
     let v: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&again).expect("read")).expect("json");
     assert_eq!(v["client_state"]["decodes"], false);
+    assert_eq!(v["client_state"]["hex_form"], "as received");
     assert!(v["diff"].is_null());
     let none = write_desync_report::<Sandbox>(&dir, &ctx, None, &client.to_bytes()).expect("ok");
     let v: serde_json::Value =

@@ -352,13 +352,17 @@ pub fn write_desync_report<R: Rules>(
         let bytes = s.to_bytes();
         json!({ "tick": s.tick(), "hash": format!("{:016x}", s.state_hash()), "bytes": bytes.len(), "hex": hex(&bytes) })
     });
+    let client_canonical = client.as_ref().ok().map(GameSnapshot::to_bytes);
     let client_json = json!({
         "decodes": client.is_ok(),
         "error": client.as_ref().err(),
         "tick": client.as_ref().ok().map(|c| c.tick()),
         "hash": client.as_ref().ok().map(|c| format!("{:016x}", c.state_hash())),
         "bytes": client_state.len(),
-        "hex": hex(client_state),
+        // The canonical bytes when the state decodes (clients send it
+        // packed), so both sides' hex compare field for field.
+        "hex": hex(client_canonical.as_deref().unwrap_or(client_state)),
+        "hex_form": if client_canonical.is_some() { "canonical" } else { "as received" },
     });
     let report = json!({
         "report": "bitroom desync",
