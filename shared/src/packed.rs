@@ -323,6 +323,8 @@ impl<'a> ser::Serializer for Ser<'a> {
         self.p.put(self.node, u64::from(v));
         Ok(())
     }
+    // Floats (required by serde's trait; the state holds none) travel as
+    // their IEEE bits: no float arithmetic, so nothing platform-dependent.
     fn serialize_f32(self, v: f32) -> Result<(), PackError> {
         self.serialize_u32(v.to_bits())
     }
@@ -745,6 +747,8 @@ impl<'de> de::Deserializer<'de> for De<'_, '_> {
             _ => Err(PackError::Range("bool")),
         }
     }
+    // Floats from their IEEE bits (serde's trait requires them; the state
+    // holds none): no float arithmetic.
     fn deserialize_f32<V: de::Visitor<'de>>(self, v: V) -> Result<V::Value, PackError> {
         let raw = u32::try_from(self.u.get(self.node, 4)?).map_err(|_| PackError::Range("f32"))?;
         v.visit_f32(f32::from_bits(raw))
@@ -1053,6 +1057,7 @@ mod tests {
         kind: Kind,
         arr: [u8; 3],
         name: String,
+        // Test-only: floats round-trip as bits.
         f: f64,
         c: char,
     }
