@@ -56,13 +56,7 @@ pub use connection::{
     HandleStats, InputFn,
 };
 
-use bitroom_sim::game::Rules;
-
 /// Rules whose games can move between tokio tasks: what the client and
-/// server shells need (every `Rules` of plain data qualifies).
-pub trait NetRules: Rules<Player: Send + Sync, State: Send + Sync> + Send + Sync + 'static {}
-
-impl<R> NetRules for R where
-    R: Rules<Player: Send + Sync, State: Send + Sync> + Send + Sync + 'static
-{
-}
+/// server shells need (every `Rules` of plain data qualifies). The same
+/// bound as the sans-IO room's [`RoomRules`](bitroom_protocol::RoomRules).
+pub use bitroom_protocol::RoomRules as NetRules;

@@ -16,7 +16,9 @@ pub mod room;
 pub mod session;
 
 pub use messages::*;
-pub use room::{ConnId, Output, Rejection, RoomConfig, RoomEvent, RoomStats, ServerRoom};
+pub use room::{
+    ConnId, Output, Rejection, RoomConfig, RoomEvent, RoomRules, RoomStats, ServerRoom, SnapshotJob,
+};
 pub use session::{ClientConfig, ClientEvent, ClientSession, ClientStats, ClientTransmit};
 
 /// Time in microseconds since an origin the IO shell picks.

@@ -195,6 +195,12 @@ impl Monitor {
         gauge!(names::CLIENTS).set(f64::from(clients));
     }
 
+    /// Snapshot bytes a connection's writer sent (the room's own counters
+    /// leave out the snapshots it hands to the writers to pack).
+    pub fn bytes_out(&self, n: u64) {
+        counter!(names::BYTES_OUT).increment(n);
+    }
+
     /// A room opened.
     pub fn room_opened(&self, name: &str) {
         let mut rooms = lock(&self.rooms);

@@ -252,16 +252,10 @@ fn dispatch<R: NetRules>(
                 }
             }
             Output::Reliable { conn, bytes } => {
-                if let Some(p) = peers.get(&conn) {
-                    if p.writer.try_send(WriterMsg::Data(bytes)).is_err() {
-                        warn!(conn, "client does not read its stream: dropping it");
-                        if let Some(p) = peers.remove(&conn) {
-                            p.connection
-                                .close(1u8.into(), b"too slow to read the stream");
-                        }
-                        slow.push(conn);
-                    }
-                }
+                to_writer(peers, &mut slow, conn, WriterMsg::Data(bytes));
+            }
+            Output::Snapshot { conn, job } => {
+                to_writer(peers, &mut slow, conn, WriterMsg::Snapshot(job));
             }
             Output::Close { conn, reason } => {
                 if let Some(p) = peers.remove(&conn) {
@@ -273,13 +267,34 @@ fn dispatch<R: NetRules>(
     slow
 }
 
+/// Queues a message on a peer's writer; a peer whose writer is full does
+/// not read its stream and is dropped (and listed in `slow`).
+fn to_writer(
+    peers: &mut BTreeMap<ConnId, Peer>,
+    slow: &mut Vec<ConnId>,
+    conn: ConnId,
+    msg: WriterMsg,
+) {
+    let Some(p) = peers.get(&conn) else {
+        return;
+    };
+    if p.writer.try_send(msg).is_err() {
+        warn!(conn, "client does not read its stream: dropping it");
+        if let Some(p) = peers.remove(&conn) {
+            p.connection
+                .close(1u8.into(), b"too slow to read the stream");
+        }
+        slow.push(conn);
+    }
+}
+
 /// Asks a peer's writer to close after what it holds (sending the kick
 /// first when `kick`); closes at once when the writer cannot take it.
 fn close_peer(p: &Peer, reason: KickReason, kick: bool) {
     if let Err(e) = p.writer.try_send(WriterMsg::Close { reason, kick }) {
         let reason = match e.into_inner() {
             WriterMsg::Close { reason, .. } => reason,
-            WriterMsg::Data(_) => KickReason::Left,
+            WriterMsg::Data(_) | WriterMsg::Snapshot(_) => KickReason::Left,
         };
         crate::serve::close_now(&p.connection, &reason);
     }

@@ -22,7 +22,7 @@ use bitroom_client::quic::server_config;
 use bitroom_client::NetRules;
 use bitroom_protocol::{
     decode_client_reliable, encode_server_reliable, ClientReliable, ConnId, KickReason, Micros,
-    RoomConfig, ServerReliable, StreamFramer,
+    RoomConfig, ServerReliable, SnapshotJob, StreamFramer,
 };
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
-use tracing::{debug, info, info_span, warn, Instrument};
+use tracing::{debug, error, info, info_span, warn, Instrument};
 
 /// Largest hello accepted (bytes): names are short.
 pub const MAX_HELLO: usize = 4096;
@@ -125,6 +125,10 @@ pub enum ServeError {
 pub(crate) enum WriterMsg {
     /// A message for the stream (unframed).
     Data(Vec<u8>),
+    /// A snapshot's messages, packed here (on a blocking thread) unless a
+    /// writer sharing the job packed it already: packing is milliseconds
+    /// for large rooms, and the room's tick must not wait for it.
+    Snapshot(SnapshotJob),
     /// Finish the stream and close the connection with this reason,
     /// writing the kick message first when `kick`.
     Close { reason: KickReason, kick: bool },
@@ -243,6 +247,7 @@ async fn writer(
     connection: quinn::Connection,
     mut send: quinn::SendStream,
     mut rx: mpsc::Receiver<WriterMsg>,
+    monitor: Arc<Monitor>,
     _done: mpsc::Sender<()>,
 ) {
     while let Some(m) = rx.recv().await {
@@ -250,6 +255,33 @@ async fn writer(
             WriterMsg::Data(bytes) => {
                 if send.write_all(&StreamFramer::frame(&bytes)).await.is_err() {
                     return;
+                }
+            }
+            WriterMsg::Snapshot(job) => {
+                let job = if job.is_packed() {
+                    job
+                } else {
+                    let packing = tokio::task::spawn_blocking(move || {
+                        job.messages();
+                        job
+                    });
+                    match packing.await {
+                        Ok(job) => job,
+                        Err(e) => {
+                            error!("packing a snapshot failed: {e}");
+                            close_now(
+                                &connection,
+                                &KickReason::RoomClosed("snapshot failed".into()),
+                            );
+                            return;
+                        }
+                    }
+                };
+                for msg in job.messages() {
+                    if send.write_all(&StreamFramer::frame(msg)).await.is_err() {
+                        return;
+                    }
+                    monitor.bytes_out(msg.len() as u64 + 4);
                 }
             }
             WriterMsg::Close { reason, kick } => {
@@ -570,8 +602,14 @@ async fn handle_connection<R: NetRules>(
         }
     };
     tokio::spawn(
-        writer(connection.clone(), send, writer_rx, shared.done.clone())
-            .instrument(tracing::Span::current()),
+        writer(
+            connection.clone(),
+            send,
+            writer_rx,
+            shared.monitor.clone(),
+            shared.done.clone(),
+        )
+        .instrument(tracing::Span::current()),
     );
     forward(conn, &connection, recv, framer, &room, shared.base).await;
     let _ = room.send(RoomCmd::Gone { conn }).await;

@@ -7,7 +7,7 @@
 
 use bitroom_protocol::{
     ClientConfig, ClientEvent, ClientSession, ClientTransmit, ConnId, Micros, Output, RoomConfig,
-    RoomEvent, ServerRoom,
+    RoomEvent, RoomRules, ServerRoom,
 };
 use bitroom_sim::game::{PlayerInput, Rules};
 use std::cmp::Reverse;
@@ -236,7 +236,7 @@ impl<R: Rules> SimClient<R> {
 
 /// The simulated network with one room.
 #[allow(missing_debug_implementations)] // holds input closures
-pub struct NetSim<R: Rules> {
+pub struct NetSim<R: RoomRules> {
     /// Virtual time.
     pub now: Micros,
     /// The room.
@@ -254,7 +254,7 @@ pub struct NetSim<R: Rules> {
     rng: Rng,
 }
 
-impl<R: Rules> NetSim<R> {
+impl<R: RoomRules> NetSim<R> {
     /// A room at time 0.
     pub fn new(rules: R, config: RoomConfig, seed: u64) -> NetSim<R> {
         NetSim {
@@ -378,27 +378,33 @@ impl<R: Rules> NetSim<R> {
             self.room_events.push((now, e));
         }
         while let Some(o) = self.server.poll_output() {
-            let (conn, reliable, bytes) = match o {
-                Output::Reliable { conn, bytes } => (conn, true, bytes),
-                Output::Datagram { conn, bytes } => (conn, false, bytes),
+            let (conn, reliable, messages) = match o {
+                Output::Reliable { conn, bytes } => (conn, true, vec![bytes]),
+                // Packed here, in virtual no-time, like the server's writer.
+                Output::Snapshot { conn, job } => (conn, true, job.messages().to_vec()),
+                Output::Datagram { conn, bytes } => (conn, false, vec![bytes]),
                 Output::Close { .. } => continue,
             };
             let Some(i) = self.client_of(conn) else {
                 continue;
             };
-            let c = &mut self.clients[i];
             if reliable {
-                let at = c.down.reliable(now, bytes.len(), &mut self.rng);
-                self.push(
-                    at,
-                    Delivery::ToClient {
-                        client: i,
-                        conn,
-                        reliable,
-                        bytes,
-                    },
-                );
+                for bytes in messages {
+                    let c = &mut self.clients[i];
+                    let at = c.down.reliable(now, bytes.len(), &mut self.rng);
+                    self.push(
+                        at,
+                        Delivery::ToClient {
+                            client: i,
+                            conn,
+                            reliable,
+                            bytes,
+                        },
+                    );
+                }
             } else {
+                let c = &mut self.clients[i];
+                let bytes = messages.into_iter().next().expect("one datagram");
                 for at in c.down.datagram(now, bytes.len(), &mut self.rng) {
                     self.push(
                         at,
