@@ -26,10 +26,12 @@ use std::fmt;
 /// anchors (derived from the point) nor the last step's largest normal
 /// impulse (never read), so snapshots and state hashes change. 5: snapshot
 /// chunks and desync reports carry the packed form
-/// ([`GameSnapshot::to_packed`]).
+/// ([`GameSnapshot::to_packed`]). 6: a step collides at its end, and
+/// snapshots and state hashes leave out the contact geometry (recomputed
+/// from the positions on decoding).
 ///
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
-pub const PROTOCOL_VERSION: u32 = 5;
+pub const PROTOCOL_VERSION: u32 = 6;
 /// Largest datagram we send or accept (quinn's initial max is 1162).
 pub const MAX_DATAGRAM: usize = 1150;
 /// Largest reliable message (a snapshot chunk, a desync report).

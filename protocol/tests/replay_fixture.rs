@@ -1,14 +1,13 @@
-//! Two committed replays of the same room, recorded by a release build with
+//! A committed replay, recorded by a release build with
 //!
 //! ```sh
 //! cargo run --release --bin bitroom-server -- replay record --loose-bodies 8 \
 //!     --players 4 --ticks 240 --keyframe-interval 120 --room fixture \
-//!     --out protocol/tests/fixtures/arena-4-bots-v4.brr
+//!     --out protocol/tests/fixtures/arena-4-bots-v5.brr
 //! ```
 //!
-//! `arena-4-bots.brr` is replay format 3 (canonical snapshots, recorded
-//! 2026-11-21) and `arena-4-bots-v4.brr` format 4 (packed snapshots): this
-//! build must read both, and they must give the same hashes.
+//! (replay format 5, packed snapshots without contact geometry; recorded
+//! 2026-11-22 when the step started colliding at its end).
 //!
 //! It must verify in every build (debug tests included) and on every
 //! platform: `.ci/cross-check.sh` runs this file on each target and diffs
@@ -23,19 +22,13 @@
 use bitroom_protocol::replay::{
     sandbox_rules, verify, Record, ReplayReader, VerifyOptions, VerifyReport,
 };
-use bitroom_sim::game::sandbox::Sandbox;
-use bitroom_sim::game::GameSnapshot;
 
-/// Format 3: canonical snapshots.
-const FIXTURE_V3: &[u8] = include_bytes!("fixtures/arena-4-bots.brr");
-/// Format 4: packed snapshots.
-const FIXTURE: &[u8] = include_bytes!("fixtures/arena-4-bots-v4.brr");
-/// Both, with the name their `GOLDEN` lines carry.
-const FIXTURES: [(&str, &[u8]); 2] = [("", FIXTURE), ("-v3", FIXTURE_V3)];
+/// Format 5: packed snapshots.
+const FIXTURE: &[u8] = include_bytes!("fixtures/arena-4-bots-v5.brr");
 /// Ticks in the fixture.
 const TICKS: u64 = 240;
 /// Its final state hash (also recorded in the file).
-const FINAL_HASH: u64 = 0xe7826e2d8eed4691;
+const FINAL_HASH: u64 = 0x1c49e7c977e15ebe;
 
 fn run(bytes: &[u8], synctest: Option<u32>) -> VerifyReport {
     let reader = ReplayReader::open(bytes).expect("the fixture opens");
@@ -48,54 +41,16 @@ fn run(bytes: &[u8], synctest: Option<u32>) -> VerifyReport {
 
 #[test]
 fn golden_replay_fixture_verifies() {
-    for (name, bytes) in FIXTURES {
-        let rep = run(bytes, None);
-        println!(
-            "GOLDEN replay-fixture{name} {} {:016x}",
-            rep.ticks_verified, rep.final_hash
-        );
-        assert_eq!(rep.divergence, None, "fixture{name} diverges on this build");
-        assert!(rep.damage.is_none() && rep.ended_cleanly);
-        assert_eq!(rep.ticks_verified, TICKS);
-        assert_eq!(rep.keyframes_checked, 2);
-        assert_eq!(rep.final_hash, FINAL_HASH);
-    }
-}
-
-/// The two formats hold the same records; only the snapshots' encoding
-/// differs (and the format-4 file is smaller for it).
-#[test]
-fn both_formats_hold_the_same_room() {
-    let records = |bytes: &[u8]| {
-        let reader = ReplayReader::open(bytes).expect("opens");
-        let version = reader.header().format_version;
-        let rest: Vec<Record> = reader.collect();
-        (version, rest)
-    };
-    let (v4, new) = records(FIXTURE);
-    let (v3, old) = records(FIXTURE_V3);
-    assert_eq!((v3, v4), (3, 4));
-    assert_eq!(new.len(), old.len());
-    let mut keyframes = 0;
-    for (a, b) in new.iter().zip(&old) {
-        match (a, b) {
-            (
-                Record::Keyframe { tick, snapshot },
-                Record::Keyframe {
-                    tick: t,
-                    snapshot: s,
-                },
-            ) => {
-                assert_eq!(tick, t);
-                let packed = GameSnapshot::<Sandbox>::from_packed(snapshot).expect("packed");
-                assert_eq!(&packed.to_bytes(), s, "keyframe at tick {tick}");
-                keyframes += 1;
-            }
-            _ => assert_eq!(a, b),
-        }
-    }
-    assert_eq!(keyframes, 2);
-    assert!(FIXTURE.len() * 2 < FIXTURE_V3.len());
+    let rep = run(FIXTURE, None);
+    println!(
+        "GOLDEN replay-fixture {} {:016x}",
+        rep.ticks_verified, rep.final_hash
+    );
+    assert_eq!(rep.divergence, None, "the fixture diverges on this build");
+    assert!(rep.damage.is_none() && rep.ended_cleanly);
+    assert_eq!(rep.ticks_verified, TICKS);
+    assert_eq!(rep.keyframes_checked, 2);
+    assert_eq!(rep.final_hash, FINAL_HASH);
 }
 
 #[test]
@@ -111,9 +66,9 @@ fn golden_replay_fixture_sync_test() {
     assert!(st.mismatches.is_empty());
 }
 
-/// Small enough for Miri: the header and the first 8 ticks, of the format-4
-/// fixture (its initial state is packed, so this also decodes the packed
-/// form on big-endian s390x).
+/// Small enough for Miri: the header and the first 8 ticks of the fixture
+/// (its initial state is packed and its contact geometry recomputed, so
+/// this also decodes the packed form on big-endian s390x).
 #[test]
 fn miri_replay_fixture_prefix() {
     const N: u64 = 8;

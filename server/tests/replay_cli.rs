@@ -1,7 +1,9 @@
 //! `bitroom-server replay ...` end to end: outputs and exit codes (0 fine,
 //! 1 divergence, 2 bad input).
 
-use bitroom_protocol::replay::{encode_header, encode_record, Record, ReplayReader};
+use bitroom_protocol::replay::{
+    encode_header, encode_record, Record, ReplayReader, FORMAT_VERSION,
+};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -166,7 +168,9 @@ fn bad_files_exit_2_and_the_others_are_still_verified() {
     let (code, _, err) = run(&["replay", "verify", &v9]);
     assert_eq!(code, 2);
     assert!(
-        err.contains("unsupported replay format version 9 (this build reads versions 3 to 4)"),
+        err.contains(&format!(
+            "unsupported replay format version 9 (this build reads version {FORMAT_VERSION})"
+        )),
         "{err}"
     );
 
@@ -271,8 +275,9 @@ fn info_and_export() {
     let f = record(&d, "a.brr", 1);
     let (code, out, _) = run(&["replay", "info", &f]);
     assert_eq!(code, 0, "{out}");
+    let format = format!("format      version {FORMAT_VERSION}");
     for want in [
-        "format      version 4",
+        format.as_str(),
         "room        \"bots\", scene arena",
         "seats       3, tick rate 60 Hz",
         "ticks       0 to 150 (150 ticks, 2.5 s)",
@@ -307,10 +312,10 @@ fn info_and_export() {
 
 #[test]
 fn the_committed_release_fixture_verifies_in_this_build() {
-    let fixture =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../protocol/tests/fixtures/arena-4-bots.brr");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../protocol/tests/fixtures/arena-4-bots-v5.brr");
     let (code, out, err) = run(&["replay", "verify", fixture.to_str().expect("utf-8")]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("verified 240 ticks"), "{out}");
-    assert!(out.contains("hash at tick 240 e7826e2d8eed4691"), "{out}");
+    assert!(out.contains("hash at tick 240 1c49e7c977e15ebe"), "{out}");
 }

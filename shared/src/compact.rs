@@ -4,11 +4,14 @@
 //! but only the first `count` are used. The canonical encoding (see
 //! `state.rs`) writes just those: the used prefix as a sequence (its length
 //! as `u64`, then the elements), which also stands for the `count` field.
+//! A contact's manifold is written in its state form ([`manifold_state`]:
+//! ids and impulses, no geometry); `Manifold`'s own `Serialize` (normal and
+//! full points) is for reports such as contact events.
 //! The unused slots are never read, so decoding leaves them at their
 //! defaults. Decoding refuses a sequence longer than the capacity before it
 //! reads an element: no allocation, no out-of-bounds count.
 
-use crate::collision::{Manifold, ManifoldPoint};
+use crate::collision::Manifold;
 use crate::geometry::{Polygon, MAX_POLYGON_VERTICES};
 use crate::math::{Scalar, Vec2};
 use core::fmt;
@@ -60,20 +63,56 @@ impl Serialize for Manifold {
     }
 }
 
-impl<'de> Deserialize<'de> for Manifold {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Manifold, D::Error> {
-        #[derive(serde::Deserialize)]
-        #[serde(rename = "Manifold")]
-        struct Repr {
-            normal: Vec2,
-            points: Prefix<ManifoldPoint, 2>,
+/// A contact's manifold as state: per point only what the positions do
+/// not determine (the feature id, the warm-start impulses and whether the
+/// point persisted), as a sequence of at most two.
+///
+/// The geometry (normal, points, separations) is left out: a step ends by
+/// colliding every contact of a body that moved, so a manifold is always
+/// `collide` of its shapes at their current transforms, and the decoder
+/// recomputes it from them (`state.rs`, which also checks that the
+/// recomputed points carry the stored feature ids). A decoded manifold
+/// holds zero geometry until then.
+pub(crate) mod manifold_state {
+    use super::Prefix;
+    use crate::collision::{Manifold, ManifoldPoint};
+    use crate::math::Scalar;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Clone, Copy, Default, Serialize, Deserialize)]
+    #[serde(rename = "ContactPoint")]
+    struct PointState {
+        id: u16,
+        normal_impulse: Scalar,
+        tangent_impulse: Scalar,
+        persisted: bool,
+    }
+
+    pub(crate) fn serialize<S: Serializer>(m: &Manifold, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(m.points().iter().map(|p| PointState {
+            id: p.id,
+            normal_impulse: p.normal_impulse,
+            tangent_impulse: p.tangent_impulse,
+            persisted: p.persisted,
+        }))
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Manifold, D::Error> {
+        let p = Prefix::<PointState, 2>::deserialize(d)?;
+        let mut m = Manifold {
+            count: p.len,
+            ..Manifold::default()
+        };
+        for (out, st) in m.points.iter_mut().zip(&p.items[..usize::from(p.len)]) {
+            *out = ManifoldPoint {
+                id: st.id,
+                normal_impulse: st.normal_impulse,
+                tangent_impulse: st.tangent_impulse,
+                persisted: st.persisted,
+                ..ManifoldPoint::default()
+            };
         }
-        let r = Repr::deserialize(d)?;
-        Ok(Manifold {
-            normal: r.normal,
-            points: r.points.items,
-            count: r.points.len,
-        })
+        Ok(m)
     }
 }
 
@@ -116,6 +155,7 @@ impl<'de> Deserialize<'de> for Polygon {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collision::ManifoldPoint;
     use crate::math::fx;
     use crate::state::CONFIG;
 
@@ -127,40 +167,51 @@ mod tests {
         bincode::serde::decode_from_slice(b, CONFIG.with_limit::<4096>()).map(|(v, _)| v)
     }
 
+    #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
+    struct InState(#[serde(with = "manifold_state")] Manifold);
+
     #[test]
-    fn manifolds_encode_only_their_points_and_round_trip() {
+    fn manifold_state_keeps_ids_and_impulses_and_drops_the_geometry() {
         let mut m = Manifold {
             normal: Vec2::new(fx(0), fx(1)),
             ..Manifold::default()
         };
-        let empty = encode(&m);
-        // normal (16) + length (8), no points.
-        assert_eq!(empty.len(), 24);
-        assert_eq!(decode::<Manifold>(&empty).unwrap(), m);
+        let empty = encode(&InState(m));
+        // The length (8), no points, no normal.
+        assert_eq!(empty.len(), 8);
+        assert_eq!(decode::<InState>(&empty).unwrap().0.count, 0);
         for k in 0..2 {
             m.points[k] = ManifoldPoint {
                 point: Vec2::new(fx(k as i32), fx(2)),
                 separation: Scalar::milli(-3),
                 normal_impulse: fx(7),
+                tangent_impulse: fx(-2),
                 id: 0x0102 + k as u16,
                 persisted: true,
-                ..ManifoldPoint::default()
             };
             m.count = k as u8 + 1;
-            let b = encode(&m);
-            assert_eq!(b.len(), 24 + (k + 1) * encode(&m.points[0]).len());
-            assert_eq!(decode::<Manifold>(&b).unwrap(), m);
+            let b = encode(&InState(m));
+            // Per point: id 2 + impulses 16 + persisted 1.
+            assert_eq!(b.len(), 8 + (k + 1) * 19);
+            let back = decode::<InState>(&b).unwrap().0;
+            assert_eq!(back.count, m.count);
+            for (p, q) in back.points().iter().zip(m.points()) {
+                assert_eq!(
+                    (p.id, p.normal_impulse, p.tangent_impulse, p.persisted),
+                    (q.id, q.normal_impulse, q.tangent_impulse, q.persisted)
+                );
+                assert_eq!((p.point, p.separation), (Vec2::ZERO, Scalar::ZERO));
+            }
         }
     }
 
     #[test]
     fn a_manifold_with_three_points_is_refused_before_reading_them() {
-        let m = Manifold::default();
-        let mut b = encode(&m);
+        let mut b = encode(&InState(Manifold::default()));
         // Claim 3 points, then an absurd count: both refused, no allocation.
         for claim in [3u64, u64::MAX] {
-            b[16..24].copy_from_slice(&claim.to_le_bytes());
-            assert!(decode::<Manifold>(&b).is_err(), "{claim} points accepted");
+            b[0..8].copy_from_slice(&claim.to_le_bytes());
+            assert!(decode::<InState>(&b).is_err(), "{claim} points accepted");
         }
     }
 

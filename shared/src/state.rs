@@ -10,8 +10,8 @@
 //! then its fields), fields in declaration order. Two fixed-capacity arrays
 //! are written as their used prefix only, as a `Vec` (length, elements): a
 //! polygon's vertices and normals (then centroid and radius; the vertex
-//! count is the length), and a manifold's points (after its normal; the
-//! point count is the length) — see `compact.rs`. The state is, in order:
+//! count is the length), and a manifold's points (the point count is the
+//! length) — see `compact.rs`. The state is, in order:
 //!
 //! 1. `settings` — gravity, tick rate, substeps, contact hertz, damping
 //!    ratio, push-out speed, restitution threshold, speed limit, sleep switch,
@@ -30,12 +30,15 @@
 //!    flag, contact/hit/sensor event switches), fat box, next shape,
 //!    pending-pair flag;
 //! 6. `free_shapes` — the shape id pool;
-//! 7. `contacts` — sorted by shape pair: shapes, bodies, manifold (normal,
-//!    points (world point, separation, warm-start impulses, feature id,
-//!    persisted flag; the anchors on the bodies are derived from the point
-//!    and not kept)),
+//! 7. `contacts` — sorted by shape pair: shapes, bodies, manifold points
+//!    (feature id, warm-start normal and tangent impulses, persisted flag),
 //!    mixed friction and restitution, touching flag, sensor flag,
-//!    contact-event and hit-event switches;
+//!    contact-event and hit-event switches. The manifold's geometry (normal,
+//!    world points, separations) is not written: a step ends by colliding
+//!    every contact of a body that moved, so it is `collide` of the two
+//!    shapes at their current transforms. Decoding recomputes it and refuses
+//!    a state whose recomputed points do not carry the stored feature ids,
+//!    or whose touching flag disagrees (`World::refresh_manifolds`);
 //! 8. `moved` — shapes waiting for the next pair search;
 //! 9. `joints` — every joint slot, live or free: generation, alive, body A
 //!    and B slots, local anchors A and B, reference rotation (cos, sin),
@@ -213,6 +216,7 @@ impl Snapshot {
         validate(&state)?;
         let mut world = World::from_state(state);
         world.rebuild_trees();
+        world.refresh_manifolds().map_err(SnapshotError::Invalid)?;
         Ok(Snapshot { state: world.state })
     }
 }
@@ -462,13 +466,62 @@ fn shape_in_range(sh: &crate::dynamics::Shape, g: &crate::geometry::ShapeGeometr
         && within(sh.fat_aabb.upper, FAR)
 }
 
-/// The manifold's normal is a direction and its points lie in the world.
+/// The mixed material is not negative. (The manifold's geometry is not
+/// decoded but recomputed from the shapes: `World::refresh_manifolds`.)
 fn contact_in_range(c: &crate::dynamics::Contact) -> bool {
-    let m = &c.manifold;
-    unit_ish(m.normal)
-        && m.points()
-            .iter()
-            .all(|p| within(p.point, FAR) && p.separation.abs() <= FAR)
-        && c.friction >= Scalar::ZERO
-        && c.restitution >= Scalar::ZERO
+    c.friction >= Scalar::ZERO && c.restitution >= Scalar::ZERO
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A settled pyramid's state, and its canonical bytes after `edit`.
+    fn edited(edit: impl FnOnce(&mut WorldState)) -> Result<Snapshot, SnapshotError> {
+        let mut w = crate::scene::build_named("stack").expect("a named scene");
+        for _ in 0..30 {
+            w.step();
+        }
+        let mut st = w.snapshot().state;
+        edit(&mut st);
+        let bytes = bincode::serde::encode_to_vec(&st, CONFIG).expect("encodes");
+        Snapshot::from_bytes(&bytes)
+    }
+
+    #[test]
+    fn recomputed_contacts_must_match_the_stored_ids_and_flags() {
+        assert!(edited(|_| {}).is_ok());
+        let touching = |st: &mut WorldState| {
+            st.contacts
+                .iter()
+                .position(|c| c.manifold.count > 0)
+                .expect("a touching contact")
+        };
+        let invalid = |r: Result<Snapshot, SnapshotError>, why: &str| match r {
+            Err(SnapshotError::Invalid(m)) => assert_eq!(m, why),
+            other => panic!("expected {why:?}, got {other:?}"),
+        };
+        invalid(
+            edited(|st| {
+                let k = touching(st);
+                st.contacts[k].manifold.points[0].id ^= 1;
+            }),
+            "contact points do not match their shapes",
+        );
+        invalid(
+            edited(|st| {
+                let k = touching(st);
+                st.contacts[k].manifold.count = 1;
+                st.contacts[k].manifold.points[0] = st.contacts[k].manifold.points[1];
+            }),
+            "contact points do not match their shapes",
+        );
+        invalid(
+            edited(|st| {
+                let k = touching(st);
+                st.contacts[k].touching = false;
+            }),
+            "contact touching flag",
+        );
+    }
 }

@@ -14,8 +14,7 @@
 //! configuration (the same as the wire messages and the state encoding).
 //! The first record is always [`Record::Header`]: format version, build,
 //! rules, tick rate, fingerprint, room, scene, seats, keyframe interval and
-//! the initial game snapshot ([`GameSnapshot::to_packed`] bytes; format 3:
-//! [`GameSnapshot::to_bytes`]) at
+//! the initial game snapshot ([`GameSnapshot::to_packed`] bytes) at
 //! `start_tick`. Then, for every tick `start_tick + 1, start_tick + 2, …`, a
 //! [`Record::Tick`] with the tick's [`InputSet`] (every seat's input plus the
 //! join / leave events) and the state hash after it; after the tick record of
@@ -75,13 +74,16 @@ pub const MAGIC: &[u8; 8] = b"BRREPLAY";
 /// the used polygon vertices and manifold points. 3: manifold points without
 /// their two (derived) anchors and the last step's largest normal impulse.
 /// 4: the initial state and the keyframes are packed
-/// ([`GameSnapshot::to_packed`]); everything else as in 3.
+/// ([`GameSnapshot::to_packed`]); everything else as in 3. 5: snapshots
+/// and state hashes leave out the contact geometry, which a step now
+/// computes at its end from the positions it leaves (a new simulation:
+/// files of 4 and older replay to other hashes).
 ///
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
-pub const FORMAT_VERSION: u32 = 4;
-/// The oldest format this build reads: 3 (its snapshots are canonical
-/// bytes, and its state hashes are the ones this build computes).
-pub const OLDEST_FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 5;
+/// The oldest format this build reads: 5. Older files hold states and
+/// hashes of the previous simulation, which this build cannot reproduce.
+pub const OLDEST_FORMAT_VERSION: u32 = 5;
 /// Largest record payload accepted (a keyframe of the largest snapshot,
 /// 64 MiB of world plus 1 MiB of game state, fits).
 pub const MAX_RECORD: usize = 72 << 20;
@@ -93,6 +95,15 @@ pub const DEFAULT_KEYFRAME_INTERVAL: u32 = 600;
 pub const MAX_HEADER_TEXT: usize = 1024;
 /// Name of the sandbox rules in [`Header::rules`].
 pub const SANDBOX_RULES: &str = "sandbox";
+
+/// "version N" or "versions N to M", from the oldest readable format.
+fn readable_versions(supported: u32) -> String {
+    if supported <= OLDEST_FORMAT_VERSION {
+        format!("version {supported}")
+    } else {
+        format!("versions {OLDEST_FORMAT_VERSION} to {supported}")
+    }
+}
 
 const CONFIG: Configuration<LittleEndian, Fixint, NoLimit> = bincode::config::standard()
     .with_fixed_int_encoding()
@@ -123,10 +134,8 @@ pub struct Header {
     /// Tick of the initial snapshot; the first tick record is the next one.
     pub start_tick: u64,
     /// Game snapshot at `start_tick` ([`GameSnapshot::to_packed`] bytes;
-    /// format 3: [`GameSnapshot::to_bytes`]; [`GameSnapshot::decode`] reads
-    /// both).
+    /// [`GameSnapshot::decode`] also reads the canonical form).
     ///
-    /// [`GameSnapshot::to_bytes`]: bitroom_sim::game::GameSnapshot::to_bytes
     /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
     /// [`GameSnapshot::decode`]: bitroom_sim::game::GameSnapshot::decode
     // `serde_bytes`: the same bytes as a sequence of `u8`, decoded at once.
@@ -152,10 +161,8 @@ pub enum Record {
     Keyframe {
         /// The tick.
         tick: u64,
-        /// [`GameSnapshot::to_packed`] bytes (format 3:
-        /// [`GameSnapshot::to_bytes`]).
+        /// [`GameSnapshot::to_packed`] bytes.
         ///
-        /// [`GameSnapshot::to_bytes`]: bitroom_sim::game::GameSnapshot::to_bytes
         /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
         #[serde(with = "serde_bytes")]
         snapshot: Vec<u8>,
@@ -194,7 +201,8 @@ pub enum ReplayError {
     BadMagic,
     /// The header declares another format version.
     #[error(
-        "unsupported replay format version {found} (this build reads versions {OLDEST_FORMAT_VERSION} to {supported})"
+        "unsupported replay format version {found} (this build reads {})",
+        readable_versions(*supported)
     )]
     UnsupportedVersion {
         /// Version in the file.

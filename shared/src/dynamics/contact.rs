@@ -16,6 +16,9 @@ pub struct Contact {
     pub(crate) shape_b: u32,
     pub(crate) body_a: u32,
     pub(crate) body_b: u32,
+    /// Encoded without its geometry, which the positions determine (see
+    /// `compact::manifold_state`).
+    #[serde(with = "crate::compact::manifold_state")]
     pub(crate) manifold: Manifold,
     /// Mixed friction √(μa·μb).
     pub(crate) friction: Scalar,
@@ -30,6 +33,12 @@ pub struct Contact {
     pub(crate) contact_events: bool,
     /// Report hit events.
     pub(crate) hit_events: bool,
+    /// Created by this step's pair search and not collided yet: collided
+    /// once even between sleeping bodies (whose contacts are otherwise
+    /// left alone), so that every manifold matches the positions. Always
+    /// false between steps, so not state.
+    #[serde(skip)]
+    pub(crate) fresh: bool,
 }
 
 impl Contact {
@@ -47,6 +56,7 @@ impl Contact {
             sensor: sa.def.is_sensor || sb.def.is_sensor,
             contact_events: sa.def.enable_contact_events || sb.def.enable_contact_events,
             hit_events: sa.def.enable_hit_events || sb.def.enable_hit_events,
+            fresh: true,
         }
     }
 

@@ -1212,17 +1212,30 @@ impl World {
     // ----- stepping -----
 
     /// Advances the world by one step of `1 / tick_rate` seconds.
+    ///
+    /// Collision runs at the *end* of the step, after the bodies moved: the
+    /// manifolds a step leaves behind are those of the positions it leaves
+    /// behind, so the contact geometry is a function of the rest of the
+    /// state (see `state.rs`: it is not stored in snapshots or hashed).
+    /// Shapes created since the last step (the only API change that needs
+    /// new pairs) get their pairs and manifolds first. Over a run of steps
+    /// the order of the stages is the same as colliding first.
     pub fn step(&mut self) {
         self.events.begin_step();
         self.broken_joints.clear();
-        self.update_pairs();
-        self.update_contacts();
+        if !self.state.moved.is_empty() {
+            self.update_pairs();
+            self.update_contacts(false);
+        }
         self.solve();
         if !self.scratch.broken.is_empty() {
             let broken = core::mem::take(&mut self.scratch.broken);
             self.break_joints(&broken);
             self.scratch.broken = broken;
         }
+        self.update_pairs();
+        self.update_contacts(true);
+        self.update_sleep();
         self.events.finish_step();
         self.state.tick += 1;
     }
@@ -1343,8 +1356,11 @@ impl World {
         }
     }
 
-    /// Stage 2: manifolds for contacts with an awake body.
-    fn update_contacts(&mut self) {
+    /// Stage 2: manifolds for contacts with an awake body. At the end of a
+    /// step (`after_solve`), pairs of bodies solved this step that begin
+    /// touching join one island for this step's sleep decision, as they
+    /// would have had they been solved together.
+    fn update_contacts(&mut self, after_solve: bool) {
         let st = &mut self.state;
         let sc = &mut self.scratch;
         let ev = &mut self.events;
@@ -1357,9 +1373,11 @@ impl World {
             let bb = &st.bodies[c.body_b as usize];
             let active_a = ba.awake && ba.kind != BodyKind::Static;
             let active_b = bb.awake && bb.kind != BodyKind::Static;
-            if !active_a && !active_b {
+            let active = active_a || active_b;
+            if !active && !core::mem::take(&mut c.fresh) {
                 continue;
             }
+            c.fresh = false;
             let sa = &st.shapes[c.shape_a as usize];
             let sb = &st.shapes[c.shape_b as usize];
             if !sa.fat_aabb.overlaps(&sb.fat_aabb) {
@@ -1389,11 +1407,27 @@ impl World {
             let mut m = collide(ga, ba.transform, gb, bb.transform);
             match_impulses(&mut m, &c.manifold);
             let touching = m.count > 0;
-            if touching && !c.touching {
-                for b in [ba, bb] {
-                    if b.kind != BodyKind::Static && !b.awake && b.sleep_island != NO_ISLAND {
+            if touching {
+                // A sleeping body wakes when something active begins to
+                // touch it, or when an awake dynamic body touches it (the
+                // wake front through a pile created asleep, whose contacts
+                // were collided touching while everything slept).
+                let began = !c.touching && active;
+                for (b, other) in [(ba, bb), (bb, ba)] {
+                    if b.kind != BodyKind::Static
+                        && !b.awake
+                        && b.sleep_island != NO_ISLAND
+                        && (began || (other.awake && other.kind == BodyKind::Dynamic))
+                    {
                         sc.wake.push(b.sleep_island);
                     }
+                }
+            }
+            if touching && !c.touching && after_solve {
+                let slot = |b: u32| sc.slot_of.get(b as usize).copied().unwrap_or(0);
+                let (a, b) = (slot(c.body_a), slot(c.body_b));
+                if a != 0 && b != 0 {
+                    sc.links.push((a, b));
                 }
             }
             if touching != c.touching {
@@ -1432,7 +1466,7 @@ impl World {
         }
     }
 
-    /// Stages 3–5: solve, finalize, sleep.
+    /// Stages 3–5: solve, finalize, continuous collision, fat boxes.
     fn solve(&mut self) {
         let st = &mut self.state;
         let sc = &mut self.scratch;
@@ -1726,16 +1760,71 @@ impl World {
                 s = sh.next;
             }
         }
-        if sleep_on {
-            island::update_sleep(
-                st,
-                &sc.awake,
-                &sc.links,
-                &mut sc.parent,
-                &mut sc.min_time,
-                &mut sc.min_index,
-            );
+    }
+
+    /// Stage 6, after the end-of-step collision: islands of bodies solved
+    /// this step that stayed slow long enough fall asleep.
+    fn update_sleep(&mut self) {
+        let st = &mut self.state;
+        let sc = &mut self.scratch;
+        if !st.settings.enable_sleep || sc.awake.is_empty() {
+            return;
         }
+        island::update_sleep(
+            st,
+            &sc.awake,
+            &sc.links,
+            &mut sc.parent,
+            &mut sc.min_time,
+            &mut sc.min_index,
+        );
+    }
+
+    /// Recomputes every contact's geometry from its shapes at their current
+    /// transforms (after decoding, which does not carry it; see
+    /// `compact::manifold_state`). The decoded feature ids, impulses and
+    /// persisted flags are kept; a manifold whose recomputed points do not
+    /// carry the stored ids, or whose touching flag disagrees, makes the
+    /// state inconsistent.
+    ///
+    /// Every step ends by colliding the contacts of the bodies that moved,
+    /// and nothing else moves a body, so on a state a step left behind
+    /// this reproduces the manifolds exactly.
+    pub(crate) fn refresh_manifolds(&mut self) -> Result<(), &'static str> {
+        let st = &mut self.state;
+        for c in st.contacts.iter_mut() {
+            if c.sensor {
+                if c.manifold.count != 0 {
+                    return Err("sensor contact with manifold points");
+                }
+                continue;
+            }
+            let (ba, bb) = (&st.bodies[c.body_a as usize], &st.bodies[c.body_b as usize]);
+            let mut m = collide(
+                &st.geometry[c.shape_a as usize],
+                ba.transform,
+                &st.geometry[c.shape_b as usize],
+                bb.transform,
+            );
+            if m.count != c.manifold.count
+                || m.points()
+                    .iter()
+                    .zip(c.manifold.points())
+                    .any(|(p, q)| p.id != q.id)
+            {
+                return Err("contact points do not match their shapes");
+            }
+            if c.touching != (m.count > 0) {
+                return Err("contact touching flag");
+            }
+            for (p, q) in m.points.iter_mut().zip(c.manifold.points()) {
+                p.normal_impulse = q.normal_impulse;
+                p.tangent_impulse = q.tangent_impulse;
+                p.persisted = q.persisted;
+            }
+            c.manifold = m;
+        }
+        Ok(())
     }
 
     /// Rebuilds the broad-phase trees from the fat boxes (after decoding).
