@@ -388,24 +388,14 @@ impl<R: RoomRules> NetSim<R> {
             let Some(i) = self.client_of(conn) else {
                 continue;
             };
-            if reliable {
-                for bytes in messages {
-                    let c = &mut self.clients[i];
-                    let at = c.down.reliable(now, bytes.len(), &mut self.rng);
-                    self.push(
-                        at,
-                        Delivery::ToClient {
-                            client: i,
-                            conn,
-                            reliable,
-                            bytes,
-                        },
-                    );
-                }
-            } else {
-                let c = &mut self.clients[i];
-                let bytes = messages.into_iter().next().expect("one datagram");
-                for at in c.down.datagram(now, bytes.len(), &mut self.rng) {
+            for bytes in messages {
+                let link = &mut self.clients[i].down;
+                let arrivals = if reliable {
+                    vec![link.reliable(now, bytes.len(), &mut self.rng)]
+                } else {
+                    link.datagram(now, bytes.len(), &mut self.rng)
+                };
+                for at in arrivals {
                     self.push(
                         at,
                         Delivery::ToClient {

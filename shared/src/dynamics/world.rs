@@ -1080,7 +1080,9 @@ impl World {
         })
     }
 
-    /// Touching contact points, in canonical order.
+    /// Touching contact points, in canonical order. They are those of the
+    /// bodies' current positions: a step collides after moving the bodies.
+    /// (Shapes created since the last step have none until the next one.)
     pub fn contacts(&self) -> impl Iterator<Item = ContactView> + '_ {
         self.contact_views(|c| c.touching)
     }
