@@ -5,8 +5,8 @@
 
 use bitroom_sim::scene::builders::{pyramid, ramp, stack};
 use bitroom_sim::{
-    fx, BodyDef, BodyId, BodyKind, Circle, Polygon, Rot, Scalar, ShapeDef, ShapeGeometry, Vec2,
-    World, WorldError,
+    fx, BodyDef, BodyId, BodyKind, Circle, Polygon, Rot, Scalar, ShapeDef, ShapeGeometry, Snapshot,
+    Vec2, World, WorldError,
 };
 
 /// Gravity of the default world (m/s²).
@@ -613,4 +613,59 @@ fn body_created_asleep_stays_asleep_when_shapes_are_attached() {
     // A sleeping body is not integrated: exactly where it was made.
     assert!(!w.is_awake(b).unwrap());
     assert_eq!(pos(&w, b), (0.0, 5.0));
+}
+
+/// Two boxes created asleep, one on the other: their contact is collided
+/// once when the pair is found, so it touches (and a snapshot of the
+/// sleeping pile can recompute it) without waking them; when the upper box
+/// is woken, the lower one it rests on wakes in the next step, and
+/// nothing sinks into anything.
+#[test]
+fn a_pile_created_asleep_has_its_contacts_and_wakes_from_the_top() {
+    let mut w = World::default();
+    let asleep = |w: &mut World, y: i32| {
+        let b = w
+            .create_body(&BodyDef {
+                awake: false,
+                ..BodyDef::dynamic(Vec2::from_ints(0, y))
+            })
+            .unwrap();
+        let half = Scalar::HALF;
+        w.create_shape(
+            b,
+            &ShapeDef::default(),
+            ShapeGeometry::Polygon(Polygon::make_box(half, half)),
+        )
+        .unwrap();
+        b
+    };
+    // Exactly touching: the lower box's top at y = 1.5 is the upper's bottom.
+    let lower = asleep(&mut w, 1);
+    let upper = asleep(&mut w, 2);
+    steps(&mut w, 3);
+    assert!(!w.is_awake(lower).unwrap() && !w.is_awake(upper).unwrap());
+    assert_eq!(
+        w.contacts().count(),
+        2,
+        "the sleeping pair's contact points"
+    );
+    let snap = Snapshot::from_bytes(&w.snapshot().to_bytes()).expect("decodes");
+    let back = World::from_snapshot(&snap);
+    assert_eq!(
+        back.contacts().collect::<Vec<_>>(),
+        w.contacts().collect::<Vec<_>>()
+    );
+
+    w.set_awake(upper, true).unwrap();
+    steps(&mut w, 1);
+    assert!(w.is_awake(upper).unwrap());
+    assert!(
+        w.is_awake(lower).unwrap(),
+        "an awake box resting on a sleeping one wakes it"
+    );
+    steps(&mut w, 30);
+    assert!(
+        pos(&w, upper).1 - pos(&w, lower).1 > 0.99,
+        "the upper box sank"
+    );
 }
