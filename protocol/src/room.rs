@@ -363,7 +363,8 @@ pub struct ServerRoom<R: Rules> {
     events: VecDeque<RoomEvent>,
     stats: RoomStats,
     rng: u64,
-    /// The last snapshot job, reused by further joins at its tick.
+    /// This tick's snapshot job, reused by further joins at the tick;
+    /// dropped when the room ticks.
     snapshot: Option<SnapshotJob>,
 }
 
@@ -922,6 +923,10 @@ impl<R: RoomRules> ServerRoom<R> {
     /// when [`ServerRoom::deadline`] of the next tick has come.
     pub fn tick(&mut self, now: Micros) {
         self.expire(now);
+        // The last snapshot job is of the previous tick: never reused, so
+        // the room does not keep its state copy (writers still holding
+        // the job keep theirs).
+        self.snapshot = None;
         let t = self.game.tick() + 1;
         let n = self.queued_events.len().min(MAX_FRAME_EVENTS);
         let events: Vec<SlotEvent> = self.queued_events.drain(..n).collect();

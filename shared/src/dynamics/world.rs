@@ -1376,7 +1376,7 @@ impl World {
             let active_a = ba.awake && ba.kind != BodyKind::Static;
             let active_b = bb.awake && bb.kind != BodyKind::Static;
             let active = active_a || active_b;
-            if !active && !core::mem::take(&mut c.fresh) {
+            if !active && !c.fresh {
                 continue;
             }
             c.fresh = false;
