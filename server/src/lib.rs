@@ -18,6 +18,7 @@ mod room_task;
 pub mod serve;
 pub mod serve_cmd;
 pub mod sim_cmd;
+pub mod realtime;
 mod ticker;
 pub mod tls;
 pub mod udp;

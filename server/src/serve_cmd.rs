@@ -81,6 +81,13 @@ pub struct ServeArgs {
     /// flushed every second) and write client desync reports there.
     #[arg(long, value_name = "DIR")]
     record: Option<std::path::PathBuf>,
+    /// Run every server thread under real-time scheduling (SCHED_FIFO,
+    /// priority 10) so ticks start on time on a busy machine; for machines
+    /// dedicated to serving. Needs CAP_SYS_NICE (root, or `docker run
+    /// --cap-add SYS_NICE`); without it a warning is printed and the
+    /// server runs at normal priority.
+    #[arg(long)]
+    realtime: bool,
     /// Ticks between keyframe snapshots in recordings.
     #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u32).range(1..))]
     keyframe_interval: u32,
@@ -125,6 +132,19 @@ pub fn run(args: ServeArgs) -> ExitCode {
             Err(e) => return bad(e),
         },
     };
+    if args.realtime {
+        // Before any thread starts: threads inherit the policy.
+        match crate::realtime::enter() {
+            Ok(()) => println!(
+                "real-time scheduling: SCHED_FIFO priority {}",
+                crate::realtime::PRIORITY
+            ),
+            Err(e) => eprintln!(
+                "warning: --realtime refused ({e}); running at normal priority \
+                 (real time needs CAP_SYS_NICE)"
+            ),
+        }
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

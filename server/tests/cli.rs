@@ -217,3 +217,103 @@ fn serve_process_metrics_and_sigterm() {
     assert_eq!(code.code(), Some(0));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Scheduling policy and real-time priority of every thread of `pid`
+/// (fields 41 and 40 of `/proc/PID/task/TID/stat`; Linux).
+fn thread_policies(pid: u32) -> Vec<(String, u32, u32)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(format!("/proc/{pid}/task")).expect("task dir") {
+        let path = entry.expect("task").path();
+        let Ok(stat) = std::fs::read_to_string(path.join("stat")) else {
+            continue; // the thread ended meanwhile
+        };
+        let (head, rest) = stat.rsplit_once(')').expect("stat");
+        let name = head.split_once('(').map_or("", |(_, n)| n).to_string();
+        // `rest` starts at field 3 (state).
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let field = |n: usize| fields[n - 3].parse::<u32>().expect("number");
+        out.push((name, field(41), field(40)));
+    }
+    out
+}
+
+/// `serve --realtime`: either every thread of the server (workers, the
+/// tick timer, the blocking pool a join uses) runs under SCHED_FIFO at the
+/// documented priority, or, where the OS refuses, stderr says why; either
+/// way the server serves a client.
+#[test]
+fn serve_realtime_puts_every_thread_under_fifo_or_says_why() {
+    let dir = temp_dir("realtime");
+    let mut child = server()
+        .args([
+            "serve",
+            "--realtime",
+            "--bind",
+            "127.0.0.1:0",
+            "--stats-every",
+            "0s",
+            "--cert-dir",
+        ])
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn serve");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines().map_while(Result::ok);
+    let mut granted = false;
+    let addr = loop {
+        let l = lines.next().expect("serve printed its address");
+        granted |= l == "real-time scheduling: SCHED_FIFO priority 10";
+        if let Some(a) = l.strip_prefix("listening on ") {
+            break a.to_string();
+        }
+    };
+    let fp = line_after(&mut lines, "development certificate ");
+    let fp = fp.rsplit("sha256 ").next().expect("fingerprint");
+    let pin = CertPin::Sha256(parse_fingerprint(fp).expect("fingerprint"));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let addr: std::net::SocketAddr = addr.parse().expect("address");
+    let client = runtime.block_on(async {
+        let mut c = connect(addr, "rt", ConnectOptions::new(Sandbox::default(), pin))
+            .await
+            .expect("join");
+        while let Some(e) = c.next_event().await {
+            if matches!(e, Event::Synced { .. }) {
+                break;
+            }
+        }
+        c
+    });
+    if granted && cfg!(target_os = "linux") {
+        let threads = thread_policies(child.id());
+        // The main thread, the runtime's workers, the tick timer and the
+        // blocking thread that packed the join snapshot, at least.
+        assert!(threads.len() >= 4, "{threads:?}");
+        assert!(threads.iter().any(|t| t.0 == "bitroom-ticker"), "{threads:?}");
+        for (name, policy, priority) in &threads {
+            assert_eq!((*policy, *priority), (1, 10), "thread {name}: {threads:?}");
+        }
+    }
+    drop(client);
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(0));
+    if !granted {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("warning: --realtime refused (")
+                && stderr.contains("running at normal priority"),
+            "{stderr}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
