@@ -12,13 +12,13 @@
 pub mod demo;
 pub mod metrics_http;
 pub mod monitor;
+pub mod realtime;
 mod render;
 pub mod replay_cmd;
 mod room_task;
 pub mod serve;
 pub mod serve_cmd;
 pub mod sim_cmd;
-pub mod realtime;
 mod ticker;
 pub mod tls;
 pub mod udp;

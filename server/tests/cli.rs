@@ -294,7 +294,10 @@ fn serve_realtime_puts_every_thread_under_fifo_or_says_why() {
         // The main thread, the runtime's workers, the tick timer and the
         // blocking thread that packed the join snapshot, at least.
         assert!(threads.len() >= 4, "{threads:?}");
-        assert!(threads.iter().any(|t| t.0 == "bitroom-ticker"), "{threads:?}");
+        assert!(
+            threads.iter().any(|t| t.0 == "bitroom-ticker"),
+            "{threads:?}"
+        );
         for (name, policy, priority) in &threads {
             assert_eq!((*policy, *priority), (1, 10), "thread {name}: {threads:?}");
         }
