@@ -2,7 +2,7 @@
 //! process (metrics endpoint, a client, SIGTERM).
 
 use bitroom_client::quic::{parse_fingerprint, CertPin};
-use bitroom_client::{connect, ConnectOptions, Disconnect, Event};
+use bitroom_client::{connect, ClientHandle, ConnectOptions, Disconnect, Event};
 use bitroom_protocol::KickReason;
 use bitroom_sim::game::sandbox::Sandbox;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -114,60 +114,69 @@ fn http_get(addr: &str, path: &str) -> String {
     body
 }
 
+/// `serve` on a free loopback port with a development certificate in
+/// `dir`, no status lines, and `extra` arguments; stdout piped.
+fn spawn_serve(dir: &std::path::Path, extra: &[&str], stderr: Stdio) -> std::process::Child {
+    server()
+        .args(["serve", "--bind", "127.0.0.1:0", "--stats-every", "0s"])
+        .args(extra)
+        .arg("--cert-dir")
+        .arg(dir)
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .expect("spawn serve")
+}
+
+/// The pin in serve's `development certificate … sha256 HEX` line.
+fn printed_pin(cert_line: &str) -> CertPin {
+    let fp = cert_line.rsplit("sha256 ").next().expect("fingerprint");
+    CertPin::Sha256(parse_fingerprint(fp).expect("fingerprint"))
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// Joins `room` and waits until the client is in sync.
+async fn join_synced(addr: &str, room: &str, pin: CertPin) -> ClientHandle<Sandbox> {
+    let addr: std::net::SocketAddr = addr.parse().expect("address");
+    let mut c = connect(addr, room, ConnectOptions::new(Sandbox::default(), pin))
+        .await
+        .expect("join");
+    while let Some(e) = c.next_event().await {
+        if matches!(e, Event::Synced { .. }) {
+            break;
+        }
+    }
+    c
+}
+
 /// `serve` as a process: it prints its address and fingerprint, serves
 /// metrics, takes a client pinned by fingerprint, and on SIGTERM tells the
 /// client and exits 0.
 #[test]
 fn serve_process_metrics_and_sigterm() {
     let dir = temp_dir("serve");
-    let mut child = server()
-        .args([
-            "serve",
-            "--bind",
-            "127.0.0.1:0",
-            "--metrics",
-            "127.0.0.1:0",
-            "--stats-every",
-            "0s",
-            "--cert-dir",
-        ])
-        .arg(&dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn serve");
+    let mut child = spawn_serve(&dir, &["--metrics", "127.0.0.1:0"], Stdio::null());
     let stdout = child.stdout.take().expect("stdout");
     let mut lines = BufReader::new(stdout).lines().map_while(Result::ok);
     let addr = line_after(&mut lines, "listening on ");
-    let cert = line_after(&mut lines, "development certificate ");
-    let fp = cert
-        .rsplit("sha256 ")
-        .next()
-        .expect("fingerprint")
-        .to_string();
+    let pin = printed_pin(&line_after(&mut lines, "development certificate "));
     let metrics = line_after(&mut lines, "metrics on http://");
     let metrics = metrics.trim_end_matches("/metrics").to_string();
     assert!(dir.join("bitroom-dev-cert.der").exists());
     // The file and the printed fingerprint agree.
     let from_file = CertPin::from_cert_file(&dir.join("bitroom-dev-cert.der")).expect("cert");
-    let pin = CertPin::Sha256(parse_fingerprint(&fp).expect("fingerprint"));
     assert_eq!(from_file, pin);
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let addr: std::net::SocketAddr = addr.parse().expect("address");
+    let runtime = runtime();
     let mut client = runtime.block_on(async {
-        let mut c = connect(addr, "lobby", ConnectOptions::new(Sandbox::default(), pin))
-            .await
-            .expect("join");
-        while let Some(e) = c.next_event().await {
-            if matches!(e, Event::Synced { .. }) {
-                break;
-            }
-        }
+        let c = join_synced(&addr, "lobby", pin).await;
         // Let the room publish its counters.
         tokio::time::sleep(Duration::from_millis(600)).await;
         c
@@ -255,21 +264,7 @@ impl Drop for KillOnDrop {
 fn serve_realtime_puts_every_thread_under_fifo_or_says_why() {
     use bitroom_server::realtime::PRIORITY;
     let dir = temp_dir("realtime");
-    let mut child = server()
-        .args([
-            "serve",
-            "--realtime",
-            "--bind",
-            "127.0.0.1:0",
-            "--stats-every",
-            "0s",
-            "--cert-dir",
-        ])
-        .arg(&dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn serve");
+    let mut child = spawn_serve(&dir, &["--realtime"], Stdio::piped());
     let stdout = child.stdout.take().expect("stdout");
     let mut child = KillOnDrop(child);
     let mut lines = BufReader::new(stdout).lines().map_while(Result::ok);
@@ -281,26 +276,9 @@ fn serve_realtime_puts_every_thread_under_fifo_or_says_why() {
             break a.to_string();
         }
     };
-    let fp = line_after(&mut lines, "development certificate ");
-    let fp = fp.rsplit("sha256 ").next().expect("fingerprint");
-    let pin = CertPin::Sha256(parse_fingerprint(fp).expect("fingerprint"));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let addr: std::net::SocketAddr = addr.parse().expect("address");
-    let client = runtime.block_on(async {
-        let mut c = connect(addr, "rt", ConnectOptions::new(Sandbox::default(), pin))
-            .await
-            .expect("join");
-        while let Some(e) = c.next_event().await {
-            if matches!(e, Event::Synced { .. }) {
-                break;
-            }
-        }
-        c
-    });
+    let pin = printed_pin(&line_after(&mut lines, "development certificate "));
+    let rt = runtime();
+    let client = rt.block_on(join_synced(&addr, "rt", pin));
     if granted {
         let threads = thread_policies(child.0.id());
         // The main thread, the runtime's workers, the tick timer and the
