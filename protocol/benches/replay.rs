@@ -152,6 +152,54 @@ fn record_tick(c: &mut Criterion) {
         // Keep the bench file small between runs.
         let _ = rec.finish();
     }
+    // What the room's tick pays at a keyframe tick when a thread of its
+    // own records (as the server does): the tick's parts and a copy of the
+    // state handed over a channel; packing and writing happen on the other
+    // thread. A keyframe every 10 ticks, so the writer keeps up and the
+    // channel never pushes back; only the keyframe ticks are timed.
+    let mut r = BotRoom::new(300);
+    let file = File::create(&path).expect("bench file");
+    let meta = RecordingMeta {
+        keyframe_interval: 10,
+        ..RecordingMeta::new("bench", "arena", 60)
+    };
+    let mut rec = Recorder::new(BufWriter::new(file), r.room.game(), meta).expect("recorder");
+    let (to, from) = std::sync::mpsc::sync_channel(4096);
+    let writer = std::thread::spawn(move || {
+        for (tick, inputs, hash, keyframe) in from {
+            rec.record_parts(tick, &inputs, hash, keyframe)
+                .expect("record");
+        }
+        rec
+    });
+    group.bench_function("handoff_at_a_keyframe", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            let mut timed = 0;
+            while timed < iters {
+                let d = r.datagrams();
+                r.tick(&d);
+                let t = Instant::now();
+                let game = r.room.game();
+                let keyframe = (game.tick() % 10 == 0).then(|| game.snapshot());
+                let is_keyframe = keyframe.is_some();
+                let parts = (
+                    game.tick(),
+                    r.room.last_inputs().clone(),
+                    r.room.last_hash(),
+                    keyframe,
+                );
+                to.send(parts).expect("writer alive");
+                if is_keyframe {
+                    total += t.elapsed();
+                    timed += 1;
+                }
+            }
+            total
+        })
+    });
+    drop(to);
+    let _ = writer.join().expect("writer").finish();
     let _ = std::fs::remove_file(&path);
     group.finish();
 }

@@ -824,6 +824,80 @@ fn the_recorder_refuses_gaps_and_stops_after_a_write_error() {
     ));
 }
 
+/// A recorder fed a tick's parts from another thread (as the server's
+/// recording thread is) writes the very bytes `record_tick` writes, and
+/// refuses a keyframe that is missing, not due, or of another tick.
+#[test]
+fn a_recorder_fed_parts_on_another_thread_writes_the_same_bytes() {
+    let mut game = Game::new(rules(6), 2);
+    let mut direct = Recorder::new(Vec::new(), &game, meta(5)).expect("recorder");
+    let parts = Recorder::new(Vec::new(), &game, meta(5)).expect("recorder");
+    let (to, from) = std::sync::mpsc::channel();
+    let writer = std::thread::spawn(move || {
+        let mut rec = parts;
+        for (tick, inputs, hash, keyframe) in from {
+            rec.record_parts(tick, &inputs, hash, keyframe)
+                .expect("recorded");
+        }
+        rec.finish().expect("finished")
+    });
+    for t in 1..=12u64 {
+        let set = if t == 1 {
+            InputSet::join(2, 0)
+        } else {
+            InputSet::default()
+        };
+        game.step(&set);
+        let hash = game.state_hash();
+        direct.record_tick(&game, &set, hash).expect("recorded");
+        let keyframe = direct.keyframe_due(t).then(|| game.snapshot());
+        to.send((t, set, hash, keyframe)).expect("thread alive");
+    }
+    drop(to);
+    let from_parts = writer.join().expect("writer");
+    let direct = direct.finish().expect("finished");
+    assert_eq!(from_parts, direct);
+    let rep = verify_bytes(
+        &direct,
+        VerifyOptions {
+            start: None,
+            synctest: None,
+        },
+    )
+    .expect("verifies");
+    assert_eq!(rep.divergence, None);
+    assert_eq!(rep.keyframes_checked, 2, "{rep:?}");
+
+    // Keyframes are checked against the interval and the tick.
+    let mut game = Game::new(rules(4), 2);
+    let mut rec = Recorder::new(Vec::new(), &game, meta(2)).expect("recorder");
+    game.step(&InputSet::join(2, 0));
+    let snap = game.snapshot();
+    let e = rec
+        .record_parts(1, &InputSet::join(2, 0), game.state_hash(), Some(snap))
+        .expect_err("tick 1 takes no keyframe");
+    assert!(matches!(e, RecordError::Keyframe { tick: 1 }), "{e}");
+    rec.record_parts(1, &InputSet::join(2, 0), game.state_hash(), None)
+        .expect("recorded");
+    let old = game.snapshot();
+    game.step(&InputSet::default());
+    let e = rec
+        .record_parts(2, &InputSet::default(), game.state_hash(), None)
+        .expect_err("tick 2 needs a keyframe");
+    assert!(matches!(e, RecordError::Keyframe { tick: 2 }), "{e}");
+    let e = rec
+        .record_parts(2, &InputSet::default(), game.state_hash(), Some(old))
+        .expect_err("the keyframe is of tick 1");
+    assert!(matches!(e, RecordError::Keyframe { tick: 2 }), "{e}");
+    rec.record_parts(
+        2,
+        &InputSet::default(),
+        game.state_hash(),
+        Some(game.snapshot()),
+    )
+    .expect("recorded");
+}
+
 #[test]
 fn the_recorder_rebuilds_recent_states_for_desync_reports() {
     let mut game = Game::new(rules(10), 2);

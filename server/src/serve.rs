@@ -170,7 +170,7 @@ pub(crate) struct Shared<R> {
     rooms_created: AtomicU64,
     /// Held by every task; `recv` on the other end returns `None` once
     /// all have finished.
-    done: mpsc::Sender<()>,
+    pub(crate) done: mpsc::Sender<()>,
 }
 
 impl<R> Shared<R> {

@@ -66,6 +66,13 @@ pub enum RecordError {
     /// A setting the format cannot hold.
     #[error("invalid recording settings: {0}")]
     Invalid(&'static str),
+    /// [`Recorder::record_parts`] got a keyframe where none is due, none
+    /// where one is, or one of another tick.
+    #[error("tick {tick}: keyframe missing, unexpected or of another tick")]
+    Keyframe {
+        /// The tick recorded.
+        tick: u64,
+    },
 }
 
 /// Counters.
@@ -191,23 +198,52 @@ impl<W: Write, R: Rules> Recorder<W, R> {
         inputs: &InputSet,
         hash: u64,
     ) -> Result<(), RecordError> {
+        let tick = game.tick();
+        let keyframe = self.keyframe_due(tick).then(|| game.snapshot());
+        self.record_parts(tick, inputs, hash, keyframe)
+    }
+
+    /// Whether tick `tick` takes a keyframe (a multiple of the interval).
+    pub fn keyframe_due(&self, tick: u64) -> bool {
+        tick % u64::from(self.keyframe_interval) == 0
+    }
+
+    /// [`Recorder::record_tick`] from the tick's parts, for a recorder on
+    /// another thread than the game: the tick, its inputs and hash, and the
+    /// game's snapshot when [`Recorder::keyframe_due`] says so (packing it
+    /// is the expensive part, and happens here).
+    ///
+    /// # Errors
+    /// As [`Recorder::record_tick`], and [`RecordError::Keyframe`] when a
+    /// keyframe is due and missing, or given when not due, or of another
+    /// tick.
+    pub fn record_parts(
+        &mut self,
+        tick: u64,
+        inputs: &InputSet,
+        hash: u64,
+        keyframe: Option<GameSnapshot<R>>,
+    ) -> Result<(), RecordError> {
         if self.failed {
             return Err(RecordError::Stopped);
         }
-        let tick = game.tick();
         if tick != self.last_tick + 1 {
             return Err(RecordError::OutOfOrder {
                 last: self.last_tick,
                 got: tick,
             });
         }
+        if keyframe.is_some() != self.keyframe_due(tick)
+            || keyframe.as_ref().is_some_and(|k| k.tick() != tick)
+        {
+            return Err(RecordError::Keyframe { tick });
+        }
         let before = self.buf.len();
         encode_ref(&RecordRef::Tick { tick, inputs, hash }, &mut self.buf);
         self.last_tick = tick;
         self.stats.ticks += 1;
         self.inputs.push_back(inputs.clone());
-        if tick % u64::from(self.keyframe_interval) == 0 {
-            let snap = game.snapshot();
+        if let Some(snap) = keyframe {
             let bytes = snap.to_packed();
             encode_ref(
                 &RecordRef::Keyframe {
