@@ -1,6 +1,7 @@
 // b2bench: Box2D v3 benchmark scenes as defined in the shared benchmark-scenes.md
 // Usage: b2bench SCENE STEPS
 //   SCENE: large_pyramid many_pyramids joint_grid tumbler smash rain spinner
+//          pyramid44 (large_pyramid with 44 rows: bitroom's rollback benchmark)
 // Protocol (doc section 1): build scene; per-step fn(0); step (untimed);
 // timed: for s = 1..STEPS-1 { per-step fn(s); b2World_Step(1/60, 4) }.
 // Prints wall mean ms/step over the STEPS-1 timed steps (CLOCK_MONOTONIC).
@@ -22,10 +23,9 @@ typedef void CreateFcn( b2WorldId worldId );
 typedef void StepFcn( b2WorldId worldId, int stepIndex );
 
 // ---------------------------------------------------------------- large_pyramid
-static void CreateLargePyramid( b2WorldId worldId )
+static void CreatePyramid( b2WorldId worldId, int baseCount )
 {
 	b2World_EnableSleeping( worldId, false );
-	int baseCount = 100;
 	{
 		b2BodyDef bodyDef = b2DefaultBodyDef();
 		bodyDef.position = ( b2Pos ){ 0.0f, -1.0f };
@@ -52,6 +52,18 @@ static void CreateLargePyramid( b2WorldId worldId )
 			b2CreatePolygonShape( bodyId, &shapeDef, &box );
 		}
 	}
+}
+
+static void CreateLargePyramid( b2WorldId worldId )
+{
+	CreatePyramid( worldId, 100 );
+}
+
+// The 44-row pyramid (990 boxes) of bitroom's rollback benchmark
+// (`rollback_8/pyramid_990_awake`), same layout as large_pyramid.
+static void CreatePyramid44( b2WorldId worldId )
+{
+	CreatePyramid( worldId, 44 );
 }
 
 // ---------------------------------------------------------------- many_pyramids
@@ -599,6 +611,7 @@ typedef struct Scene
 
 static const Scene g_scenes[] = {
 	{ "large_pyramid", CreateLargePyramid, NULL, 500, 5051, 5051, 0 },
+	{ "pyramid44", CreatePyramid44, NULL, 68, 991, 991, 0 },
 	{ "many_pyramids", CreateManyPyramids, NULL, 200, 22001, 22020, 0 },
 	{ "joint_grid", CreateJointGrid, NULL, 500, 10000, 10000, 19800 },
 	{ "tumbler", CreateTumbler, NULL, 750, 2027, 2029, 1 },

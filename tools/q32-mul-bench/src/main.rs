@@ -1,0 +1,115 @@
+//! How fast can a Q32.32 product be on this CPU?
+//!
+//! Measures the throughput of `bitroom-sim`'s product (`(a·b) >> 32` through
+//! a 128-bit multiply) on independent operands, scalar, against the same
+//! product eight lanes at a time with AVX-512 (32-bit partial products and
+//! sign corrections; bit for bit the scalar result, checked). It bounds
+//! what a SIMD fixed-point contact solver could gain over the scalar one.
+//!
+//! For scale, the same loop over `f32` (SSE2, four lanes), the kind of
+//! product Box2D's solver does.
+//!
+//! `cargo run --release` (x86_64 with AVX-512F/DQ; prints ns per product).
+
+use std::arch::x86_64::*;
+use std::time::Instant;
+
+#[inline(always)]
+fn mul_scalar(a: i64, b: i64) -> i64 {
+    (((a as i128) * (b as i128)) >> 32) as i64
+}
+
+/// ⌊a·b / 2³²⌋ mod 2⁶⁴ per lane: with a = aₕ·2³² + aₗ read as unsigned,
+/// the product is aₕbₕ·2⁶⁴ + (aₕbₗ + aₗbₕ)·2³² + aₗbₗ; a negative operand
+/// adds −2⁶⁴ times the other, which shifted down by 32 is −(other << 32).
+#[target_feature(enable = "avx512f,avx512dq")]
+fn mul8(a: __m512i, b: __m512i) -> __m512i {
+    let ah = _mm512_srli_epi64(a, 32);
+    let bh = _mm512_srli_epi64(b, 32);
+    let ll = _mm512_mul_epu32(a, b);
+    let lh = _mm512_mul_epu32(a, bh);
+    let hl = _mm512_mul_epu32(ah, b);
+    let hh = _mm512_mul_epu32(ah, bh);
+    let mut r = _mm512_add_epi64(_mm512_slli_epi64(hh, 32), _mm512_add_epi64(lh, hl));
+    r = _mm512_add_epi64(r, _mm512_srli_epi64(ll, 32));
+    let ma = _mm512_movepi64_mask(a);
+    let mb = _mm512_movepi64_mask(b);
+    r = _mm512_mask_sub_epi64(r, ma, r, _mm512_slli_epi64(b, 32));
+    _mm512_mask_sub_epi64(r, mb, r, _mm512_slli_epi64(a, 32))
+}
+
+#[target_feature(enable = "avx512f,avx512dq")]
+fn run_simd(a: &[i64], b: &[i64], c: &mut [i64]) {
+    for ((a, b), c) in a.chunks_exact(8).zip(b.chunks_exact(8)).zip(c.chunks_exact_mut(8)) {
+        // SAFETY: each chunk holds exactly eight i64, the 64 bytes the
+        // unaligned load and store read and write.
+        unsafe {
+            let va = _mm512_loadu_si512(a.as_ptr().cast());
+            let vb = _mm512_loadu_si512(b.as_ptr().cast());
+            _mm512_storeu_si512(c.as_mut_ptr().cast(), mul8(va, vb));
+        }
+    }
+}
+
+/// Box2D's solver multiplies `f32`s; this loop compiles to SSE2, four lanes.
+fn run_f32(a: &[f32], b: &[f32], c: &mut [f32]) {
+    for ((a, b), c) in a.iter().zip(b).zip(c.iter_mut()) {
+        *c = *a * *b;
+    }
+}
+
+fn run_scalar(a: &[i64], b: &[i64], c: &mut [i64]) {
+    for ((a, b), c) in a.iter().zip(b).zip(c.iter_mut()) {
+        *c = mul_scalar(*a, *b);
+    }
+}
+
+fn main() {
+    if !(is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512dq")) {
+        eprintln!("this CPU has no AVX-512F/DQ");
+        std::process::exit(2);
+    }
+    let n = 4096;
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    // xorshift, with varied magnitudes (shifted right by 0..29 bits).
+    let mut rnd = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x as i64) >> (x % 30)
+    };
+    let a: Vec<i64> = (0..n).map(|_| rnd()).collect();
+    let b: Vec<i64> = (0..n).map(|_| rnd()).collect();
+    let (mut c1, mut c2) = (vec![0i64; n], vec![0i64; n]);
+    run_scalar(&a, &b, &mut c1);
+    // SAFETY: AVX-512F/DQ detected above.
+    unsafe { run_simd(&a, &b, &mut c2) };
+    assert_eq!(c1, c2, "AVX-512 products differ from the scalar ones");
+    // Floats here only to time Box2D's kind of product; nothing steps.
+    let fa: Vec<f32> = a.iter().map(|&v| v as f32 * 1e-12).collect();
+    let fb: Vec<f32> = b.iter().map(|&v| v as f32 * 1e-12).collect();
+    let mut fc = vec![0f32; n];
+    let reps = 20_000;
+    for _ in 0..5 {
+        let t = Instant::now();
+        for _ in 0..reps {
+            run_scalar(std::hint::black_box(&a), &b, std::hint::black_box(&mut c1));
+        }
+        let scalar = t.elapsed().as_secs_f64() * 1e9 / (reps * n) as f64;
+        let t = Instant::now();
+        for _ in 0..reps {
+            // SAFETY: as above.
+            unsafe { run_simd(std::hint::black_box(&a), &b, std::hint::black_box(&mut c2)) };
+        }
+        let simd = t.elapsed().as_secs_f64() * 1e9 / (reps * n) as f64;
+        let t = Instant::now();
+        for _ in 0..reps {
+            run_f32(std::hint::black_box(&fa), &fb, std::hint::black_box(&mut fc));
+        }
+        let float = t.elapsed().as_secs_f64() * 1e9 / (reps * n) as f64;
+        println!(
+            "Q32.32 scalar {scalar:.3} ns/product   Q32.32 avx512 {simd:.3} ({:.2}x)   f32 sse2 {float:.3}",
+            scalar / simd
+        );
+    }
+}
