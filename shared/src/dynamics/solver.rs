@@ -88,6 +88,11 @@ pub(crate) struct ConstraintPoint {
     pub wt_a: Scalar,
     pub wt_b: Scalar,
     pub base_separation: Scalar,
+    /// Separation at the bodies' current positions, as the last relax
+    /// pass computed it (at preparation: at the step's start). Positions
+    /// move only between a substep's solve and its relax, so the next
+    /// substep's solve reads it instead of computing it again.
+    pub separation: Scalar,
     pub normal_impulse: Scalar,
     pub tangent_impulse: Scalar,
     pub max_normal_impulse: Scalar,
@@ -146,17 +151,27 @@ pub(crate) struct ContactCold {
 
 /// Applies impulse `lambda` whose linear responses per unit are `ma`, `mb`
 /// and angular responses `w_a`, `w_b`: `−` to A, `+` to B.
+///
+/// `SAME` says `ma == mb` bit for bit (two bodies of one inverse mass, as
+/// in every box-on-box contact of a pile): then `λ·ma` is `λ·mb`, so it is
+/// formed once, with the same bits as forming it twice.
 #[inline(always)]
-fn apply(
+fn apply<const SAME: bool>(
     sa: &mut BodyState,
     sb: &mut BodyState,
     (ma, mb): (Vec2, Vec2),
     (w_a, w_b): (Scalar, Scalar),
     lambda: Scalar,
 ) {
-    sa.v = sa.v.mul_sub(lambda, ma);
+    if SAME {
+        let d = Vec2::new(lambda * ma.x, lambda * ma.y);
+        sa.v = sa.v - d;
+        sb.v = sb.v + d;
+    } else {
+        sa.v = sa.v.mul_sub(lambda, ma);
+        sb.v = sb.v.mul_add(lambda, mb);
+    }
     sa.w -= lambda * w_a;
-    sb.v = sb.v.mul_add(lambda, mb);
     sb.w += lambda * w_b;
 }
 
@@ -164,6 +179,13 @@ fn apply(
 #[inline(always)]
 fn normal_speed(sa: &BodyState, sb: &BodyState, normal: Vec2, cp: &ConstraintPoint) -> Scalar {
     (sb.v - sa.v).dot(normal) + sb.w * cp.rn_b - sa.w * cp.rn_a
+}
+
+/// Separation at a point after the bodies moved by `dpn` along the normal
+/// and turned by `qa`, `qb`: `(q r)·n = cos·(r·n) + sin·(r × n)`.
+#[inline(always)]
+pub(crate) fn separation(dpn: Scalar, qa: Rot, qb: Rot, cp: &ConstraintPoint) -> Scalar {
+    dpn + (qb.c * cp.an_b + qb.s * cp.rn_b) - (qa.c * cp.an_a + qa.s * cp.rn_a) + cp.base_separation
 }
 
 #[inline(always)]
@@ -188,17 +210,34 @@ pub(crate) fn store(states: &mut [BodyState], a: u32, b: u32, sa: &BodyState, sb
 /// Applies last step's impulses at the start of each substep.
 pub(crate) fn warm_start(constraints: &[ContactConstraint], states: &mut [BodyState]) {
     for c in constraints {
-        let (mut sa, mut sb) = two(states, c.a, c.b);
-        let (mta, mtb) = (c.m_n_a.right_perp(), c.m_n_b.right_perp());
-        for cp in &c.points[..c.count as usize] {
-            let (ni, ti) = (cp.normal_impulse, cp.tangent_impulse);
-            sa.v = sa.v.mul_sub(ni, c.m_n_a).mul_sub(ti, mta);
-            sa.w -= ni * cp.wn_a + ti * cp.wt_a;
-            sb.v = sb.v.mul_add(ni, c.m_n_b).mul_add(ti, mtb);
-            sb.w += ni * cp.wn_b + ti * cp.wt_b;
+        if c.m_n_a == c.m_n_b {
+            warm_start_contact::<true>(c, states);
+        } else {
+            warm_start_contact::<false>(c, states);
         }
-        store(states, c.a, c.b, &sa, &sb);
     }
+}
+
+/// [`warm_start`] for one contact; `SAME` as in [`apply`].
+#[inline(always)]
+fn warm_start_contact<const SAME: bool>(c: &ContactConstraint, states: &mut [BodyState]) {
+    let (mut sa, mut sb) = two(states, c.a, c.b);
+    let (mta, mtb) = (c.m_n_a.right_perp(), c.m_n_b.right_perp());
+    for cp in &c.points[..c.count as usize] {
+        let (ni, ti) = (cp.normal_impulse, cp.tangent_impulse);
+        if SAME {
+            let dn = Vec2::new(ni * c.m_n_a.x, ni * c.m_n_a.y);
+            let dt = Vec2::new(ti * mta.x, ti * mta.y);
+            sa.v = sa.v - dn - dt;
+            sb.v = sb.v + dn + dt;
+        } else {
+            sa.v = sa.v.mul_sub(ni, c.m_n_a).mul_sub(ti, mta);
+            sb.v = sb.v.mul_add(ni, c.m_n_b).mul_add(ti, mtb);
+        }
+        sa.w -= ni * cp.wn_a + ti * cp.wt_a;
+        sb.w += ni * cp.wn_b + ti * cp.wt_b;
+    }
+    store(states, c.a, c.b, &sa, &sb);
 }
 
 /// One iteration over all contacts; `use_bias` pushes overlapping shapes apart.
@@ -228,48 +267,73 @@ fn solve_contacts_impl<const USE_BIAS: bool>(
     max_push: Scalar,
 ) {
     for c in constraints.iter_mut() {
-        let (mut sa, mut sb) = two(states, c.a, c.b);
-        let normal = c.normal;
-        let tangent = normal.right_perp();
-        let dpn = (sb.dp - sa.dp).dot(normal);
-        let (qa, qb) = (sa.dq, sb.dq);
-        let m_n = (c.m_n_a, c.m_n_b);
-        let m_t = (c.m_n_a.right_perp(), c.m_n_b.right_perp());
-        let softness = soft[c.against_static as usize];
-        for cp in &mut c.points[..c.count as usize] {
-            // Current separation from the motion accumulated so far:
-            // (q r)·n = cos·(r·n) + sin·(r × n).
-            let s = dpn + (qb.c * cp.an_b + qb.s * cp.rn_b) - (qa.c * cp.an_a + qa.s * cp.rn_a)
-                + cp.base_separation;
-            let vn = normal_speed(&sa, &sb, normal, cp);
-            // Rigid rows (speculative points, the relax pass) have mass
-            // scale one and impulse scale zero; multiplying by exactly one
-            // and subtracting exactly zero change no bits, so they skip it.
-            let impulse = if s > Scalar::ZERO {
-                // Speculative: allow approach up to contact.
-                -cp.normal_mass * (vn + s * inv_h)
-            } else if USE_BIAS {
-                let bias = (softness.bias_rate * s).max(-max_push);
-                -cp.normal_mass * softness.mass_scale * (vn + bias)
-                    - softness.impulse_scale * cp.normal_impulse
-            } else {
-                -cp.normal_mass * vn
-            };
-            let applied = cp.accumulate_normal(impulse);
-            apply(&mut sa, &mut sb, m_n, (cp.wn_a, cp.wn_b), applied);
+        if c.m_n_a == c.m_n_b {
+            solve_contact::<USE_BIAS, true>(c, states, soft, inv_h, max_push);
+        } else {
+            solve_contact::<USE_BIAS, false>(c, states, soft, inv_h, max_push);
         }
-        for cp in &mut c.points[..c.count as usize] {
-            // r × t = −r·n.
-            let vt = (sb.v - sa.v).dot(tangent) + sa.w * cp.an_a - sb.w * cp.an_b;
-            let impulse = -cp.tangent_mass * vt;
-            let max_friction = c.friction * cp.normal_impulse;
-            let new_impulse = (cp.tangent_impulse + impulse).clamp(-max_friction, max_friction);
-            let applied = new_impulse - cp.tangent_impulse;
-            cp.tangent_impulse = new_impulse;
-            apply(&mut sa, &mut sb, m_t, (cp.wt_a, cp.wt_b), applied);
-        }
-        store(states, c.a, c.b, &sa, &sb);
     }
+}
+
+/// One contact of [`solve_contacts_impl`]; `SAME` as in [`apply`].
+#[inline(always)]
+fn solve_contact<const USE_BIAS: bool, const SAME: bool>(
+    c: &mut ContactConstraint,
+    states: &mut [BodyState],
+    soft: &[Softness; 2],
+    inv_h: Scalar,
+    max_push: Scalar,
+) {
+    let (mut sa, mut sb) = two(states, c.a, c.b);
+    let normal = c.normal;
+    let tangent = normal.right_perp();
+    let (qa, qb) = (sa.dq, sb.dq);
+    let dpn = if USE_BIAS {
+        Scalar::ZERO
+    } else {
+        (sb.dp - sa.dp).dot(normal)
+    };
+    let m_n = (c.m_n_a, c.m_n_b);
+    let m_t = (c.m_n_a.right_perp(), c.m_n_b.right_perp());
+    let softness = soft[c.against_static as usize];
+    for cp in &mut c.points[..c.count as usize] {
+        let s = if USE_BIAS {
+            // The bodies have not moved since the last relax pass (or
+            // since preparation, in the first substep).
+            cp.separation
+        } else {
+            let s = separation(dpn, qa, qb, cp);
+            cp.separation = s;
+            s
+        };
+        let vn = normal_speed(&sa, &sb, normal, cp);
+        // Rigid rows (speculative points, the relax pass) have mass
+        // scale one and impulse scale zero; multiplying by exactly one
+        // and subtracting exactly zero change no bits, so they skip it.
+        let impulse = if s > Scalar::ZERO {
+            // Speculative: allow approach up to contact.
+            -cp.normal_mass * (vn + s * inv_h)
+        } else if USE_BIAS {
+            let bias = (softness.bias_rate * s).max(-max_push);
+            -cp.normal_mass * softness.mass_scale * (vn + bias)
+                - softness.impulse_scale * cp.normal_impulse
+        } else {
+            -cp.normal_mass * vn
+        };
+        let applied = cp.accumulate_normal(impulse);
+        apply::<SAME>(&mut sa, &mut sb, m_n, (cp.wn_a, cp.wn_b), applied);
+    }
+    for cp in &mut c.points[..c.count as usize] {
+        // r × t = −r·n.
+        let vt = (sb.v - sa.v).dot(tangent) + sa.w * cp.an_a - sb.w * cp.an_b;
+        let impulse = -cp.tangent_mass * vt;
+        let max_friction = c.friction * cp.normal_impulse;
+        let new_impulse = (cp.tangent_impulse + impulse).clamp(-max_friction, max_friction);
+        let applied = new_impulse - cp.tangent_impulse;
+        cp.tangent_impulse = new_impulse;
+        apply::<SAME>(&mut sa, &mut sb, m_t, (cp.wt_a, cp.wt_b), applied);
+    }
+    store(states, c.a, c.b, &sa, &sb);
 }
 
 /// Bounce: drive the approach speed to `−e · v_before` where it exceeded the threshold.
@@ -296,7 +360,7 @@ pub(crate) fn apply_restitution(
             let vn = normal_speed(&sa, &sb, normal, cp);
             let impulse = -cp.normal_mass * (vn + cold.restitution * rv);
             let applied = cp.accumulate_normal(impulse);
-            apply(&mut sa, &mut sb, m_n, (cp.wn_a, cp.wn_b), applied);
+            apply::<false>(&mut sa, &mut sb, m_n, (cp.wn_a, cp.wn_b), applied);
         }
         store(states, c.a, c.b, &sa, &sb);
     }

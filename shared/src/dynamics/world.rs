@@ -1561,7 +1561,7 @@ impl World {
                 let kt = ma + mb + ia * rta * rta + ib * rtb * rtb;
                 let dv = sb.velocity_at(rb) - sa.velocity_at(ra);
                 cold.relative_velocity[k] = normal.dot(dv);
-                cc.points[k] = ConstraintPoint {
+                let mut cp = ConstraintPoint {
                     an_a: ra.dot(normal),
                     an_b: rb.dot(normal),
                     rn_a: rna,
@@ -1571,12 +1571,18 @@ impl World {
                     wt_a: ia * rta,
                     wt_b: ib * rtb,
                     base_separation: mp.separation - (rb - ra).dot(normal),
+                    separation: Scalar::ZERO,
                     normal_impulse: mp.normal_impulse,
                     tangent_impulse: mp.tangent_impulse,
                     max_normal_impulse: Scalar::ZERO,
                     normal_mass: kn.recip(),
                     tangent_mass: kt.recip(),
                 };
+                // Nothing has moved yet: the relax pass's formula at zero
+                // displacement and no turn (`solver::separation`), whose
+                // products by one and zero are exact.
+                cp.separation = cp.an_b - cp.an_a + cp.base_separation;
+                cc.points[k] = cp;
             }
             sc.constraints.push(cc);
             sc.constraints_cold.push(cold);
