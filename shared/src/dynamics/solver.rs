@@ -165,8 +165,8 @@ fn apply<const SAME: bool>(
 ) {
     if SAME {
         let d = Vec2::new(lambda * ma.x, lambda * ma.y);
-        sa.v = sa.v - d;
-        sb.v = sb.v + d;
+        sa.v -= d;
+        sb.v += d;
     } else {
         sa.v = sa.v.mul_sub(lambda, ma);
         sb.v = sb.v.mul_add(lambda, mb);
