@@ -184,7 +184,7 @@ fn normal_speed(sa: &BodyState, sb: &BodyState, normal: Vec2, cp: &ConstraintPoi
 /// Separation at a point after the bodies moved by `dpn` along the normal
 /// and turned by `qa`, `qb`: `(q r)·n = cos·(r·n) + sin·(r × n)`.
 #[inline(always)]
-pub(crate) fn separation(dpn: Scalar, qa: Rot, qb: Rot, cp: &ConstraintPoint) -> Scalar {
+fn separation(dpn: Scalar, qa: Rot, qb: Rot, cp: &ConstraintPoint) -> Scalar {
     dpn + (qb.c * cp.an_b + qb.s * cp.rn_b) - (qa.c * cp.an_a + qa.s * cp.rn_a) + cp.base_separation
 }
 
@@ -218,24 +218,23 @@ pub(crate) fn warm_start(constraints: &[ContactConstraint], states: &mut [BodySt
     }
 }
 
-/// [`warm_start`] for one contact; `SAME` as in [`apply`].
+/// [`warm_start`] for one contact; `SAME` as in [`apply`]. Fixed-point
+/// sums are exact, so applying the normal and the tangent impulse one
+/// after the other gives the bits of applying their sum.
 #[inline(always)]
 fn warm_start_contact<const SAME: bool>(c: &ContactConstraint, states: &mut [BodyState]) {
     let (mut sa, mut sb) = two(states, c.a, c.b);
-    let (mta, mtb) = (c.m_n_a.right_perp(), c.m_n_b.right_perp());
+    let m_n = (c.m_n_a, c.m_n_b);
+    let m_t = (c.m_n_a.right_perp(), c.m_n_b.right_perp());
     for cp in &c.points[..c.count as usize] {
-        let (ni, ti) = (cp.normal_impulse, cp.tangent_impulse);
-        if SAME {
-            let dn = Vec2::new(ni * c.m_n_a.x, ni * c.m_n_a.y);
-            let dt = Vec2::new(ti * mta.x, ti * mta.y);
-            sa.v = sa.v - dn - dt;
-            sb.v = sb.v + dn + dt;
-        } else {
-            sa.v = sa.v.mul_sub(ni, c.m_n_a).mul_sub(ti, mta);
-            sb.v = sb.v.mul_add(ni, c.m_n_b).mul_add(ti, mtb);
-        }
-        sa.w -= ni * cp.wn_a + ti * cp.wt_a;
-        sb.w += ni * cp.wn_b + ti * cp.wt_b;
+        apply::<SAME>(&mut sa, &mut sb, m_n, (cp.wn_a, cp.wn_b), cp.normal_impulse);
+        apply::<SAME>(
+            &mut sa,
+            &mut sb,
+            m_t,
+            (cp.wt_a, cp.wt_b),
+            cp.tangent_impulse,
+        );
     }
     store(states, c.a, c.b, &sa, &sb);
 }
