@@ -12,7 +12,7 @@
 //! contact (rounded corners) and the clipped face contact.
 
 use crate::geometry::{Capsule, Circle, Polygon, ShapeGeometry};
-use crate::math::{Scalar, Transform, Vec2};
+use crate::math::{Rot, Scalar, Transform, Vec2};
 use serde::{Deserialize, Serialize};
 
 /// Linear slop: the penetration the solver tolerates (0.005 m).
@@ -69,6 +69,16 @@ impl Manifold {
     /// Maps a manifold computed in A's shifted local frame to world space.
     fn finish(&mut self, xf_a: Transform, origin: Vec2) {
         self.normal = xf_a.q.rotate(self.normal);
+        self.finish_points(xf_a, origin);
+    }
+
+    /// [`Manifold::finish`] for an axis normal (the same bits).
+    fn finish_axis(&mut self, xf_a: Transform, origin: Vec2) {
+        self.normal = rotate_axis(xf_a.q, self.normal);
+        self.finish_points(xf_a, origin);
+    }
+
+    fn finish_points(&mut self, xf_a: Transform, origin: Vec2) {
         for p in &mut self.points[..self.count as usize] {
             p.point = xf_a.p + xf_a.q.rotate(p.point + origin);
         }
@@ -462,8 +472,55 @@ impl LocalPolygon {
     }
 }
 
-/// The edge of `p1` with the largest separation from `p2`.
-fn find_max_separation(p1: &LocalPolygon, p2: &LocalPolygon) -> (usize, Scalar) {
+/// `t·s` for `t` ∈ {−1, 0, 1}: the bits the Q32.32 product gives for
+/// those factors (exact, so no rounding to reproduce), without multiplying.
+/// Only for `t` known to be one of the three.
+#[inline(always)]
+fn unit_mul(t: Scalar, s: Scalar) -> Scalar {
+    // `t` is −2³², 0 or 2³² raw: one 64-bit product by −1, 0 or 1, no
+    // branch (these vary from edge to edge and would mispredict).
+    Scalar::from_bits(s.to_bits().wrapping_mul(t.to_bits() >> 32))
+}
+
+/// `n·d` for an axis normal `n` (see [`axis_normals`]): the bits of
+/// [`Vec2::dot`], whose two products are exact here.
+#[inline(always)]
+fn axis_dot(n: Vec2, d: Vec2) -> Scalar {
+    unit_mul(n.x, d.x) + unit_mul(n.y, d.y)
+}
+
+/// `n·d`, with the products skipped when `AXIS` says `n` is an axis normal.
+#[inline(always)]
+fn dot_n<const AXIS: bool>(n: Vec2, d: Vec2) -> Scalar {
+    if AXIS {
+        axis_dot(n, d)
+    } else {
+        n.dot(d)
+    }
+}
+
+/// Whether every normal is a unit axis vector, (±1, 0) or (0, ±1), bit for
+/// bit: a box not turned in its body's frame. Its dot products with the
+/// normals, and the normals turned by a rotation, then need no products.
+fn axis_normals(normals: &[Vec2]) -> bool {
+    let unit = |v: Scalar| v == Scalar::ONE || v == -Scalar::ONE;
+    normals
+        .iter()
+        .all(|n| (unit(n.x) && n.y.is_zero()) || (n.x.is_zero() && unit(n.y)))
+}
+
+/// `q` applied to an axis normal `n`: the bits of [`Rot::rotate`].
+#[inline(always)]
+fn rotate_axis(q: Rot, n: Vec2) -> Vec2 {
+    Vec2::new(
+        unit_mul(n.x, q.c) - unit_mul(n.y, q.s),
+        unit_mul(n.x, q.s) + unit_mul(n.y, q.c),
+    )
+}
+
+/// The edge of `p1` with the largest separation from `p2`; `AXIS` says
+/// `p1`'s normals are axis normals.
+fn find_max_separation<const AXIS: bool>(p1: &LocalPolygon, p2: &LocalPolygon) -> (usize, Scalar) {
     let mut best = 0;
     let mut max_sep = Scalar::MIN;
     let verts = &p2.v[..p2.count];
@@ -473,7 +530,7 @@ fn find_max_separation(p1: &LocalPolygon, p2: &LocalPolygon) -> (usize, Scalar) 
         // (the result is the same).
         let mut si = Scalar::MAX;
         for &v in verts {
-            si = si.min(n.dot(v - v1));
+            si = si.min(dot_n::<AXIS>(n, v - v1));
             if si <= max_sep {
                 break;
             }
@@ -486,8 +543,9 @@ fn find_max_separation(p1: &LocalPolygon, p2: &LocalPolygon) -> (usize, Scalar) 
     (best, max_sep)
 }
 
-/// Clips incident edge `edge2` of `poly2` against reference edge `edge1` of `poly1`.
-fn clip_polygons(
+/// Clips incident edge `edge2` of `poly2` against reference edge `edge1`
+/// of `poly1`; `AXIS` says `poly1`'s normals are axis normals.
+fn clip_polygons<const AXIS: bool>(
     poly1: &LocalPolygon,
     poly2: &LocalPolygon,
     edge1: usize,
@@ -504,10 +562,10 @@ fn clip_polygons(
     let normal = poly1.n[i11];
     let tangent = normal.left_perp();
     let lower1 = Scalar::ZERO;
-    let upper1 = (v12 - v11).dot(tangent);
+    let upper1 = dot_n::<AXIS>(tangent, v12 - v11);
     // The incident edge runs against the tangent (both polygons are CCW).
-    let upper2 = (v21 - v11).dot(tangent);
-    let lower2 = (v22 - v11).dot(tangent);
+    let upper2 = dot_n::<AXIS>(tangent, v21 - v11);
+    let lower2 = dot_n::<AXIS>(tangent, v22 - v11);
     let span = upper2 - lower2;
     let v_lower = if lower2 < lower1 && span > CLIP_EPS {
         v22.lerp(v21, (lower1 - lower2) / span)
@@ -519,12 +577,19 @@ fn clip_polygons(
     } else {
         v21
     };
-    let sep_lower = (v_lower - v11).dot(normal);
-    let sep_upper = (v_upper - v11).dot(normal);
+    let sep_lower = dot_n::<AXIS>(normal, v_lower - v11);
+    let sep_upper = dot_n::<AXIS>(normal, v_upper - v11);
     let (r1, r2) = (poly1.radius, poly2.radius);
-    // Contact points midway between the surfaces.
-    let v_lower = v_lower.mul_add((r1 - r2 - sep_lower).shr(1), normal);
-    let v_upper = v_upper.mul_add((r1 - r2 - sep_upper).shr(1), normal);
+    // Contact points midway between the surfaces: `v + k·n`.
+    let shift = |v: Vec2, k: Scalar| {
+        if AXIS {
+            Vec2::new(v.x + unit_mul(normal.x, k), v.y + unit_mul(normal.y, k))
+        } else {
+            v.mul_add(k, normal)
+        }
+    };
+    let v_lower = shift(v_lower, (r1 - r2 - sep_lower).shr(1));
+    let v_upper = shift(v_upper, (r1 - r2 - sep_upper).shr(1));
     let radius = r1 + r2;
     let (s_lower, s_upper) = (sep_lower - radius, sep_upper - radius);
     if !flip {
@@ -565,36 +630,60 @@ pub fn collide_polygons(a: &Polygon, xf_a: Transform, b: &Polygon, xf_b: Transfo
         radius: b.radius,
         count: b.count as usize,
     };
-    for i in 0..pb.count {
-        pb.v[i] = xf.apply(b.vertices[i]) - origin;
-    }
+    // `apply(v) − origin` is `rotate(v) + (p − origin)`: sums are exact.
+    b.transform_into(Transform::new(xf.p - origin, xf.q), &mut pb.v);
+    // Boxes not turned in their body have axis normals, whose dot products
+    // need no multiplications (the same bits; see `axis_dot`).
+    let a_axis = axis_normals(&a.normals[..pa.count]);
     let radius = pa.radius + pb.radius;
-    let (edge_a, sep_a) = find_max_separation(&pa, &pb);
+    let (edge_a, sep_a) = if a_axis {
+        find_max_separation::<true>(&pa, &pb)
+    } else {
+        find_max_separation::<false>(&pa, &pb)
+    };
     if sep_a - radius > SPECULATIVE_DISTANCE {
         return Manifold::default();
     }
     // B's normals are only needed once A's faces failed to separate.
+    let b_axis = axis_normals(&b.normals[..pb.count]);
     for i in 0..pb.count {
-        pb.n[i] = xf.q.rotate(b.normals[i]);
+        pb.n[i] = if b_axis {
+            rotate_axis(xf.q, b.normals[i])
+        } else {
+            xf.q.rotate(b.normals[i])
+        };
     }
-    let (edge_b, sep_b) = find_max_separation(&pb, &pa);
+    // Turned by a quarter turn or none, B's normals are axis normals too.
+    let pb_axis = b_axis && axis_normals(&pb.n[..pb.count]);
+    let (edge_b, sep_b) = if pb_axis {
+        find_max_separation::<true>(&pb, &pa)
+    } else {
+        find_max_separation::<false>(&pb, &pa)
+    };
     if sep_b - radius > SPECULATIVE_DISTANCE {
         return Manifold::default();
     }
     // Prefer A's face unless B's is clearly better, so the reference face
     // does not flip-flop between steps.
     let flip = sep_b > sep_a + LINEAR_SLOP.shr(3);
-    let (poly1, poly2, edge1, separation) = if flip {
-        (&pb, &pa, edge_b, sep_b)
+    let (poly1, poly2, edge1, separation, axis1, axis2) = if flip {
+        (&pb, &pa, edge_b, sep_b, pb_axis, a_axis)
     } else {
-        (&pa, &pb, edge_a, sep_a)
+        (&pa, &pb, edge_a, sep_a, a_axis, pb_axis)
     };
     // Incident edge: the face of poly2 most anti-parallel to the reference normal.
     let n1 = poly1.n[edge1];
     let mut edge2 = 0;
     let mut min_dot = Scalar::MAX;
     for i in 0..poly2.count {
-        let d = n1.dot(poly2.n[i]);
+        let n2 = poly2.n[i];
+        let d = if axis1 {
+            axis_dot(n1, n2)
+        } else if axis2 {
+            axis_dot(n2, n1)
+        } else {
+            n1.dot(n2)
+        };
         if d < min_dot {
             min_dot = d;
             edge2 = i;
@@ -635,13 +724,17 @@ pub fn collide_polygons(a: &Polygon, xf_a: Transform, b: &Polygon, xf_b: Transfo
             };
             m.normal = normal;
             m.push(c1.lerp(c2, Scalar::HALF), distance - radius, id);
-        } else {
-            clip_polygons(poly1, poly2, edge1, edge2, flip, &mut m);
+            m.finish(xf_a, origin);
+            return m;
         }
-    } else {
-        clip_polygons(poly1, poly2, edge1, edge2, flip, &mut m);
     }
-    m.finish(xf_a, origin);
+    if axis1 {
+        clip_polygons::<true>(poly1, poly2, edge1, edge2, flip, &mut m);
+        m.finish_axis(xf_a, origin);
+    } else {
+        clip_polygons::<false>(poly1, poly2, edge1, edge2, flip, &mut m);
+        m.finish(xf_a, origin);
+    }
     m
 }
 
@@ -649,6 +742,58 @@ pub fn collide_polygons(a: &Polygon, xf_a: Transform, b: &Polygon, xf_b: Transfo
 mod tests {
     use super::*;
     use crate::math::{fx, Rot};
+    use proptest::prelude::*;
+
+    fn any_scalar() -> impl Strategy<Value = Scalar> {
+        prop_oneof![
+            Just(Scalar::MIN),
+            Just(Scalar::MAX),
+            Just(Scalar::ZERO),
+            Just(Scalar::EPSILON),
+            Just(-Scalar::EPSILON),
+            any::<i64>().prop_map(Scalar::from_bits),
+            (-(1i64 << 40)..(1i64 << 40)).prop_map(Scalar::from_bits),
+        ]
+    }
+
+    const AXES: [Vec2; 4] = [
+        Vec2::new(Scalar::ONE, Scalar::ZERO),
+        Vec2::new(Scalar::ZERO, Scalar::ONE),
+        Vec2::new(Scalar::from_int(-1), Scalar::ZERO),
+        Vec2::new(Scalar::ZERO, Scalar::from_int(-1)),
+    ];
+
+    proptest! {
+        /// The product-free forms give the bits of the general ones, for
+        /// every value including the wrapping extremes.
+        #[test]
+        fn axis_forms_match_products(x in any_scalar(), y in any_scalar(), c in any_scalar(), s in any_scalar(), k in 0usize..4) {
+            let n = AXES[k];
+            let d = Vec2::new(x, y);
+            prop_assert_eq!(axis_dot(n, d), n.dot(d));
+            prop_assert_eq!(axis_dot(n, d), d.dot(n));
+            let q = Rot { c, s };
+            prop_assert_eq!(rotate_axis(q, n), q.rotate(n));
+        }
+    }
+
+    #[test]
+    fn axis_normals_only_for_exact_unit_axes() {
+        assert!(axis_normals(&AXES));
+        assert!(axis_normals(
+            &Polygon::make_box(Scalar::HALF, Scalar::TWO).normals[..4]
+        ));
+        let turned = Polygon::make_offset_box(
+            Scalar::HALF,
+            Scalar::HALF,
+            Vec2::ZERO,
+            Rot::from_angle(Scalar::milli(100)),
+        );
+        assert!(!axis_normals(&turned.normals[..4]));
+        let almost = [Vec2::new(Scalar::ONE - Scalar::EPSILON, Scalar::ZERO)];
+        assert!(!axis_normals(&almost));
+        assert!(!axis_normals(&[Vec2::new(Scalar::ONE, Scalar::EPSILON)]));
+    }
 
     fn xf(x: Scalar, y: Scalar) -> Transform {
         Transform::new(Vec2::new(x, y), Rot::IDENTITY)

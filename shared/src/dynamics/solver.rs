@@ -97,6 +97,9 @@ pub(crate) struct ConstraintPoint {
     pub tangent_impulse: Scalar,
     pub max_normal_impulse: Scalar,
     pub normal_mass: Scalar,
+    /// `−normal_mass · mass_scale` of the contact's softness: the same for
+    /// every biased pass of the step, so formed once.
+    pub soft_normal_mass: Scalar,
     pub tangent_mass: Scalar,
 }
 
@@ -314,8 +317,8 @@ fn solve_contact<const USE_BIAS: bool, const SAME: bool>(
             -cp.normal_mass * (vn + s * inv_h)
         } else if USE_BIAS {
             let bias = (softness.bias_rate * s).max(-max_push);
-            -cp.normal_mass * softness.mass_scale * (vn + bias)
-                - softness.impulse_scale * cp.normal_impulse
+            // `−m·scale·(vn + bias)`, with `−m·scale` formed at preparation.
+            cp.soft_normal_mass * (vn + bias) - softness.impulse_scale * cp.normal_impulse
         } else {
             -cp.normal_mass * vn
         };

@@ -1534,7 +1534,9 @@ impl World {
             let (ma, ia, mb, ib) = (sa.inv_mass, sa.inv_inertia, sb.inv_mass, sb.inv_inertia);
             let normal = c.manifold.normal;
             let tangent = normal.right_perp();
-            let mut cc = ContactConstraint {
+            // Built in place: a constraint is a few hundred bytes, and
+            // moving a finished one into the list cost a `memcpy` each.
+            sc.constraints.push(ContactConstraint {
                 a,
                 b,
                 against_static: ma.is_zero() || mb.is_zero(),
@@ -1544,6 +1546,9 @@ impl World {
                 m_n_b: normal * mb,
                 friction: c.friction,
                 points: [ConstraintPoint::default(); 2],
+            });
+            let Some(cc) = sc.constraints.last_mut() else {
+                continue;
             };
             let mut cold = ContactCold {
                 contact: ci as u32,
@@ -1576,15 +1581,17 @@ impl World {
                     tangent_impulse: mp.tangent_impulse,
                     max_normal_impulse: Scalar::ZERO,
                     normal_mass: kn.recip(),
+                    soft_normal_mass: Scalar::ZERO,
                     tangent_mass: kt.recip(),
                 };
+                cp.soft_normal_mass =
+                    -cp.normal_mass * soft[usize::from(cc.against_static)].mass_scale;
                 // Nothing has moved yet: the relax pass's formula at zero
                 // displacement and no turn (`solver::separation`), whose
                 // products by one and zero are exact.
                 cp.separation = cp.an_b - cp.an_a + cp.base_separation;
                 cc.points[k] = cp;
             }
-            sc.constraints.push(cc);
             sc.constraints_cold.push(cold);
         }
 
