@@ -147,6 +147,12 @@ pub(crate) struct ContactConstraint {
 pub(crate) struct ContactCold {
     /// Index of the contact in the world's contact list.
     pub contact: u32,
+    /// The contact's pair key: the list is sorted by it, and the step's
+    /// end stores the impulses by walking both in key order (the pair
+    /// search may insert contacts in between, shifting indices).
+    pub key: u64,
+    /// The contact reports hit events.
+    pub hit_events: bool,
     pub restitution: Scalar,
     /// Normal approach speed at each point before solving.
     pub relative_velocity: [Scalar; 2],

@@ -1370,7 +1370,26 @@ impl World {
         sc.remove.resize(st.contacts.len(), false);
         sc.wake.clear();
         let mut any_removed = false;
+        // After the solve: the impulses it accumulated, for the next warm
+        // start. Its constraints follow the contacts' key order.
+        let (solved, solved_cold) = if after_solve {
+            (&sc.constraints[..], &sc.constraints_cold[..])
+        } else {
+            (&[][..], &[][..])
+        };
+        let mut next = 0;
         for (k, c) in st.contacts.iter_mut().enumerate() {
+            if next < solved_cold.len() && solved_cold[next].key == c.key() {
+                let cc = &solved[next];
+                for (mp, cp) in c.manifold.points[..cc.count as usize]
+                    .iter_mut()
+                    .zip(&cc.points)
+                {
+                    mp.normal_impulse = cp.normal_impulse;
+                    mp.tangent_impulse = cp.tangent_impulse;
+                }
+                next += 1;
+            }
             let ba = &st.bodies[c.body_a as usize];
             let bb = &st.bodies[c.body_b as usize];
             let active_a = ba.awake && ba.kind != BodyKind::Static;
@@ -1438,6 +1457,8 @@ impl World {
             c.manifold = m;
             c.touching = touching;
         }
+        // Nothing removes a contact between the solve and here.
+        debug_assert_eq!(next, solved_cold.len(), "a solved contact was not stored");
         if any_removed {
             // Compact by runs: each run of kept contacts moves as one block.
             let remove = &sc.remove;
@@ -1479,6 +1500,10 @@ impl World {
         let h = dt / Scalar::from_int(n as i32);
         let inv_h = Scalar::from_int((set.tick_rate * n) as i32);
         sc.broken.clear();
+        // Emptied before any early return: `update_contacts` stores the
+        // impulses of whatever this step solved.
+        sc.constraints.clear();
+        sc.constraints_cold.clear();
 
         // A joint is never solved against a sleeping body: wake it.
         if !st.joints.is_empty() {
@@ -1516,9 +1541,8 @@ impl World {
             solver::make_soft(hertz, set.contact_damping_ratio, h),
             solver::make_soft(hertz.shl(1), set.contact_damping_ratio, h),
         ];
-        sc.constraints.clear();
-        sc.constraints_cold.clear();
         sc.links.clear();
+        let mut any_hit_events = false;
         for (ci, c) in st.contacts.iter().enumerate() {
             if !c.touching || c.sensor {
                 continue;
@@ -1550,8 +1574,11 @@ impl World {
             let Some(cc) = sc.constraints.last_mut() else {
                 continue;
             };
+            any_hit_events |= c.hit_events;
             let mut cold = ContactCold {
                 contact: ci as u32,
+                key: c.key(),
+                hit_events: c.hit_events,
                 restitution: c.restitution,
                 relative_velocity: [Scalar::ZERO; 2],
             };
@@ -1683,16 +1710,15 @@ impl World {
             set.restitution_threshold,
         );
 
-        // Store impulses for warm starting.
-        for (cc, cold) in sc.constraints.iter().zip(&sc.constraints_cold) {
-            let c = &mut st.contacts[cold.contact as usize];
-            let m = &mut c.manifold;
-            for k in 0..cc.count as usize {
-                m.points[k].normal_impulse = cc.points[k].normal_impulse;
-                m.points[k].tangent_impulse = cc.points[k].tangent_impulse;
-            }
-            if c.hit_events {
-                ev.check_hit(&st.shapes, c, cc, cold, set.hit_event_threshold);
+        // The impulses are stored for the next warm start by
+        // `update_contacts`, which visits every contact anyway: a pass of
+        // its own cost a cache miss per contact on large piles.
+        if any_hit_events {
+            for (cc, cold) in sc.constraints.iter().zip(&sc.constraints_cold) {
+                if cold.hit_events {
+                    let c = &st.contacts[cold.contact as usize];
+                    ev.check_hit(&st.shapes, c, cc, cold, set.hit_event_threshold);
+                }
             }
         }
 
