@@ -96,11 +96,13 @@ pub(crate) struct ConstraintPoint {
     pub normal_impulse: Scalar,
     pub tangent_impulse: Scalar,
     pub max_normal_impulse: Scalar,
-    pub normal_mass: Scalar,
+    /// The effective masses, negated: every use is `−m · (…)`, so the
+    /// negation is done once here rather than at every use (same bits).
+    pub neg_normal_mass: Scalar,
     /// `−normal_mass · mass_scale` of the contact's softness: the same for
     /// every biased pass of the step, so formed once.
     pub soft_normal_mass: Scalar,
-    pub tangent_mass: Scalar,
+    pub neg_tangent_mass: Scalar,
 }
 
 /// A contact point prepared for solving.
@@ -320,13 +322,13 @@ fn solve_contact<const USE_BIAS: bool, const SAME: bool>(
         // and subtracting exactly zero change no bits, so they skip it.
         let impulse = if s > Scalar::ZERO {
             // Speculative: allow approach up to contact.
-            -cp.normal_mass * (vn + s * inv_h)
+            cp.neg_normal_mass * (vn + s * inv_h)
         } else if USE_BIAS {
             let bias = (softness.bias_rate * s).max(-max_push);
             // `−m·scale·(vn + bias)`, with `−m·scale` formed at preparation.
             cp.soft_normal_mass * (vn + bias) - softness.impulse_scale * cp.normal_impulse
         } else {
-            -cp.normal_mass * vn
+            cp.neg_normal_mass * vn
         };
         let applied = cp.accumulate_normal(impulse);
         apply::<SAME>(&mut sa, &mut sb, m_n, (cp.wn_a, cp.wn_b), applied);
@@ -334,7 +336,7 @@ fn solve_contact<const USE_BIAS: bool, const SAME: bool>(
     for cp in &mut c.points[..c.count as usize] {
         // r × t = −r·n.
         let vt = (sb.v - sa.v).dot(tangent) + sa.w * cp.an_a - sb.w * cp.an_b;
-        let impulse = -cp.tangent_mass * vt;
+        let impulse = cp.neg_tangent_mass * vt;
         let max_friction = c.friction * cp.normal_impulse;
         let new_impulse = (cp.tangent_impulse + impulse).clamp(-max_friction, max_friction);
         let applied = new_impulse - cp.tangent_impulse;
@@ -366,7 +368,7 @@ pub(crate) fn apply_restitution(
                 continue;
             }
             let vn = normal_speed(&sa, &sb, normal, cp);
-            let impulse = -cp.normal_mass * (vn + cold.restitution * rv);
+            let impulse = cp.neg_normal_mass * (vn + cold.restitution * rv);
             let applied = cp.accumulate_normal(impulse);
             apply::<false>(&mut sa, &mut sb, m_n, (cp.wn_a, cp.wn_b), applied);
         }

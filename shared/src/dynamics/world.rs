@@ -1582,6 +1582,9 @@ impl World {
                 restitution: c.restitution,
                 relative_velocity: [Scalar::ZERO; 2],
             };
+            // `rb − ra` is `cA − cB` exactly (wrapping sums are exact), the
+            // same for every point.
+            let centers_n = (ba.center - bb.center).dot(normal);
             for (k, mp) in c.manifold.points().iter().enumerate() {
                 let ra = mp.point - ba.center;
                 let rb = mp.point - bb.center;
@@ -1591,8 +1594,11 @@ impl World {
                 let rta = ra.cross(tangent);
                 let rtb = rb.cross(tangent);
                 let kt = ma + mb + ia * rta * rta + ib * rtb * rtb;
-                let dv = sb.velocity_at(rb) - sa.velocity_at(ra);
-                cold.relative_velocity[k] = normal.dot(dv);
+                // Read only by restitution and hit events.
+                if !c.restitution.is_zero() || c.hit_events {
+                    let dv = sb.velocity_at(rb) - sa.velocity_at(ra);
+                    cold.relative_velocity[k] = normal.dot(dv);
+                }
                 let mut cp = ConstraintPoint {
                     an_a: ra.dot(normal),
                     an_b: rb.dot(normal),
@@ -1602,17 +1608,17 @@ impl World {
                     wn_b: ib * rnb,
                     wt_a: ia * rta,
                     wt_b: ib * rtb,
-                    base_separation: mp.separation - (rb - ra).dot(normal),
+                    base_separation: mp.separation - centers_n,
                     separation: Scalar::ZERO,
                     normal_impulse: mp.normal_impulse,
                     tangent_impulse: mp.tangent_impulse,
                     max_normal_impulse: Scalar::ZERO,
-                    normal_mass: kn.recip(),
+                    neg_normal_mass: -kn.recip(),
                     soft_normal_mass: Scalar::ZERO,
-                    tangent_mass: kt.recip(),
+                    neg_tangent_mass: -kt.recip(),
                 };
                 cp.soft_normal_mass =
-                    -cp.normal_mass * soft[usize::from(cc.against_static)].mass_scale;
+                    cp.neg_normal_mass * soft[usize::from(cc.against_static)].mass_scale;
                 // Nothing has moved yet: the relax pass's formula at zero
                 // displacement and no turn (`solver::separation`), whose
                 // products by one and zero are exact.
@@ -1674,8 +1680,12 @@ impl World {
                 if s.inv_mass.is_zero() && s.inv_inertia.is_zero() && d.0 == Vec2::ZERO {
                     continue;
                 }
-                s.v = clamp_speed(d.0 + s.v * d.2, max_v);
-                s.w = (d.1 + s.w * d.3).clamp(-MAX_ANGULAR_SPEED, MAX_ANGULAR_SPEED);
+                // Undamped bodies (damping factor exactly one) skip the
+                // products by one, which would not change a bit.
+                let v = if d.2 == Scalar::ONE { s.v } else { s.v * d.2 };
+                let w = if d.3 == Scalar::ONE { s.w } else { s.w * d.3 };
+                s.v = clamp_speed(d.0 + v, max_v);
+                s.w = (d.1 + w).clamp(-MAX_ANGULAR_SPEED, MAX_ANGULAR_SPEED);
             }
             joint::warm_start(&mut sc.joints, &mut sc.states);
             solver::warm_start(&sc.constraints, &mut sc.states);
