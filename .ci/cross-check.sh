@@ -3,7 +3,9 @@
 #
 # Runs the sim crate's golden-hash test (`shared/tests/golden.rs`) and the
 # committed replay fixture's test (`protocol/tests/replay_fixture.rs`) on:
-#   x86_64 host (release and debug), i686-unknown-linux-musl (native),
+#   x86_64 host (release and debug, built for this CPU by .cargo/config.toml),
+#   x86_64 built for x86-64-v3 (the contact solver's four AVX2 lanes) and for
+#   the baseline x86-64 (its one-lane scalar path), i686-unknown-linux-musl (native),
 #   aarch64-unknown-linux-musl (qemu-aarch64-static), wasm32-wasip1 (node WASI),
 #   and s390x-unknown-linux-gnu (big-endian) under Miri, for the tests whose
 #   names contain "miri".
@@ -166,6 +168,21 @@ run_target() { # label cargo-args...
   record "$label" PASS "$secs" "$n GOLDEN lines"
 }
 
+# The same host, built for another CPU level (RUSTFLAGS replaces the
+# workspace's target-cpu=native), in a target directory of its own.
+run_x86_level() { # label target-cpu
+  local label=$1 cpu=$2
+  if [[ $cpu == x86-64-v3 ]] && ! grep -qw avx2 /proc/cpuinfo; then
+    record "$label" SKIP 0 "this CPU has no AVX2"
+    return
+  fi
+  local had_rf=${RUSTFLAGS+set} old_rf=${RUSTFLAGS-} had_td=${CARGO_TARGET_DIR+set} old_td=${CARGO_TARGET_DIR-}
+  export RUSTFLAGS="-C target-cpu=$cpu" CARGO_TARGET_DIR="$ROOT/target/xcheck-$cpu"
+  run_target "$label" --release
+  if [[ -n $had_rf ]]; then export RUSTFLAGS=$old_rf; else unset RUSTFLAGS; fi
+  if [[ -n $had_td ]]; then export CARGO_TARGET_DIR=$old_td; else unset CARGO_TARGET_DIR; fi
+}
+
 run_cross() { # target
   local t=$1 start=$SECONDS
   if ! ensure_target "$t"; then
@@ -251,11 +268,15 @@ TOTAL_START=$SECONDS
 run_target "$REF_LABEL" --release
 if [[ ! -s $OUT/$REF_LABEL.golden ]]; then
   # Nothing to compare against (build error, missing test target, ...).
-  for t in x86_64-debug "${CROSS_TARGETS[@]}" s390x-miri; do
+  for t in x86_64-debug x86_64-avx2 x86_64-scalar "${CROSS_TARGETS[@]}" s390x-miri; do
     record "$t" SKIP 0 "no x86_64 reference"
   done
 else
   run_target x86_64-debug
+  if [[ $(uname -m) == x86_64 ]]; then
+    run_x86_level x86_64-avx2 x86-64-v3
+    run_x86_level x86_64-scalar x86-64
+  fi
   for t in "${CROSS_TARGETS[@]}"; do
     run_cross "$t"
   done

@@ -141,7 +141,7 @@ fn record_tick(c: &mut Criterion) {
                     let t = Instant::now();
                     rec.record_tick(r.room.game(), r.room.last_inputs(), r.room.last_hash())
                         .expect("record");
-                    if r.room.tick_number() % 60 == 0 {
+                    if r.room.tick_number().is_multiple_of(60) {
                         rec.flush().expect("flush");
                     }
                     total += t.elapsed();
@@ -181,7 +181,7 @@ fn record_tick(c: &mut Criterion) {
                 r.tick(&d);
                 let t = Instant::now();
                 let game = r.room.game();
-                let keyframe = (game.tick() % 10 == 0).then(|| game.snapshot());
+                let keyframe = game.tick().is_multiple_of(10).then(|| game.snapshot());
                 let is_keyframe = keyframe.is_some();
                 let parts = (
                     game.tick(),

@@ -28,10 +28,12 @@ use std::fmt;
 /// chunks and desync reports carry the packed form
 /// ([`GameSnapshot::to_packed`]). 6: a step collides at its end, and
 /// snapshots and state hashes leave out the contact geometry (recomputed
-/// from the positions on decoding).
+/// from the positions on decoding). 7: the contact solver works on
+/// coloured bundles of contacts (a new simulation: the same encodings, but
+/// every state after a step with contacts differs from 6's).
 ///
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
-pub const PROTOCOL_VERSION: u32 = 6;
+pub const PROTOCOL_VERSION: u32 = 7;
 /// Largest datagram we send or accept (quinn's initial max is 1162).
 pub const MAX_DATAGRAM: usize = 1150;
 /// Largest reliable message (a snapshot chunk, a desync report).

@@ -3,11 +3,11 @@
 //! ```sh
 //! cargo run --release --bin bitroom-server -- replay record --loose-bodies 8 \
 //!     --players 4 --ticks 240 --keyframe-interval 120 --room fixture \
-//!     --out protocol/tests/fixtures/arena-4-bots-v5.brr
+//!     --out protocol/tests/fixtures/arena-4-bots-v6.brr
 //! ```
 //!
-//! (replay format 5, packed snapshots without contact geometry; recorded
-//! 2026-11-22 when the step started colliding at its end).
+//! (replay format 6, packed snapshots without contact geometry; recorded
+//! 2026-11-24 when the contact solver moved to coloured bundles).
 //!
 //! It must verify in every build (debug tests included) and on every
 //! platform: `.ci/cross-check.sh` runs this file on each target and diffs
@@ -23,12 +23,12 @@ use bitroom_protocol::replay::{
     sandbox_rules, verify, Record, ReplayReader, VerifyOptions, VerifyReport,
 };
 
-/// Format 5: packed snapshots.
-const FIXTURE: &[u8] = include_bytes!("fixtures/arena-4-bots-v5.brr");
+/// Format 6: packed snapshots.
+const FIXTURE: &[u8] = include_bytes!("fixtures/arena-4-bots-v6.brr");
 /// Ticks in the fixture.
 const TICKS: u64 = 240;
 /// Its final state hash (also recorded in the file).
-const FINAL_HASH: u64 = 0x1c49e7c977e15ebe;
+const FINAL_HASH: u64 = 0xfd8c2fb2ceb74080;
 
 fn run(bytes: &[u8], synctest: Option<u32>) -> VerifyReport {
     let reader = ReplayReader::open(bytes).expect("the fixture opens");

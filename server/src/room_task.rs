@@ -110,7 +110,7 @@ pub(crate) async fn run<R: NetRules>(
                     }
                     monitor.tick(start.elapsed(), lateness);
                     shared.tick_lateness(lateness);
-                    if room.tick_number() % PUBLISH_EVERY == 0 {
+                    if room.tick_number().is_multiple_of(PUBLISH_EVERY) {
                         let now = room.stats();
                         monitor.room(&name, &published, &now);
                         published = now;
@@ -422,7 +422,9 @@ impl<R: NetRules> Recording<R> {
             tick,
             inputs: room.last_inputs().clone(),
             hash: room.last_hash(),
-            keyframe: (tick % self.keyframe_interval == 0).then(|| Box::new(game.snapshot())),
+            keyframe: tick
+                .is_multiple_of(self.keyframe_interval)
+                .then(|| Box::new(game.snapshot())),
         };
         match self.to.try_send(msg) {
             Ok(()) => true,

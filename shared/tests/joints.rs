@@ -1080,7 +1080,7 @@ fn rain_recycles_groups_and_keeps_a_thousand_humans() {
     // schedule is under test here.
     while w.tick() < 320 {
         rain_step(&mut w);
-        if w.tick() % 8 == 0 {
+        if w.tick().is_multiple_of(8) {
             assert_eq!(w.body_count(), 1 + (w.tick() as usize / 8 + 1) * 25 * 11);
         }
         w.step();

@@ -92,8 +92,12 @@ fn mispredictions_roll_back_and_converge() {
     let flicker: InputFn<Sandbox> = Box::new(move |_| {
         t += 1;
         PlayerInput {
-            move_x: if (t / 3) % 2 == 0 { 127 } else { -127 },
-            buttons: if t % 7 == 0 { PlayerInput::JUMP } else { 0 },
+            move_x: if (t / 3).is_multiple_of(2) { 127 } else { -127 },
+            buttons: if t.is_multiple_of(7) {
+                PlayerInput::JUMP
+            } else {
+                0
+            },
             ..PlayerInput::default()
         }
     });

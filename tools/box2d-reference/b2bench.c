@@ -655,6 +655,12 @@ int main( int argc, char** argv )
 	b2WorldId worldId = b2CreateWorld( &worldDef );
 
 	scene->createFcn( worldId );
+	// B2BENCH_NO_RECYCLE=1: contact recycling off (the narrow phase runs for
+	// every contact every step, as in bitroom).
+	if ( getenv( "B2BENCH_NO_RECYCLE" ) != NULL )
+		b2World_SetContactRecycleDistance( worldId, 0.0f );
+	int profile = getenv( "B2BENCH_PROFILE" ) != NULL;
+	b2Profile sum = { 0 };
 
 	const float timeStep = 1.0f / 60.0f;
 	const int subStepCount = 4;
@@ -669,8 +675,28 @@ int main( int argc, char** argv )
 		if ( scene->stepFcn != NULL )
 			scene->stepFcn( worldId, s );
 		b2World_Step( worldId, timeStep, subStepCount );
+		if ( profile )
+		{
+			// b2Profile is a struct of floats: sum it field by field.
+			b2Profile p = b2World_GetProfile( worldId );
+			float* dst = (float*)&sum;
+			const float* src = (const float*)&p;
+			for ( size_t k = 0; k < sizeof( b2Profile ) / sizeof( float ); ++k )
+				dst[k] += src[k];
+		}
 	}
 	double total = NowMs() - t0;
+	if ( profile && stepCount > 1 )
+	{
+		float n = (float)( stepCount - 1 );
+		printf( "profile ms/step: step=%.3f pairs=%.3f collide=%.3f solve=%.3f (setup=%.3f constraints=%.3f: "
+				"prepare=%.3f integrate_v=%.3f warm=%.3f solve=%.3f integrate_p=%.3f relax=%.3f restitution=%.3f "
+				"store=%.3f) transforms=%.3f refit=%.3f bullets=%.3f sleep=%.3f\n",
+				sum.step / n, sum.pairs / n, sum.collide / n, sum.solve / n, sum.solverSetup / n, sum.constraints / n,
+				sum.prepareConstraints / n, sum.integrateVelocities / n, sum.warmStart / n, sum.solveImpulses / n,
+				sum.integratePositions / n, sum.relaxImpulses / n, sum.applyRestitution / n, sum.storeImpulses / n,
+				sum.transforms / n, sum.refit / n, sum.bullets / n, sum.sleepIslands / n );
+	}
 
 	b2Counters c = b2World_GetCounters( worldId );
 	int awake = b2World_GetAwakeBodyCount( worldId );

@@ -1,13 +1,15 @@
 #!/bin/bash
 # Box2D's CPU protocol for one scene, Box2D and bitroom alternating:
 #   compare.sh SCENE STEPS REPS [BITROOM_BINARY]
+# B2BENCH=path picks another Box2D build (AVX2=1 build.sh makes
+# target/avx2/b2bench, Box2D's eight-wide AVX2 solver).
 # Per run: process CPU time (perf stat task-clock) of STEPS steps minus that
 # of 1 step, over STEPS - 1. Prints every run and the medians. Needs perf.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 scene=$1; steps=$2; reps=$3
 bitroom=${4:-$HERE/../../target/release/bitroom-server}
-b2=$HERE/target/b2bench
+b2=${B2BENCH:-$HERE/target/b2bench}
 cpu() { perf stat -e task-clock -x, "$@" 2>&1 >/dev/null | grep task-clock | cut -d, -f1; }
 for r in $(seq "$reps"); do
   for engine in box2d bitroom; do

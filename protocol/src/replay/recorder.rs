@@ -205,7 +205,7 @@ impl<W: Write, R: Rules> Recorder<W, R> {
 
     /// Whether tick `tick` takes a keyframe (a multiple of the interval).
     pub fn keyframe_due(&self, tick: u64) -> bool {
-        tick % u64::from(self.keyframe_interval) == 0
+        tick.is_multiple_of(u64::from(self.keyframe_interval))
     }
 
     /// [`Recorder::record_tick`] from the tick's parts, for a recorder on

@@ -38,7 +38,7 @@
 use super::body::ShapeId;
 use super::contact::Contact;
 use super::shape::Shape;
-use super::solver::{ContactCold, ContactConstraint};
+use super::solver::ContactCold;
 use super::world::World;
 use crate::collision::Manifold;
 use crate::math::{Scalar, Vec2};
@@ -246,15 +246,14 @@ impl Events {
         &mut self,
         shapes: &[Shape],
         c: &Contact,
-        cc: &ContactConstraint,
         cold: &ContactCold,
         threshold: Scalar,
     ) {
         let mut best: Option<(Scalar, Vec2)> = None;
-        for (k, cp) in cc.points[..cc.count as usize].iter().enumerate() {
+        for k in 0..usize::from(c.manifold.count) {
             let approach = -cold.relative_velocity[k];
             let top = best.map_or(threshold, |b| b.0);
-            if approach > top && cp.max_normal_impulse > Scalar::ZERO {
+            if approach > top && cold.max_normal_impulse[k] > Scalar::ZERO {
                 best = Some((approach, c.manifold.points[k].point));
             }
         }

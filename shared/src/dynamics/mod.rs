@@ -4,6 +4,7 @@ mod body;
 mod ccd;
 mod contact;
 mod events;
+mod graph;
 mod island;
 pub mod joint;
 mod query;

@@ -132,6 +132,8 @@ pub(crate) struct ContactConstraint {
     /// Solver-state slots (0 = static dummy).
     pub a: u32,
     pub b: u32,
+    /// Position of the contact in the step's key-ordered [`ContactCold`] list.
+    pub cold_index: u32,
     /// Whether one side is static or kinematic (the stiffer softness).
     pub against_static: bool,
     pub count: u8,
@@ -158,6 +160,28 @@ pub(crate) struct ContactCold {
     pub restitution: Scalar,
     /// Normal approach speed at each point before solving.
     pub relative_velocity: [Scalar; 2],
+    /// What the solve accumulated at each point, copied here at its end
+    /// (from whichever solver held the contact) for the next warm start
+    /// and for hit events.
+    pub normal_impulse: [Scalar; 2],
+    pub tangent_impulse: [Scalar; 2],
+    pub max_normal_impulse: [Scalar; 2],
+}
+
+impl ContactCold {
+    /// The entry of contact `ci`, before solving.
+    pub(crate) fn new(ci: u32, c: &super::Contact) -> ContactCold {
+        ContactCold {
+            contact: ci,
+            key: c.key(),
+            hit_events: c.hit_events,
+            restitution: c.restitution,
+            relative_velocity: [Scalar::ZERO; 2],
+            normal_impulse: [Scalar::ZERO; 2],
+            tangent_impulse: [Scalar::ZERO; 2],
+            max_normal_impulse: [Scalar::ZERO; 2],
+        }
+    }
 }
 
 /// Applies impulse `lambda` whose linear responses per unit are `ma`, `mb`
@@ -353,7 +377,10 @@ pub(crate) fn apply_restitution(
     states: &mut [BodyState],
     threshold: Scalar,
 ) {
-    for (c, cold) in constraints.iter_mut().zip(cold) {
+    for c in constraints.iter_mut() {
+        let Some(cold) = cold.get(c.cold_index as usize) else {
+            continue;
+        };
         if cold.restitution.is_zero() {
             continue;
         }
@@ -373,6 +400,21 @@ pub(crate) fn apply_restitution(
             apply::<false>(&mut sa, &mut sb, m_n, (cp.wn_a, cp.wn_b), applied);
         }
         store(states, c.a, c.b, &sa, &sb);
+    }
+}
+
+/// Copies the accumulated impulses into the key-ordered list (see
+/// [`ContactCold::normal_impulse`]).
+pub(crate) fn store_impulses(constraints: &[ContactConstraint], cold: &mut [ContactCold]) {
+    for c in constraints {
+        let Some(cold) = cold.get_mut(c.cold_index as usize) else {
+            continue;
+        };
+        for (k, cp) in c.points.iter().enumerate() {
+            cold.normal_impulse[k] = cp.normal_impulse;
+            cold.tangent_impulse[k] = cp.tangent_impulse;
+            cold.max_normal_impulse[k] = cp.max_normal_impulse;
+        }
     }
 }
 

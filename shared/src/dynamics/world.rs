@@ -25,6 +25,7 @@ use super::body::{
 use super::ccd::{self, CcdScratch};
 use super::contact::{match_impulses, pair_key, sensor_pair_allowed, Contact};
 use super::events::Events;
+use super::graph::{self, Graph, OVERFLOW};
 use super::island;
 use super::joint::{self, BrokenJoint, Joint, JointContext, JointFilter, JointId, JointSolver};
 use super::shape::{Shape, ShapeDef, ShapeIn, ShapeOut, VACANT_GEOMETRY};
@@ -301,9 +302,16 @@ struct Scratch {
     states: Vec<BodyState>,
     slot_of: Vec<u32>,
     awake: Vec<u32>,
+    /// Contacts solved one at a time: those the colouring could not place.
     constraints: Vec<ContactConstraint>,
-    /// What the substep loop never reads, parallel to `constraints`.
+    /// Every contact solved this step, in key order: what the substep
+    /// loop never reads, and the impulses it accumulated.
     constraints_cold: Vec<ContactCold>,
+    /// The contacts to solve this step, in key order (indices into the
+    /// contact list).
+    solve_order: Vec<u32>,
+    /// The coloured contacts, in bundles (see `graph`).
+    graph: Graph,
     candidates: Vec<u32>,
     pairs: Vec<u64>,
     new_contacts: Vec<Contact>,
@@ -1371,22 +1379,20 @@ impl World {
         sc.wake.clear();
         let mut any_removed = false;
         // After the solve: the impulses it accumulated, for the next warm
-        // start. Its constraints follow the contacts' key order.
-        let (solved, solved_cold) = if after_solve {
-            (&sc.constraints[..], &sc.constraints_cold[..])
+        // start, in the contacts' key order.
+        let solved_cold = if after_solve {
+            &sc.constraints_cold[..]
         } else {
-            (&[][..], &[][..])
+            &[][..]
         };
         let mut next = 0;
         for (k, c) in st.contacts.iter_mut().enumerate() {
             if next < solved_cold.len() && solved_cold[next].key == c.key() {
-                let cc = &solved[next];
-                for (mp, cp) in c.manifold.points[..cc.count as usize]
-                    .iter_mut()
-                    .zip(&cc.points)
-                {
-                    mp.normal_impulse = cp.normal_impulse;
-                    mp.tangent_impulse = cp.tangent_impulse;
+                let cold = &solved_cold[next];
+                let count = usize::from(c.manifold.count);
+                for (j, mp) in c.manifold.points[..count].iter_mut().enumerate() {
+                    mp.normal_impulse = cold.normal_impulse[j];
+                    mp.tangent_impulse = cold.tangent_impulse[j];
                 }
                 next += 1;
             }
@@ -1498,7 +1504,8 @@ impl World {
         let dt = Scalar::ONE / Scalar::from_int(set.tick_rate as i32);
         let n = set.substeps;
         let h = dt / Scalar::from_int(n as i32);
-        let inv_h = Scalar::from_int((set.tick_rate * n) as i32);
+        let inv_h_int = set.tick_rate * n;
+        let inv_h = Scalar::from_int(inv_h_int as i32);
         sc.broken.clear();
         // Emptied before any early return: `update_contacts` stores the
         // impulses of whatever this step solved.
@@ -1534,7 +1541,8 @@ impl World {
             return;
         }
 
-        // Prepare contact constraints.
+        // Prepare contact constraints. First the order: the contacts to
+        // solve, in key order, coloured (see `graph`).
         let substep_rate = inv_h;
         let hertz = set.contact_hertz.min(substep_rate.shr(3));
         let soft = [
@@ -1542,6 +1550,14 @@ impl World {
             solver::make_soft(hertz.shl(1), set.contact_damping_ratio, h),
         ];
         sc.links.clear();
+        sc.solve_order.clear();
+        sc.graph.begin(sc.states.len());
+        let moves = |states: &[BodyState], s: u32| {
+            let b = &states[s as usize];
+            !(b.inv_mass.is_zero() && b.inv_inertia.is_zero())
+        };
+        // The key-ordered list, with the overflow's constraints prepared
+        // one at a time, and the bundles a window at a time.
         let mut any_hit_events = false;
         for (ci, c) in st.contacts.iter().enumerate() {
             if !c.touching || c.sensor {
@@ -1552,81 +1568,47 @@ impl World {
                 continue;
             }
             sc.links.push((a, b));
-            let ba = &st.bodies[c.body_a as usize];
-            let bb = &st.bodies[c.body_b as usize];
-            let (sa, sb) = (&sc.states[a as usize], &sc.states[b as usize]);
-            let (ma, ia, mb, ib) = (sa.inv_mass, sa.inv_inertia, sb.inv_mass, sb.inv_inertia);
-            let normal = c.manifold.normal;
-            let tangent = normal.right_perp();
-            // Built in place: a constraint is a few hundred bytes, and
-            // moving a finished one into the list cost a `memcpy` each.
-            sc.constraints.push(ContactConstraint {
-                a,
-                b,
-                against_static: ma.is_zero() || mb.is_zero(),
-                count: c.manifold.count,
-                normal,
-                m_n_a: normal * ma,
-                m_n_b: normal * mb,
-                friction: c.friction,
-                points: [ConstraintPoint::default(); 2],
-            });
-            let Some(cc) = sc.constraints.last_mut() else {
-                continue;
-            };
+            let k = sc.solve_order.len() as u32;
+            let color = sc
+                .graph
+                .add(a, b, moves(&sc.states, a), moves(&sc.states, b));
+            sc.solve_order.push(ci as u32);
             any_hit_events |= c.hit_events;
-            let mut cold = ContactCold {
-                contact: ci as u32,
-                key: c.key(),
-                hit_events: c.hit_events,
-                restitution: c.restitution,
-                relative_velocity: [Scalar::ZERO; 2],
-            };
-            // `rb − ra` is `cA − cB` exactly (wrapping sums are exact), the
-            // same for every point.
-            let centers_n = (ba.center - bb.center).dot(normal);
-            for (k, mp) in c.manifold.points().iter().enumerate() {
-                let ra = mp.point - ba.center;
-                let rb = mp.point - bb.center;
-                let rna = ra.cross(normal);
-                let rnb = rb.cross(normal);
-                let kn = ma + mb + ia * rna * rna + ib * rnb * rnb;
-                let rta = ra.cross(tangent);
-                let rtb = rb.cross(tangent);
-                let kt = ma + mb + ia * rta * rta + ib * rtb * rtb;
-                // Read only by restitution and hit events.
-                if !c.restitution.is_zero() || c.hit_events {
-                    let dv = sb.velocity_at(rb) - sa.velocity_at(ra);
-                    cold.relative_velocity[k] = normal.dot(dv);
-                }
-                let mut cp = ConstraintPoint {
-                    an_a: ra.dot(normal),
-                    an_b: rb.dot(normal),
-                    rn_a: rna,
-                    rn_b: rnb,
-                    wn_a: ia * rna,
-                    wn_b: ib * rnb,
-                    wt_a: ia * rta,
-                    wt_b: ib * rtb,
-                    base_separation: mp.separation - centers_n,
-                    separation: Scalar::ZERO,
-                    normal_impulse: mp.normal_impulse,
-                    tangent_impulse: mp.tangent_impulse,
-                    max_normal_impulse: Scalar::ZERO,
-                    neg_normal_mass: -kn.recip(),
-                    soft_normal_mass: Scalar::ZERO,
-                    neg_tangent_mass: -kt.recip(),
-                };
-                cp.soft_normal_mass =
-                    cp.neg_normal_mass * soft[usize::from(cc.against_static)].mass_scale;
-                // Nothing has moved yet: the relax pass's formula at zero
-                // displacement and no turn (`solver::separation`), whose
-                // products by one and zero are exact.
-                cp.separation = cp.an_b - cp.an_a + cp.base_separation;
-                cc.points[k] = cp;
+            if color == OVERFLOW {
+                let (ba, bb) = (&st.bodies[c.body_a as usize], &st.bodies[c.body_b as usize]);
+                let (sa, sb) = (&sc.states[a as usize], &sc.states[b as usize]);
+                let (cc, cold) =
+                    prepare_contact(c, ci as u32, k, (a, b), (ba, bb), (sa, sb), &soft);
+                sc.constraints.push(cc);
+                sc.constraints_cold.push(cold);
+            } else {
+                sc.constraints_cold.push(ContactCold::new(ci as u32, c));
             }
-            sc.constraints_cold.push(cold);
+            if sc.graph.window_full() {
+                sc.graph.finish_window(
+                    &st.contacts,
+                    &st.bodies,
+                    &sc.states,
+                    &sc.slot_of,
+                    &sc.solve_order,
+                    &soft,
+                    &mut sc.constraints_cold,
+                );
+            }
         }
+        if !sc.graph.window_full() {
+            sc.graph.finish_window(
+                &st.contacts,
+                &st.bodies,
+                &sc.states,
+                &sc.slot_of,
+                &sc.solve_order,
+                &soft,
+                &mut sc.constraints_cold,
+            );
+        }
+        #[cfg(debug_assertions)]
+        sc.graph.check(|s| moves(&sc.states, s));
 
         // Prepare joints: rigid parts use the joint softness, capped at a
         // quarter of the substep rate.
@@ -1689,6 +1671,7 @@ impl World {
             }
             joint::warm_start(&mut sc.joints, &mut sc.states);
             solver::warm_start(&sc.constraints, &mut sc.states);
+            graph::warm_start(sc.graph.bundles(), &mut sc.states);
             joint::solve(&mut sc.joints, &mut sc.states, &jctx, true);
             solver::solve_contacts(
                 &mut sc.constraints,
@@ -1697,6 +1680,12 @@ impl World {
                 inv_h,
                 set.contact_push_max_velocity,
                 true,
+            );
+            graph::solve::<true>(
+                sc.graph.bundles_mut(),
+                &mut sc.states,
+                inv_h_int,
+                set.contact_push_max_velocity,
             );
             // Integrate positions.
             for s in sc.states[1..].iter_mut() {
@@ -1712,6 +1701,12 @@ impl World {
                 set.contact_push_max_velocity,
                 false,
             );
+            graph::solve::<false>(
+                sc.graph.bundles_mut(),
+                &mut sc.states,
+                inv_h_int,
+                set.contact_push_max_velocity,
+            );
         }
         solver::apply_restitution(
             &mut sc.constraints,
@@ -1719,15 +1714,22 @@ impl World {
             &mut sc.states,
             set.restitution_threshold,
         );
-
-        // The impulses are stored for the next warm start by
-        // `update_contacts`, which visits every contact anyway: a pass of
-        // its own cost a cache miss per contact on large piles.
+        graph::apply_restitution(
+            sc.graph.bundles_mut(),
+            &mut sc.states,
+            set.restitution_threshold,
+        );
+        // The impulses go into the key-ordered list; `update_contacts`,
+        // which visits every contact anyway, stores them for the next warm
+        // start (a pass of its own cost a cache miss per contact on large
+        // piles).
+        solver::store_impulses(&sc.constraints, &mut sc.constraints_cold);
+        sc.graph.store(&mut sc.constraints_cold);
         if any_hit_events {
-            for (cc, cold) in sc.constraints.iter().zip(&sc.constraints_cold) {
+            for cold in &sc.constraints_cold {
                 if cold.hit_events {
                     let c = &st.contacts[cold.contact as usize];
-                    ev.check_hit(&st.shapes, c, cc, cold, set.hit_event_threshold);
+                    ev.check_hit(&st.shapes, c, cold, set.hit_event_threshold);
                 }
             }
         }
@@ -1903,6 +1905,81 @@ pub(crate) const AABB_MARGIN: Scalar = Scalar::milli(50);
 /// Largest angular speed: a quarter turn per step at 60 Hz (0.25π·60 rad/s).
 pub(crate) const MAX_ANGULAR_SPEED: Scalar = Scalar::from_bits(202395565568); // 15π = 47.1238898 rad/s, rounded
 
+/// A touching contact prepared for the solver: the constraint (fixed for
+/// the step: lever arms, effective masses, softness) and what the substep
+/// loop never reads. `k` is its place in the step's key-ordered list.
+#[inline(always)]
+fn prepare_contact(
+    c: &Contact,
+    ci: u32,
+    k: u32,
+    (a, b): (u32, u32),
+    (ba, bb): (&Body, &Body),
+    (sa, sb): (&BodyState, &BodyState),
+    soft: &[solver::Softness; 2],
+) -> (ContactConstraint, ContactCold) {
+    let (ma, ia, mb, ib) = (sa.inv_mass, sa.inv_inertia, sb.inv_mass, sb.inv_inertia);
+    let normal = c.manifold.normal;
+    let tangent = normal.right_perp();
+    let mut cc = ContactConstraint {
+        a,
+        b,
+        cold_index: k,
+        against_static: ma.is_zero() || mb.is_zero(),
+        count: c.manifold.count,
+        normal,
+        m_n_a: normal * ma,
+        m_n_b: normal * mb,
+        friction: c.friction,
+        points: [ConstraintPoint::default(); 2],
+    };
+    let mut cold = ContactCold::new(ci, c);
+    // `rb − ra` is `cA − cB` exactly (wrapping sums are exact), the same
+    // for every point.
+    let centers_n = (ba.center - bb.center).dot(normal);
+    let mass_scale = soft[usize::from(cc.against_static)].mass_scale;
+    for (k, mp) in c.manifold.points().iter().enumerate() {
+        let ra = mp.point - ba.center;
+        let rb = mp.point - bb.center;
+        let rna = ra.cross(normal);
+        let rnb = rb.cross(normal);
+        let kn = ma + mb + ia * rna * rna + ib * rnb * rnb;
+        let rta = ra.cross(tangent);
+        let rtb = rb.cross(tangent);
+        let kt = ma + mb + ia * rta * rta + ib * rtb * rtb;
+        // Read only by restitution and hit events.
+        if !c.restitution.is_zero() || c.hit_events {
+            let dv = sb.velocity_at(rb) - sa.velocity_at(ra);
+            cold.relative_velocity[k] = normal.dot(dv);
+        }
+        let mut cp = ConstraintPoint {
+            an_a: ra.dot(normal),
+            an_b: rb.dot(normal),
+            rn_a: rna,
+            rn_b: rnb,
+            wn_a: ia * rna,
+            wn_b: ib * rnb,
+            wt_a: ia * rta,
+            wt_b: ib * rtb,
+            base_separation: mp.separation - centers_n,
+            separation: Scalar::ZERO,
+            normal_impulse: mp.normal_impulse,
+            tangent_impulse: mp.tangent_impulse,
+            max_normal_impulse: Scalar::ZERO,
+            neg_normal_mass: -kn.recip(),
+            soft_normal_mass: Scalar::ZERO,
+            neg_tangent_mass: -kt.recip(),
+        };
+        cp.soft_normal_mass = cp.neg_normal_mass * mass_scale;
+        // Nothing has moved yet: the relax pass's formula at zero
+        // displacement and no turn (`solver::separation`), whose products
+        // by one and zero are exact.
+        cp.separation = cp.an_b - cp.an_a + cp.base_separation;
+        cc.points[k] = cp;
+    }
+    (cc, cold)
+}
+
 /// Limits a velocity to `max` without overflowing on huge inputs.
 #[inline]
 fn clamp_speed(v: Vec2, max: Scalar) -> Vec2 {
@@ -1926,5 +2003,14 @@ impl Aabb {
             && self.lower.y.abs() <= WORLD_BOUND
             && self.upper.x.abs() <= WORLD_BOUND
             && self.upper.y.abs() <= WORLD_BOUND
+    }
+}
+
+#[cfg(test)]
+impl World {
+    /// The contact solver's bundles and body states as the last step left
+    /// them (for measuring the kernels).
+    pub(crate) fn solver_parts(&mut self) -> (&mut Graph, &mut Vec<BodyState>) {
+        (&mut self.scratch.graph, &mut self.scratch.states)
     }
 }

@@ -97,13 +97,13 @@ impl Bot {
                     let r = self.next();
                     self.hold = 5 + (r % 40) as u32;
                     let mut buttons = 0;
-                    if (r >> 8) % 5 == 0 {
+                    if (r >> 8).is_multiple_of(5) {
                         buttons |= PlayerInput::JUMP;
                     }
-                    if (r >> 16) % 3 == 0 {
+                    if (r >> 16).is_multiple_of(3) {
                         buttons |= PlayerInput::GRAB;
                     }
-                    if (r >> 20) % 7 == 0 {
+                    if (r >> 20).is_multiple_of(7) {
                         buttons |= PlayerInput::THROW;
                     }
                     self.current = PlayerInput {
@@ -120,7 +120,7 @@ impl Bot {
                 let phase = self.ticks % 240;
                 let move_x = if phase < 120 { 100 } else { -100 };
                 PlayerInput {
-                    buttons: if self.ticks % 90 == 0 {
+                    buttons: if self.ticks.is_multiple_of(90) {
                         PlayerInput::JUMP
                     } else {
                         0
@@ -189,7 +189,7 @@ fn chase(game: &Game<Sandbox>, slot: u8, ticks: u64) -> PlayerInput {
     } else {
         0
     };
-    let jump = d.y > Scalar::ONE && ticks % 20 == 0;
+    let jump = d.y > Scalar::ONE && ticks.is_multiple_of(20);
     // Aim at the target: angle in turns × 65536.
     let turns = atan2(d.y, d.x) / Scalar::TAU;
     let aim = (turns.to_bits() >> 16) as u16;

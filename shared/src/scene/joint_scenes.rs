@@ -311,7 +311,7 @@ fn rain_destroy_group(w: &mut World, row: u64, column: u64) {
 /// unchanged after a snapshot restore.
 pub fn rain_step(w: &mut World) {
     let s = w.tick();
-    if s % 8 != 0 {
+    if !s.is_multiple_of(8) {
         return;
     }
     let event = s / 8;

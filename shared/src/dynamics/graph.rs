@@ -1,0 +1,921 @@
+//! The coloured contact solver: contacts in bundles of [`LANES`] that share
+//! no moving body, each bundle solved lane by lane at once (after Box2D
+//! v3's constraint graph and its SIMD contact solver).
+//!
+//! # Order
+//!
+//! Every step, the touching contacts are taken in key order, in windows of
+//! [`WINDOW`] consecutive contacts, and coloured greedily within their
+//! window: a contact between two moving bodies takes the lowest colour
+//! that neither body has yet in the window (among the first
+//! [`DYNAMIC_COLORS`]); a contact with one moving body takes the highest
+//! colour that body has not, so ground contacts come last in their window,
+//! with the final word (Box2D's priority). A contact that finds no colour
+//! goes to the overflow list and is solved one at a time by
+//! [`super::solver`], before the bundles.
+//!
+//! Within a window, each colour's contacts fill bundles in key order, and
+//! every stage walks the bundles in order: window by window, colour by
+//! colour. No two contacts of a colour move the same body, so how they are
+//! grouped into bundles changes nothing: the result is that of solving the
+//! contacts one by one in (window, colour, key) order, whatever the lane
+//! count. The order is a function of the state, recomputed every step, so
+//! it needs no state of its own. (Box2D colours the whole world at once
+//! and keeps its colouring as state; windows keep each pass over the
+//! bundles local in memory, neighbours in the pile with neighbours.)
+//!
+//! A body "moves" in the contact solver when its inverse mass or inverse
+//! inertia is non-zero. Static bodies (the dummy slot 0) and kinematic
+//! ones never change velocity here, so any number of lanes may read them
+//! and write their unchanged velocity back.
+//!
+//! # Bits
+//!
+//! Each lane computes the scalar solver's formula for its contact, product
+//! for product, with the lanes' product ([`crate::math::Wide`]: `Scalar`'s
+//! bits for any operand below 2³¹ in magnitude); branches become selections
+//! of one of two exactly computed values. Empty lanes and the second point
+//! of one-point manifolds carry zero masses and impulses, so every impulse
+//! they produce is exactly zero and applying it changes no bit.
+
+use super::body::Body;
+use super::contact::Contact;
+use super::solver::{BodyState, ContactCold, Softness};
+use crate::math::{prefetch, Mask, Scalar, Wide};
+
+pub(crate) use crate::math::LANES;
+
+/// Colours available (one bit each in a body's `u64` mask).
+const COLORS: u32 = 64;
+/// Contacts between two moving bodies use colours `0..DYNAMIC_COLORS`;
+/// contacts with one moving body use any colour from `COLORS − 1` down to 1.
+const DYNAMIC_COLORS: u32 = 48;
+/// The colour of a contact solved one at a time.
+pub(crate) const OVERFLOW: u8 = u8::MAX;
+/// Contacts coloured together: a window of consecutive contacts in key
+/// order (neighbours in the pile, whose data sits together in memory) is
+/// coloured and bundled on its own, so every pass walks the contacts and
+/// bodies window by window instead of all over the list once per colour.
+const WINDOW: usize = 1024;
+/// Lane index of an empty lane.
+const EMPTY: u32 = u32::MAX;
+
+/// One contact point of every lane of a bundle: [`super::solver::ConstraintPoint`]'s
+/// fields, lane by lane, and the approach speed restitution reads.
+#[derive(Clone, Copy, Debug)]
+struct WidePoint {
+    an_a: Wide,
+    an_b: Wide,
+    rn_a: Wide,
+    rn_b: Wide,
+    wn_a: Wide,
+    wn_b: Wide,
+    wt_a: Wide,
+    wt_b: Wide,
+    base_separation: Wide,
+    separation: Wide,
+    normal_impulse: Wide,
+    tangent_impulse: Wide,
+    max_normal_impulse: Wide,
+    neg_normal_mass: Wide,
+    soft_normal_mass: Wide,
+    neg_tangent_mass: Wide,
+    relative_velocity: Wide,
+}
+
+impl WidePoint {
+    fn zero() -> WidePoint {
+        WidePoint {
+            an_a: Wide::zero(),
+            an_b: Wide::zero(),
+            rn_a: Wide::zero(),
+            rn_b: Wide::zero(),
+            wn_a: Wide::zero(),
+            wn_b: Wide::zero(),
+            wt_a: Wide::zero(),
+            wt_b: Wide::zero(),
+            base_separation: Wide::zero(),
+            separation: Wide::zero(),
+            normal_impulse: Wide::zero(),
+            tangent_impulse: Wide::zero(),
+            max_normal_impulse: Wide::zero(),
+            neg_normal_mass: Wide::zero(),
+            soft_normal_mass: Wide::zero(),
+            neg_tangent_mass: Wide::zero(),
+            relative_velocity: Wide::zero(),
+        }
+    }
+}
+
+/// `N` contacts of one colour, structure of arrays.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Bundle {
+    /// Solver slots of the bodies (0: the static dummy; also empty lanes).
+    a: [u32; LANES],
+    b: [u32; LANES],
+    /// Each lane's position in the step's key-ordered list of solved
+    /// contacts (`ContactCold`), or `EMPTY`.
+    index: [u32; LANES],
+    /// Whether some lane has restitution (the pass skips the bundle if not).
+    restitution_any: bool,
+    /// Whether both bodies of every lane have the same inverse mass.
+    same: bool,
+    normal_x: Wide,
+    normal_y: Wide,
+    m_n_a_x: Wide,
+    m_n_a_y: Wide,
+    m_n_b_x: Wide,
+    m_n_b_y: Wide,
+    friction: Wide,
+    restitution: Wide,
+    /// The softness of each lane's contact (stiffer against static bodies).
+    bias_rate: Wide,
+    impulse_scale: Wide,
+    points: [WidePoint; 2],
+}
+
+impl Bundle {
+    fn empty() -> Bundle {
+        Bundle {
+            a: [0; LANES],
+            b: [0; LANES],
+            index: [EMPTY; LANES],
+            restitution_any: false,
+            same: false,
+            normal_x: Wide::zero(),
+            normal_y: Wide::zero(),
+            m_n_a_x: Wide::zero(),
+            m_n_a_y: Wide::zero(),
+            m_n_b_x: Wide::zero(),
+            m_n_b_y: Wide::zero(),
+            friction: Wide::zero(),
+            restitution: Wide::zero(),
+            bias_rate: Wide::zero(),
+            impulse_scale: Wide::zero(),
+            points: [WidePoint::zero(); 2],
+        }
+    }
+}
+
+/// The inputs of one bundle's preparation, lane by lane (zero in empty
+/// lanes), copied out of the contacts and bodies first so that each
+/// becomes a vector with plain loads.
+#[derive(Clone, Copy, Default)]
+struct Inputs {
+    ma: [Scalar; LANES],
+    ia: [Scalar; LANES],
+    mb: [Scalar; LANES],
+    ib: [Scalar; LANES],
+    nx: [Scalar; LANES],
+    ny: [Scalar; LANES],
+    friction: [Scalar; LANES],
+    restitution: [Scalar; LANES],
+    cax: [Scalar; LANES],
+    cay: [Scalar; LANES],
+    cbx: [Scalar; LANES],
+    cby: [Scalar; LANES],
+    used: [bool; LANES],
+    /// Per point: whether the lane's manifold has it, then its point,
+    /// separation and accumulated impulses.
+    valid: [[bool; LANES]; 2],
+    px: [[Scalar; LANES]; 2],
+    py: [[Scalar; LANES]; 2],
+    separation: [[Scalar; LANES]; 2],
+    normal_impulse: [[Scalar; LANES]; 2],
+    tangent_impulse: [[Scalar; LANES]; 2],
+    /// Velocities, only when some lane needs its approach speed.
+    vax: [Scalar; LANES],
+    vay: [Scalar; LANES],
+    wa: [Scalar; LANES],
+    vbx: [Scalar; LANES],
+    vby: [Scalar; LANES],
+    wb: [Scalar; LANES],
+}
+
+impl Inputs {
+    /// Lane `i` empty: zeros.
+    #[inline(always)]
+    fn clear(&mut self, i: usize) {
+        let z = Scalar::ZERO;
+        self.used[i] = false;
+        self.valid[0][i] = false;
+        self.valid[1][i] = false;
+        for f in [
+            &mut self.ma,
+            &mut self.ia,
+            &mut self.mb,
+            &mut self.ib,
+            &mut self.nx,
+            &mut self.ny,
+            &mut self.friction,
+            &mut self.restitution,
+            &mut self.cax,
+            &mut self.cay,
+            &mut self.cbx,
+            &mut self.cby,
+            &mut self.vax,
+            &mut self.vay,
+            &mut self.wa,
+            &mut self.vbx,
+            &mut self.vby,
+            &mut self.wb,
+        ] {
+            f[i] = z;
+        }
+        for k in 0..2 {
+            self.px[k][i] = z;
+            self.py[k][i] = z;
+            self.separation[k][i] = z;
+            self.normal_impulse[k][i] = z;
+            self.tangent_impulse[k][i] = z;
+        }
+    }
+
+    /// Lane `i` from contact `c` between bodies `ba`, `bb` whose solver
+    /// states are `sa`, `sb`.
+    #[inline(always)]
+    fn set(
+        &mut self,
+        i: usize,
+        c: &Contact,
+        (ba, bb): (&Body, &Body),
+        (sa, sb): (&BodyState, &BodyState),
+    ) {
+        self.used[i] = true;
+        self.ma[i] = sa.inv_mass;
+        self.ia[i] = sa.inv_inertia;
+        self.mb[i] = sb.inv_mass;
+        self.ib[i] = sb.inv_inertia;
+        self.nx[i] = c.manifold.normal.x;
+        self.ny[i] = c.manifold.normal.y;
+        self.friction[i] = c.friction;
+        self.restitution[i] = c.restitution;
+        self.cax[i] = ba.center.x;
+        self.cay[i] = ba.center.y;
+        self.cbx[i] = bb.center.x;
+        self.cby[i] = bb.center.y;
+        for (k, p) in c.manifold.points.iter().enumerate() {
+            self.valid[k][i] = usize::from(c.manifold.count) > k;
+            self.px[k][i] = p.point.x;
+            self.py[k][i] = p.point.y;
+            self.separation[k][i] = p.separation;
+            self.normal_impulse[k][i] = p.normal_impulse;
+            self.tangent_impulse[k][i] = p.tangent_impulse;
+        }
+        self.vax[i] = sa.v.x;
+        self.vay[i] = sa.v.y;
+        self.wa[i] = sa.w;
+        self.vbx[i] = sb.v.x;
+        self.vby[i] = sb.v.y;
+        self.wb[i] = sb.w;
+    }
+}
+
+/// `1 / x` lane by lane ([`Scalar::recip`]: vectors have no division).
+#[inline(always)]
+fn recip(x: Wide) -> Wide {
+    let mut x = x.to_array();
+    for v in &mut x {
+        *v = v.recip();
+    }
+    Wide::from_array(x)
+}
+
+/// Prepares one bundle: the constraint of `world::prepare_contact`,
+/// product for product, lane by lane. Lanes without a contact, and the
+/// second point of one-point manifolds, are all zeros. Returns each
+/// point's approach speed (computed only if `any_velocity`).
+#[inline(always)]
+fn prepare_bundle(
+    bundle: &mut Bundle,
+    inp: &Inputs,
+    soft: &[Softness; 2],
+    any_velocity: bool,
+) -> [Wide; 2] {
+    let zero = Wide::zero();
+    let w = Wide::from_array;
+    let used = Mask::from_array(inp.used);
+    let (ma, ia, mb, ib) = (w(inp.ma), w(inp.ia), w(inp.mb), w(inp.ib));
+    let (nx, ny) = (w(inp.nx), w(inp.ny));
+    let against_static = ma.eq_lanes(zero).or(mb.eq_lanes(zero));
+    let pick = |f: fn(&Softness) -> Scalar| {
+        used.and(against_static).select(
+            Wide::splat(f(&soft[1])),
+            used.select(Wide::splat(f(&soft[0])), zero),
+        )
+    };
+    let mass_scale = pick(|s| s.mass_scale);
+    bundle.bias_rate = pick(|s| s.bias_rate);
+    bundle.impulse_scale = pick(|s| s.impulse_scale);
+    bundle.normal_x = nx;
+    bundle.normal_y = ny;
+    bundle.m_n_a_x = nx * ma;
+    bundle.m_n_a_y = ny * ma;
+    bundle.m_n_b_x = nx * mb;
+    bundle.m_n_b_y = ny * mb;
+    bundle.friction = w(inp.friction);
+    bundle.restitution = w(inp.restitution);
+    bundle.restitution_any = bundle.restitution.eq_lanes(zero).not().any();
+    bundle.same = !ma.eq_lanes(mb).not().any();
+    let (cax, cay, cbx, cby) = (w(inp.cax), w(inp.cay), w(inp.cbx), w(inp.cby));
+    // `rb − ra` is `cA − cB` exactly, the same for every point.
+    let centers_n = (cax - cbx) * nx + (cay - cby) * ny;
+    // The tangent t = right_perp(n) = (y, −x).
+    let (tx, ty) = (ny, -nx);
+    let mut relative_velocity = [zero; 2];
+    for (k, wp) in bundle.points.iter_mut().enumerate() {
+        let valid = Mask::from_array(inp.valid[k]);
+        let (px, py) = (w(inp.px[k]), w(inp.py[k]));
+        let (rax, ray, rbx, rby) = (px - cax, py - cay, px - cbx, py - cby);
+        let rna = rax * ny - ray * nx;
+        let rnb = rbx * ny - rby * nx;
+        let rta = rax * ty - ray * tx;
+        let rtb = rbx * ty - rby * tx;
+        let (wn_a, wn_b, wt_a, wt_b) = (ia * rna, ib * rnb, ia * rta, ib * rtb);
+        let kn = ma + mb + wn_a * rna + wn_b * rnb;
+        let kt = ma + mb + wt_a * rta + wt_b * rtb;
+        let an_a = rax * nx + ray * ny;
+        let an_b = rbx * nx + rby * ny;
+        let base = w(inp.separation[k]) - centers_n;
+        let neg_normal_mass = -recip(kn);
+        let keep = |x: Wide| valid.select(x, zero);
+        wp.an_a = keep(an_a);
+        wp.an_b = keep(an_b);
+        wp.rn_a = keep(rna);
+        wp.rn_b = keep(rnb);
+        wp.wn_a = keep(wn_a);
+        wp.wn_b = keep(wn_b);
+        wp.wt_a = keep(wt_a);
+        wp.wt_b = keep(wt_b);
+        wp.base_separation = keep(base);
+        // Nothing has moved yet: the relax pass's formula at zero
+        // displacement and no turn, whose products by one and zero are exact.
+        wp.separation = keep(an_b - an_a + base);
+        wp.normal_impulse = keep(w(inp.normal_impulse[k]));
+        wp.tangent_impulse = keep(w(inp.tangent_impulse[k]));
+        wp.max_normal_impulse = zero;
+        wp.neg_normal_mass = keep(neg_normal_mass);
+        wp.soft_normal_mass = keep(neg_normal_mass * mass_scale);
+        wp.neg_tangent_mass = keep(-recip(kt));
+        // The approach speed, read only by restitution and hit events:
+        // `n · (vB + ωB × rB − vA − ωA × rA)`.
+        wp.relative_velocity = if any_velocity {
+            let (wa, wb) = (w(inp.wa), w(inp.wb));
+            let dvx = (w(inp.vbx) + (-wb) * rby) - (w(inp.vax) + (-wa) * ray);
+            let dvy = (w(inp.vby) + wb * rbx) - (w(inp.vay) + wa * rax);
+            keep(nx * dvx + ny * dvy)
+        } else {
+            zero
+        };
+        relative_velocity[k] = wp.relative_velocity;
+    }
+    relative_velocity
+}
+
+/// The step's colouring and bundles (scratch; rebuilt every step).
+#[derive(Debug, Default)]
+pub(crate) struct Graph {
+    /// Per solver slot, the colours its contacts hold in the window
+    /// numbered first.
+    masks: Vec<(u32, u64)>,
+    /// The colour of each contact, in key order.
+    colors: Vec<u8>,
+    /// For each lane of each bundle, its contact's place in key order, or
+    /// `EMPTY`.
+    lane_of: Vec<u32>,
+    bundles: Vec<Bundle>,
+    /// How many of `bundles` this step uses.
+    used: usize,
+}
+
+impl Graph {
+    /// Starts a step with `slots` solver slots (slot 0 the static dummy).
+    pub(crate) fn begin(&mut self, slots: usize) {
+        self.masks.clear();
+        self.masks.resize(slots, (u32::MAX, 0));
+        self.colors.clear();
+        self.lane_of.clear();
+        self.used = 0;
+    }
+
+    /// This step's bundles, in solving order.
+    pub(crate) fn bundles(&self) -> &[Bundle] {
+        &self.bundles[..self.used]
+    }
+
+    /// This step's bundles, in solving order.
+    pub(crate) fn bundles_mut(&mut self) -> &mut [Bundle] {
+        &mut self.bundles[..self.used]
+    }
+
+    /// Colours the next contact in key order, between slots `a` and `b`
+    /// (`moves_*`: whether that body moves in the contact solver), and
+    /// returns its colour or [`OVERFLOW`]. Colours are per window of
+    /// [`WINDOW`] contacts: a body's colours start empty in each window.
+    pub(crate) fn add(&mut self, a: u32, b: u32, moves_a: bool, moves_b: bool) -> u8 {
+        let window = (self.colors.len() / WINDOW) as u32;
+        let mask = |m: (u32, u64)| if m.0 == window { m.1 } else { 0 };
+        let (ma, mb) = (mask(self.masks[a as usize]), mask(self.masks[b as usize]));
+        let color = match (moves_a, moves_b) {
+            (true, true) => {
+                let free = !(ma | mb) & ((1u64 << DYNAMIC_COLORS) - 1);
+                if free == 0 {
+                    OVERFLOW
+                } else {
+                    free.trailing_zeros() as u8
+                }
+            }
+            (true, false) | (false, true) => {
+                let m = if moves_a { ma } else { mb };
+                // Colours COLORS − 1 down to 1.
+                let free = !m & !1u64;
+                if free == 0 {
+                    OVERFLOW
+                } else {
+                    (63 - free.leading_zeros()) as u8
+                }
+            }
+            // Nothing this contact does changes a velocity: any colour.
+            (false, false) => 0,
+        };
+        if color != OVERFLOW {
+            let bit = 1u64 << color;
+            if moves_a {
+                self.masks[a as usize] = (window, ma | bit);
+            }
+            if moves_b {
+                self.masks[b as usize] = (window, mb | bit);
+            }
+        }
+        self.colors.push(color);
+        color
+    }
+
+    /// Whether the contacts added so far fill whole windows (time to
+    /// [`Graph::finish_window`]).
+    pub(crate) fn window_full(&self) -> bool {
+        !self.colors.is_empty() && self.colors.len().is_multiple_of(WINDOW)
+    }
+
+    /// Lays out and prepares the last window of contacts added (up to
+    /// [`WINDOW`] of them, since the previous call): each colour's contacts
+    /// fill whole bundles in key order, colours in order, after the
+    /// bundles of the windows before. Done while the window's contacts are
+    /// fresh in cache from colouring. `order` holds the contact index of
+    /// each contact added, `cold` its key-ordered entry (which gets the
+    /// approach speeds hit events read).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    pub(crate) fn finish_window(
+        &mut self,
+        contacts: &[Contact],
+        bodies: &[Body],
+        states: &[BodyState],
+        slot_of: &[u32],
+        order: &[u32],
+        soft: &[Softness; 2],
+        cold: &mut [ContactCold],
+    ) {
+        let first = self.colors.len().saturating_sub(1) / WINDOW * WINDOW;
+        let window = &self.colors[first..];
+        if window.is_empty() {
+            return;
+        }
+        let mut next = [0usize; COLORS as usize];
+        for &c in window {
+            if c != OVERFLOW {
+                next[usize::from(c)] += 1;
+            }
+        }
+        // Each colour's first lane.
+        let start = self.lane_of.len();
+        let mut lanes = 0;
+        for next in &mut next {
+            let count = *next;
+            *next = start + lanes;
+            lanes += count.div_ceil(LANES) * LANES;
+        }
+        self.lane_of.resize(start + lanes, EMPTY);
+        for (j, &c) in window.iter().enumerate() {
+            if c == OVERFLOW {
+                continue;
+            }
+            let place = &mut next[usize::from(c)];
+            self.lane_of[*place] = (first + j) as u32;
+            *place += 1;
+        }
+        let (from, to) = (start / LANES, self.lane_of.len() / LANES);
+        // Kept from step to step: every field of every lane is written
+        // below, so nothing is cleared.
+        if self.bundles.len() < to {
+            self.bundles.resize_with(to, Bundle::empty);
+        }
+        self.used = to;
+        let lane_of = &self.lane_of[start..];
+        let bundles = &mut self.bundles[from..to];
+        // Every lane of `inp` is rewritten for each bundle.
+        let mut inp = Inputs::default();
+        // Contacts are read in colour order, all over the list: their
+        // cache lines are asked for a few bundles ahead.
+        const AHEAD: usize = 3 * LANES;
+        for (j, (bundle, ks)) in bundles
+            .iter_mut()
+            .zip(lane_of.chunks_exact(LANES))
+            .enumerate()
+        {
+            for &k in lane_of.iter().skip((j * LANES) + AHEAD).take(LANES) {
+                if let Some(c) = order
+                    .get(k as usize)
+                    .and_then(|&ci| contacts.get(ci as usize))
+                {
+                    prefetch(c);
+                    prefetch(&c.manifold.points[1]);
+                }
+            }
+            let mut any_velocity = false;
+            for (i, &k) in ks.iter().enumerate() {
+                bundle.index[i] = k;
+                let Some(&ci) = order.get(k as usize) else {
+                    bundle.a[i] = 0;
+                    bundle.b[i] = 0;
+                    inp.clear(i);
+                    continue;
+                };
+                let c = &contacts[ci as usize];
+                any_velocity |= c.hit_events || !c.restitution.is_zero();
+                let (a, b) = (slot_of[c.body_a as usize], slot_of[c.body_b as usize]);
+                bundle.a[i] = a;
+                bundle.b[i] = b;
+                inp.set(
+                    i,
+                    c,
+                    (&bodies[c.body_a as usize], &bodies[c.body_b as usize]),
+                    (&states[a as usize], &states[b as usize]),
+                );
+            }
+            let relative_velocity = prepare_bundle(bundle, &inp, soft, any_velocity);
+            if any_velocity {
+                let rv = relative_velocity.map(Wide::to_array);
+                for (i, &k) in ks.iter().enumerate() {
+                    let Some(&ci) = order.get(k as usize) else {
+                        continue;
+                    };
+                    let c = &contacts[ci as usize];
+                    if let (true, Some(cold)) = (c.hit_events, cold.get_mut(k as usize)) {
+                        cold.relative_velocity = [rv[0][i], rv[1][i]];
+                    }
+                }
+            }
+        }
+    }
+
+    /// Copies the accumulated impulses of every lane into the key-ordered
+    /// list, for the next step's warm start and for hit events.
+    pub(crate) fn store(&self, cold: &mut [ContactCold]) {
+        for bundle in self.bundles() {
+            for (i, &index) in bundle.index.iter().enumerate() {
+                if index == EMPTY {
+                    continue;
+                }
+                let Some(cold) = cold.get_mut(index as usize) else {
+                    continue;
+                };
+                for (k, p) in bundle.points.iter().enumerate() {
+                    cold.normal_impulse[k] = p.normal_impulse.lane(i);
+                    cold.tangent_impulse[k] = p.tangent_impulse.lane(i);
+                    cold.max_normal_impulse[k] = p.max_normal_impulse.lane(i);
+                }
+            }
+        }
+    }
+
+    /// Whether the entry list is the one the bundles were built from
+    /// (a debug check of the colouring: no lane shares a moving body).
+    #[cfg(debug_assertions)]
+    pub(crate) fn check(&self, moves: impl Fn(u32) -> bool) {
+        for bundle in self.bundles() {
+            let mut seen = [u32::MAX; 2 * LANES];
+            for i in 0..LANES {
+                if bundle.index[i] == EMPTY {
+                    continue;
+                }
+                for (k, s) in [bundle.a[i], bundle.b[i]].into_iter().enumerate() {
+                    if moves(s) {
+                        assert!(!seen.contains(&s), "two lanes of a bundle move slot {s}");
+                        seen[2 * i + k] = s;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The velocities of the bodies at `slots`, lane by lane.
+#[inline(always)]
+fn gather_v(states: &[BodyState], slots: &[u32; LANES]) -> [Wide; 3] {
+    let (mut x, mut y, mut w) = (
+        [Scalar::ZERO; LANES],
+        [Scalar::ZERO; LANES],
+        [Scalar::ZERO; LANES],
+    );
+    for i in 0..LANES {
+        let st = &states[slots[i] as usize];
+        x[i] = st.v.x;
+        y[i] = st.v.y;
+        w[i] = st.w;
+    }
+    [
+        Wide::from_array(x),
+        Wide::from_array(y),
+        Wide::from_array(w),
+    ]
+}
+
+/// The motion so far this step (`dp`, `dq`) of the bodies at `slots`.
+#[inline(always)]
+fn gather_motion(states: &[BodyState], slots: &[u32; LANES]) -> [Wide; 4] {
+    let mut r = [[Scalar::ZERO; LANES]; 4];
+    for i in 0..LANES {
+        let st = &states[slots[i] as usize];
+        r[0][i] = st.dp.x;
+        r[1][i] = st.dp.y;
+        r[2][i] = st.dq.c;
+        r[3][i] = st.dq.s;
+    }
+    [
+        Wide::from_array(r[0]),
+        Wide::from_array(r[1]),
+        Wide::from_array(r[2]),
+        Wide::from_array(r[3]),
+    ]
+}
+
+/// Writes velocities back. Lanes against a body that does not move write
+/// its velocity back unchanged.
+#[inline(always)]
+fn scatter_v(states: &mut [BodyState], slots: &[u32; LANES], v: &[Wide; 3]) {
+    let (x, y, w) = (v[0].to_array(), v[1].to_array(), v[2].to_array());
+    for (i, &s) in slots.iter().enumerate() {
+        let st = &mut states[s as usize];
+        st.v.x = x[i];
+        st.v.y = y[i];
+        st.w = w[i];
+    }
+}
+
+/// Two bodies' velocities during one bundle's work.
+struct Pair {
+    a: [Wide; 3],
+    b: [Wide; 3],
+}
+
+impl Pair {
+    /// Impulse `l` along linear responses `ma`, `mb` (per unit) and
+    /// angular ones `wa`, `wb`: `−` to A, `+` to B, as `solver::apply`.
+    /// `SAME` says `ma == mb` in every lane (two bodies of one inverse
+    /// mass): `l·ma` is then `l·mb`, formed once, the same bits.
+    #[inline(always)]
+    fn apply<const SAME: bool>(
+        &mut self,
+        l: Wide,
+        (ma_x, ma_y): (Wide, Wide),
+        (mb_x, mb_y): (Wide, Wide),
+        (wa, wb): (Wide, Wide),
+    ) {
+        if SAME {
+            let (dx, dy) = (l * ma_x, l * ma_y);
+            self.a[0] -= dx;
+            self.a[1] -= dy;
+            self.b[0] += dx;
+            self.b[1] += dy;
+        } else {
+            self.a[0] -= l * ma_x;
+            self.a[1] -= l * ma_y;
+            self.b[0] += l * mb_x;
+            self.b[1] += l * mb_y;
+        }
+        self.a[2] -= l * wa;
+        self.b[2] += l * wb;
+    }
+
+    /// `(vB − vA)·(x, y)`, as `Vec2::dot` of the difference.
+    #[inline(always)]
+    fn dv_dot(&self, x: Wide, y: Wide) -> Wide {
+        (self.b[0] - self.a[0]) * x + (self.b[1] - self.a[1]) * y
+    }
+}
+
+/// Applies last step's impulses at the start of a substep.
+#[inline(never)]
+pub(crate) fn warm_start(bundles: &[Bundle], states: &mut [BodyState]) {
+    for c in bundles {
+        if c.same {
+            warm_start_bundle::<true>(c, states);
+        } else {
+            warm_start_bundle::<false>(c, states);
+        }
+    }
+}
+
+/// [`warm_start`] for one bundle; `SAME` as in [`Pair::apply`].
+#[inline(always)]
+fn warm_start_bundle<const SAME: bool>(c: &Bundle, states: &mut [BodyState]) {
+    let mut p = Pair {
+        a: gather_v(states, &c.a),
+        b: gather_v(states, &c.b),
+    };
+    let (ma, mb) = ((c.m_n_a_x, c.m_n_a_y), (c.m_n_b_x, c.m_n_b_y));
+    // Tangent responses: right_perp(m⁻¹ n) = (y, −x).
+    let (ta, tb) = ((c.m_n_a_y, -c.m_n_a_x), (c.m_n_b_y, -c.m_n_b_x));
+    for cp in &c.points {
+        p.apply::<SAME>(cp.normal_impulse, ma, mb, (cp.wn_a, cp.wn_b));
+        p.apply::<SAME>(cp.tangent_impulse, ta, tb, (cp.wt_a, cp.wt_b));
+    }
+    scatter_v(states, &c.a, &p.a);
+    scatter_v(states, &c.b, &p.b);
+}
+
+/// One iteration over every bundle; `USE_BIAS` pushes overlapping shapes
+/// apart (the biased solve), otherwise the relax pass, which first updates
+/// each point's separation from the bodies' motion so far.
+///
+/// `inv_h` is the substep rate, a whole number (so `s · inv_h` is exact).
+#[inline(never)]
+pub(crate) fn solve<const USE_BIAS: bool>(
+    bundles: &mut [Bundle],
+    states: &mut [BodyState],
+    inv_h: u32,
+    max_push: Scalar,
+) {
+    let neg_max_push = Wide::splat(-max_push);
+    for c in bundles.iter_mut() {
+        if c.same {
+            solve_bundle::<USE_BIAS, true>(c, states, inv_h, neg_max_push);
+        } else {
+            solve_bundle::<USE_BIAS, false>(c, states, inv_h, neg_max_push);
+        }
+    }
+}
+
+/// [`solve`] for one bundle; `SAME` as in [`Pair::apply`].
+#[inline(always)]
+fn solve_bundle<const USE_BIAS: bool, const SAME: bool>(
+    c: &mut Bundle,
+    states: &mut [BodyState],
+    inv_h: u32,
+    neg_max_push: Wide,
+) {
+    {
+        let mut p = Pair {
+            a: gather_v(states, &c.a),
+            b: gather_v(states, &c.b),
+        };
+        let (nx, ny) = (c.normal_x, c.normal_y);
+        let (ma, mb) = ((c.m_n_a_x, c.m_n_a_y), (c.m_n_b_x, c.m_n_b_y));
+        // The relax pass: separation from the motion so far.
+        let motion = if USE_BIAS {
+            None
+        } else {
+            let [dax, day, qac, qas] = gather_motion(states, &c.a);
+            let [dbx, dby, qbc, qbs] = gather_motion(states, &c.b);
+            let dpn = (dbx - dax) * nx + (dby - day) * ny;
+            Some((dpn, qac, qas, qbc, qbs))
+        };
+        for cp in &mut c.points {
+            let s = match motion {
+                None => cp.separation,
+                Some((dpn, qac, qas, qbc, qbs)) => {
+                    let s = dpn + (qbc * cp.an_b + qbs * cp.rn_b) - (qac * cp.an_a + qas * cp.rn_a)
+                        + cp.base_separation;
+                    cp.separation = s;
+                    s
+                }
+            };
+            let vn = p.dv_dot(nx, ny) + p.b[2] * cp.rn_b - p.a[2] * cp.rn_a;
+            // Speculative points (ahead of contact) may approach up to
+            // contact, rigidly: `−m·(vn + s/h)`.
+            let speculative = s.gt(Wide::zero());
+            let ahead = s.mul_int(inv_h);
+            let impulse = if USE_BIAS {
+                let bias = (c.bias_rate * s).max(neg_max_push);
+                let mass = speculative.select(cp.neg_normal_mass, cp.soft_normal_mass);
+                let bias = speculative.select(ahead, bias);
+                // Zero for speculative points: a product by zero is zero.
+                let scale = speculative.select(Wide::zero(), c.impulse_scale);
+                mass * (vn + bias) - scale * cp.normal_impulse
+            } else {
+                cp.neg_normal_mass * (vn + speculative.select(ahead, Wide::zero()))
+            };
+            let new = (cp.normal_impulse + impulse).max(Wide::zero());
+            let applied = new - cp.normal_impulse;
+            cp.normal_impulse = new;
+            cp.max_normal_impulse = cp.max_normal_impulse.max(applied);
+            p.apply::<SAME>(applied, ma, mb, (cp.wn_a, cp.wn_b));
+        }
+        // Tangent t = right_perp(n) = (y, −x); r × t = −r·n.
+        let (tx, ty) = (ny, -nx);
+        let (ta, tb) = ((c.m_n_a_y, -c.m_n_a_x), (c.m_n_b_y, -c.m_n_b_x));
+        for cp in &mut c.points {
+            let vt = p.dv_dot(tx, ty) + p.a[2] * cp.an_a - p.b[2] * cp.an_b;
+            let impulse = cp.neg_tangent_mass * vt;
+            let max_friction = c.friction * cp.normal_impulse;
+            let new = (cp.tangent_impulse + impulse)
+                .max(-max_friction)
+                .min(max_friction);
+            let applied = new - cp.tangent_impulse;
+            cp.tangent_impulse = new;
+            p.apply::<SAME>(applied, ta, tb, (cp.wt_a, cp.wt_b));
+        }
+        scatter_v(states, &c.a, &p.a);
+        scatter_v(states, &c.b, &p.b);
+    }
+}
+
+/// Bounce: drives the approach speed to `−e · v_before` at points whose
+/// approach exceeded `threshold` and that pushed during the step.
+pub(crate) fn apply_restitution(
+    bundles: &mut [Bundle],
+    states: &mut [BodyState],
+    threshold: Scalar,
+) {
+    let neg_threshold = Wide::splat(-threshold);
+    for c in bundles.iter_mut() {
+        if !c.restitution_any {
+            continue;
+        }
+        let mut p = Pair {
+            a: gather_v(states, &c.a),
+            b: gather_v(states, &c.b),
+        };
+        let (nx, ny) = (c.normal_x, c.normal_y);
+        let (ma, mb) = ((c.m_n_a_x, c.m_n_a_y), (c.m_n_b_x, c.m_n_b_y));
+        let bouncy = c.restitution.eq_lanes(Wide::zero()).not();
+        for cp in &mut c.points {
+            let active = bouncy
+                .and(cp.relative_velocity.gt(neg_threshold).not())
+                .and(cp.max_normal_impulse.eq_lanes(Wide::zero()).not());
+            if !active.any() {
+                continue;
+            }
+            let vn = p.dv_dot(nx, ny) + p.b[2] * cp.rn_b - p.a[2] * cp.rn_a;
+            let impulse = cp.neg_normal_mass * (vn + c.restitution * cp.relative_velocity);
+            let new = (cp.normal_impulse + impulse).max(Wide::zero());
+            let applied = new - cp.normal_impulse;
+            cp.max_normal_impulse =
+                active.select(cp.max_normal_impulse.max(applied), cp.max_normal_impulse);
+            cp.normal_impulse = active.select(new, cp.normal_impulse);
+            p.apply::<false>(
+                active.select(applied, Wide::zero()),
+                ma,
+                mb,
+                (cp.wn_a, cp.wn_b),
+            );
+        }
+        scatter_v(states, &c.a, &p.a);
+        scatter_v(states, &c.b, &p.b);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    /// Not a test: ns per bundle of each kernel on large_pyramid's
+    /// bundles (or `BITROOM_SCENE`'s), all of them and the first 32 (in
+    /// cache). `cargo test -p bitroom-sim --release --lib measure_kernels
+    /// -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn measure_kernels() {
+        let scene = std::env::var("BITROOM_SCENE").unwrap_or_else(|_| "large_pyramid".into());
+        let mut w = crate::scene::build_named(&scene).expect("a named scene");
+        for _ in 0..30 {
+            w.step();
+        }
+        let (g, states) = w.solver_parts();
+        let all = g.bundles().len();
+        for n in [all, 32] {
+            let b = &mut g.bundles_mut()[..n];
+            let reps = (200_000 / n).max(4);
+            let t = Instant::now();
+            for _ in 0..reps {
+                warm_start(b, states);
+            }
+            let warm = t.elapsed().as_nanos() as f64 / (reps * n) as f64;
+            let t = Instant::now();
+            for _ in 0..reps {
+                solve::<true>(b, states, 240, Scalar::from_int(3));
+            }
+            let biased = t.elapsed().as_nanos() as f64 / (reps * n) as f64;
+            let t = Instant::now();
+            for _ in 0..reps {
+                solve::<false>(b, states, 240, Scalar::from_int(3));
+            }
+            let relax = t.elapsed().as_nanos() as f64 / (reps * n) as f64;
+            println!(
+                "{n} bundles of {LANES}: warm start {warm:.1} ns, solve {biased:.1} ns, relax {relax:.1} ns per bundle"
+            );
+        }
+    }
+}
