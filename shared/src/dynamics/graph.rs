@@ -60,8 +60,10 @@ const WINDOW: usize = 1024;
 /// Lane index of an empty lane.
 const EMPTY: u32 = u32::MAX;
 
-/// One contact point of every lane of a bundle: [`super::solver::ConstraintPoint`]'s
-/// fields, lane by lane, and the approach speed restitution reads.
+/// One contact point of every lane of a bundle: the fields of
+/// [`super::solver::ConstraintPoint`] that the substeps read, lane by lane.
+/// (Its `soft_normal_mass` is formed in the biased pass, with the same
+/// product; `max_normal_impulse` lives in [`BundleCold`].)
 #[derive(Clone, Copy, Debug)]
 struct WidePoint {
     an_a: Wide,
@@ -76,50 +78,47 @@ struct WidePoint {
     separation: Wide,
     normal_impulse: Wide,
     tangent_impulse: Wide,
-    max_normal_impulse: Wide,
     neg_normal_mass: Wide,
-    soft_normal_mass: Wide,
     neg_tangent_mass: Wide,
-    relative_velocity: Wide,
 }
 
 impl WidePoint {
     fn zero() -> WidePoint {
+        let z = Wide::zero();
         WidePoint {
-            an_a: Wide::zero(),
-            an_b: Wide::zero(),
-            rn_a: Wide::zero(),
-            rn_b: Wide::zero(),
-            wn_a: Wide::zero(),
-            wn_b: Wide::zero(),
-            wt_a: Wide::zero(),
-            wt_b: Wide::zero(),
-            base_separation: Wide::zero(),
-            separation: Wide::zero(),
-            normal_impulse: Wide::zero(),
-            tangent_impulse: Wide::zero(),
-            max_normal_impulse: Wide::zero(),
-            neg_normal_mass: Wide::zero(),
-            soft_normal_mass: Wide::zero(),
-            neg_tangent_mass: Wide::zero(),
-            relative_velocity: Wide::zero(),
+            an_a: z,
+            an_b: z,
+            rn_a: z,
+            rn_b: z,
+            wn_a: z,
+            wn_b: z,
+            wt_a: z,
+            wt_b: z,
+            base_separation: z,
+            separation: z,
+            normal_impulse: z,
+            tangent_impulse: z,
+            neg_normal_mass: z,
+            neg_tangent_mass: z,
         }
     }
 }
 
-/// `N` contacts of one colour, structure of arrays.
+/// [`LANES`] contacts of one colour, structure of arrays: what the
+/// substeps read. Every pass streams these through the cache, so what
+/// only restitution and hit events need is kept apart in [`BundleCold`].
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Bundle {
     /// Solver slots of the bodies (0: the static dummy; also empty lanes).
     a: [u32; LANES],
     b: [u32; LANES],
-    /// Each lane's position in the step's key-ordered list of solved
-    /// contacts (`ContactCold`), or `EMPTY`.
-    index: [u32; LANES],
-    /// Whether some lane has restitution (the pass skips the bundle if not).
-    restitution_any: bool,
+    /// Lanes against a body that does not move (the stiffer softness).
+    against_static: Mask,
     /// Whether both bodies of every lane have the same inverse mass.
     same: bool,
+    /// Whether some lane reports hit events or has restitution: only then
+    /// do the passes track the largest normal impulse.
+    track_max: bool,
     normal_x: Wide,
     normal_y: Wide,
     m_n_a_x: Wide,
@@ -127,32 +126,55 @@ pub(crate) struct Bundle {
     m_n_b_x: Wide,
     m_n_b_y: Wide,
     friction: Wide,
-    restitution: Wide,
-    /// The softness of each lane's contact (stiffer against static bodies).
-    bias_rate: Wide,
-    impulse_scale: Wide,
     points: [WidePoint; 2],
 }
 
 impl Bundle {
     fn empty() -> Bundle {
+        let z = Wide::zero();
         Bundle {
             a: [0; LANES],
             b: [0; LANES],
+            against_static: Mask::from_array([false; LANES]),
+            same: false,
+            track_max: false,
+            normal_x: z,
+            normal_y: z,
+            m_n_a_x: z,
+            m_n_a_y: z,
+            m_n_b_x: z,
+            m_n_b_y: z,
+            friction: z,
+            points: [WidePoint::zero(); 2],
+        }
+    }
+}
+
+/// The parts of a bundle the substeps do not read, or read only for
+/// restitution and hit events.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BundleCold {
+    /// Each lane's position in the step's key-ordered list of solved
+    /// contacts (`ContactCold`), or `EMPTY`.
+    index: [u32; LANES],
+    /// Whether some lane has restitution (the pass skips the bundle if not).
+    restitution_any: bool,
+    restitution: Wide,
+    /// Per point: the approach speed before solving, and the largest
+    /// normal impulse applied during the step (tracked if `track_max`).
+    relative_velocity: [Wide; 2],
+    max_normal_impulse: [Wide; 2],
+}
+
+impl BundleCold {
+    fn empty() -> BundleCold {
+        let z = Wide::zero();
+        BundleCold {
             index: [EMPTY; LANES],
             restitution_any: false,
-            same: false,
-            normal_x: Wide::zero(),
-            normal_y: Wide::zero(),
-            m_n_a_x: Wide::zero(),
-            m_n_a_y: Wide::zero(),
-            m_n_b_x: Wide::zero(),
-            m_n_b_y: Wide::zero(),
-            friction: Wide::zero(),
-            restitution: Wide::zero(),
-            bias_rate: Wide::zero(),
-            impulse_scale: Wide::zero(),
-            points: [WidePoint::zero(); 2],
+            restitution: z,
+            relative_velocity: [z; 2],
+            max_normal_impulse: [z; 2],
         }
     }
 }
@@ -283,30 +305,16 @@ fn recip(x: Wide) -> Wide {
 
 /// Prepares one bundle: the constraint of `world::prepare_contact`,
 /// product for product, lane by lane. Lanes without a contact, and the
-/// second point of one-point manifolds, are all zeros. Returns each
-/// point's approach speed (computed only if `any_velocity`).
+/// second point of one-point manifolds, are all zeros. The approach speeds
+/// are computed only if `any_velocity` (then the largest normal impulse is
+/// tracked too).
 #[inline(always)]
-fn prepare_bundle(
-    bundle: &mut Bundle,
-    inp: &Inputs,
-    soft: &[Softness; 2],
-    any_velocity: bool,
-) -> [Wide; 2] {
+fn prepare_bundle(bundle: &mut Bundle, cold: &mut BundleCold, inp: &Inputs, any_velocity: bool) {
     let zero = Wide::zero();
     let w = Wide::from_array;
-    let used = Mask::from_array(inp.used);
     let (ma, ia, mb, ib) = (w(inp.ma), w(inp.ia), w(inp.mb), w(inp.ib));
     let (nx, ny) = (w(inp.nx), w(inp.ny));
-    let against_static = ma.eq_lanes(zero).or(mb.eq_lanes(zero));
-    let pick = |f: fn(&Softness) -> Scalar| {
-        used.and(against_static).select(
-            Wide::splat(f(&soft[1])),
-            used.select(Wide::splat(f(&soft[0])), zero),
-        )
-    };
-    let mass_scale = pick(|s| s.mass_scale);
-    bundle.bias_rate = pick(|s| s.bias_rate);
-    bundle.impulse_scale = pick(|s| s.impulse_scale);
+    bundle.against_static = ma.eq_lanes(zero).or(mb.eq_lanes(zero));
     bundle.normal_x = nx;
     bundle.normal_y = ny;
     bundle.m_n_a_x = nx * ma;
@@ -314,15 +322,15 @@ fn prepare_bundle(
     bundle.m_n_b_x = nx * mb;
     bundle.m_n_b_y = ny * mb;
     bundle.friction = w(inp.friction);
-    bundle.restitution = w(inp.restitution);
-    bundle.restitution_any = bundle.restitution.eq_lanes(zero).not().any();
     bundle.same = !ma.eq_lanes(mb).not().any();
+    bundle.track_max = any_velocity;
+    cold.restitution = w(inp.restitution);
+    cold.restitution_any = cold.restitution.eq_lanes(zero).not().any();
     let (cax, cay, cbx, cby) = (w(inp.cax), w(inp.cay), w(inp.cbx), w(inp.cby));
     // `rb − ra` is `cA − cB` exactly, the same for every point.
     let centers_n = (cax - cbx) * nx + (cay - cby) * ny;
     // The tangent t = right_perp(n) = (y, −x).
     let (tx, ty) = (ny, -nx);
-    let mut relative_velocity = [zero; 2];
     for (k, wp) in bundle.points.iter_mut().enumerate() {
         let valid = Mask::from_array(inp.valid[k]);
         let (px, py) = (w(inp.px[k]), w(inp.py[k]));
@@ -337,7 +345,6 @@ fn prepare_bundle(
         let an_a = rax * nx + ray * ny;
         let an_b = rbx * nx + rby * ny;
         let base = w(inp.separation[k]) - centers_n;
-        let neg_normal_mass = -recip(kn);
         let keep = |x: Wide| valid.select(x, zero);
         wp.an_a = keep(an_a);
         wp.an_b = keep(an_b);
@@ -353,13 +360,12 @@ fn prepare_bundle(
         wp.separation = keep(an_b - an_a + base);
         wp.normal_impulse = keep(w(inp.normal_impulse[k]));
         wp.tangent_impulse = keep(w(inp.tangent_impulse[k]));
-        wp.max_normal_impulse = zero;
-        wp.neg_normal_mass = keep(neg_normal_mass);
-        wp.soft_normal_mass = keep(neg_normal_mass * mass_scale);
+        wp.neg_normal_mass = keep(-recip(kn));
         wp.neg_tangent_mass = keep(-recip(kt));
+        cold.max_normal_impulse[k] = zero;
         // The approach speed, read only by restitution and hit events:
         // `n · (vB + ωB × rB − vA − ωA × rA)`.
-        wp.relative_velocity = if any_velocity {
+        cold.relative_velocity[k] = if any_velocity {
             let (wa, wb) = (w(inp.wa), w(inp.wb));
             let dvx = (w(inp.vbx) + (-wb) * rby) - (w(inp.vax) + (-wa) * ray);
             let dvy = (w(inp.vby) + wb * rbx) - (w(inp.vay) + wa * rax);
@@ -367,9 +373,14 @@ fn prepare_bundle(
         } else {
             zero
         };
-        relative_velocity[k] = wp.relative_velocity;
     }
-    relative_velocity
+}
+
+/// The softness of each lane: `f` of the stiffer one where the contact is
+/// against a body that does not move.
+#[inline(always)]
+fn lane_softness(against_static: Mask, soft: &[Softness; 2], f: fn(&Softness) -> Scalar) -> Wide {
+    against_static.select(Wide::splat(f(&soft[1])), Wide::splat(f(&soft[0])))
 }
 
 /// The step's colouring and bundles (scratch; rebuilt every step).
@@ -384,6 +395,8 @@ pub(crate) struct Graph {
     /// `EMPTY`.
     lane_of: Vec<u32>,
     bundles: Vec<Bundle>,
+    /// Parallel to `bundles`.
+    cold: Vec<BundleCold>,
     /// How many of `bundles` this step uses.
     used: usize,
 }
@@ -403,9 +416,9 @@ impl Graph {
         &self.bundles[..self.used]
     }
 
-    /// This step's bundles, in solving order.
-    pub(crate) fn bundles_mut(&mut self) -> &mut [Bundle] {
-        &mut self.bundles[..self.used]
+    /// This step's bundles and their cold parts, in solving order.
+    pub(crate) fn bundles_mut(&mut self) -> (&mut [Bundle], &mut [BundleCold]) {
+        (&mut self.bundles[..self.used], &mut self.cold[..self.used])
     }
 
     /// Colours the next contact in key order, between slots `a` and `b`
@@ -473,7 +486,6 @@ impl Graph {
         states: &[BodyState],
         slot_of: &[u32],
         order: &[u32],
-        soft: &[Softness; 2],
         cold: &mut [ContactCold],
     ) {
         let first = self.colors.len().saturating_sub(1) / WINDOW * WINDOW;
@@ -509,17 +521,20 @@ impl Graph {
         // below, so nothing is cleared.
         if self.bundles.len() < to {
             self.bundles.resize_with(to, Bundle::empty);
+            self.cold.resize_with(to, BundleCold::empty);
         }
         self.used = to;
         let lane_of = &self.lane_of[start..];
         let bundles = &mut self.bundles[from..to];
+        let colds = &mut self.cold[from..to];
         // Every lane of `inp` is rewritten for each bundle.
         let mut inp = Inputs::default();
         // Contacts are read in colour order, all over the list: their
         // cache lines are asked for a few bundles ahead.
         const AHEAD: usize = 3 * LANES;
-        for (j, (bundle, ks)) in bundles
+        for (j, ((bundle, bcold), ks)) in bundles
             .iter_mut()
+            .zip(colds.iter_mut())
             .zip(lane_of.chunks_exact(LANES))
             .enumerate()
         {
@@ -534,7 +549,7 @@ impl Graph {
             }
             let mut any_velocity = false;
             for (i, &k) in ks.iter().enumerate() {
-                bundle.index[i] = k;
+                bcold.index[i] = k;
                 let Some(&ci) = order.get(k as usize) else {
                     bundle.a[i] = 0;
                     bundle.b[i] = 0;
@@ -553,9 +568,9 @@ impl Graph {
                     (&states[a as usize], &states[b as usize]),
                 );
             }
-            let relative_velocity = prepare_bundle(bundle, &inp, soft, any_velocity);
+            prepare_bundle(bundle, bcold, &inp, any_velocity);
             if any_velocity {
-                let rv = relative_velocity.map(Wide::to_array);
+                let rv = bcold.relative_velocity.map(Wide::to_array);
                 for (i, &k) in ks.iter().enumerate() {
                     let Some(&ci) = order.get(k as usize) else {
                         continue;
@@ -572,31 +587,32 @@ impl Graph {
     /// Copies the accumulated impulses of every lane into the key-ordered
     /// list, for the next step's warm start and for hit events.
     pub(crate) fn store(&self, cold: &mut [ContactCold]) {
-        for bundle in self.bundles() {
-            for (i, &index) in bundle.index.iter().enumerate() {
-                if index == EMPTY {
-                    continue;
-                }
+        for (bundle, bcold) in self.bundles().iter().zip(&self.cold) {
+            let points = bundle
+                .points
+                .map(|p| (p.normal_impulse.to_array(), p.tangent_impulse.to_array()));
+            let max = bcold.max_normal_impulse.map(Wide::to_array);
+            for (i, &index) in bcold.index.iter().enumerate() {
                 let Some(cold) = cold.get_mut(index as usize) else {
                     continue;
                 };
-                for (k, p) in bundle.points.iter().enumerate() {
-                    cold.normal_impulse[k] = p.normal_impulse.lane(i);
-                    cold.tangent_impulse[k] = p.tangent_impulse.lane(i);
-                    cold.max_normal_impulse[k] = p.max_normal_impulse.lane(i);
+                for (k, (ni, ti)) in points.iter().enumerate() {
+                    cold.normal_impulse[k] = ni[i];
+                    cold.tangent_impulse[k] = ti[i];
+                    cold.max_normal_impulse[k] = max[k][i];
                 }
             }
         }
     }
 
-    /// Whether the entry list is the one the bundles were built from
-    /// (a debug check of the colouring: no lane shares a moving body).
+    /// Checks the colouring (debug builds): no two lanes of a bundle move
+    /// the same body.
     #[cfg(debug_assertions)]
     pub(crate) fn check(&self, moves: impl Fn(u32) -> bool) {
-        for bundle in self.bundles() {
+        for (bundle, bcold) in self.bundles().iter().zip(&self.cold) {
             let mut seen = [u32::MAX; 2 * LANES];
             for i in 0..LANES {
-                if bundle.index[i] == EMPTY {
+                if bcold.index[i] == EMPTY {
                     continue;
                 }
                 for (k, s) in [bundle.a[i], bundle.b[i]].into_iter().enumerate() {
@@ -742,17 +758,18 @@ fn warm_start_bundle<const SAME: bool>(c: &Bundle, states: &mut [BodyState]) {
 /// `inv_h` is the substep rate, a whole number (so `s · inv_h` is exact).
 #[inline(never)]
 pub(crate) fn solve<const USE_BIAS: bool>(
-    bundles: &mut [Bundle],
+    (bundles, cold): (&mut [Bundle], &mut [BundleCold]),
     states: &mut [BodyState],
+    soft: &[Softness; 2],
     inv_h: u32,
     max_push: Scalar,
 ) {
     let neg_max_push = Wide::splat(-max_push);
-    for c in bundles.iter_mut() {
+    for (c, cold) in bundles.iter_mut().zip(cold.iter_mut()) {
         if c.same {
-            solve_bundle::<USE_BIAS, true>(c, states, inv_h, neg_max_push);
+            solve_bundle::<USE_BIAS, true>(c, cold, states, soft, inv_h, neg_max_push);
         } else {
-            solve_bundle::<USE_BIAS, false>(c, states, inv_h, neg_max_push);
+            solve_bundle::<USE_BIAS, false>(c, cold, states, soft, inv_h, neg_max_push);
         }
     }
 }
@@ -761,86 +778,99 @@ pub(crate) fn solve<const USE_BIAS: bool>(
 #[inline(always)]
 fn solve_bundle<const USE_BIAS: bool, const SAME: bool>(
     c: &mut Bundle,
+    cold: &mut BundleCold,
     states: &mut [BodyState],
+    soft: &[Softness; 2],
     inv_h: u32,
     neg_max_push: Wide,
 ) {
-    {
-        let mut p = Pair {
-            a: gather_v(states, &c.a),
-            b: gather_v(states, &c.b),
+    let mut p = Pair {
+        a: gather_v(states, &c.a),
+        b: gather_v(states, &c.b),
+    };
+    let (nx, ny) = (c.normal_x, c.normal_y);
+    let (ma, mb) = ((c.m_n_a_x, c.m_n_a_y), (c.m_n_b_x, c.m_n_b_y));
+    // The relax pass: separation from the motion so far.
+    let motion = if USE_BIAS {
+        None
+    } else {
+        let [dax, day, qac, qas] = gather_motion(states, &c.a);
+        let [dbx, dby, qbc, qbs] = gather_motion(states, &c.b);
+        let dpn = (dbx - dax) * nx + (dby - day) * ny;
+        Some((dpn, qac, qas, qbc, qbs))
+    };
+    let (bias_rate, mass_scale, impulse_scale) = if USE_BIAS {
+        (
+            lane_softness(c.against_static, soft, |s| s.bias_rate),
+            lane_softness(c.against_static, soft, |s| s.mass_scale),
+            lane_softness(c.against_static, soft, |s| s.impulse_scale),
+        )
+    } else {
+        (Wide::zero(), Wide::zero(), Wide::zero())
+    };
+    for (k, cp) in c.points.iter_mut().enumerate() {
+        let s = match motion {
+            None => cp.separation,
+            Some((dpn, qac, qas, qbc, qbs)) => {
+                let s = dpn + (qbc * cp.an_b + qbs * cp.rn_b) - (qac * cp.an_a + qas * cp.rn_a)
+                    + cp.base_separation;
+                cp.separation = s;
+                s
+            }
         };
-        let (nx, ny) = (c.normal_x, c.normal_y);
-        let (ma, mb) = ((c.m_n_a_x, c.m_n_a_y), (c.m_n_b_x, c.m_n_b_y));
-        // The relax pass: separation from the motion so far.
-        let motion = if USE_BIAS {
-            None
+        let vn = p.dv_dot(nx, ny) + p.b[2] * cp.rn_b - p.a[2] * cp.rn_a;
+        // Speculative points (ahead of contact) may approach up to
+        // contact, rigidly: `−m·(vn + s/h)`.
+        let speculative = s.gt(Wide::zero());
+        let ahead = s.mul_int(inv_h);
+        let impulse = if USE_BIAS {
+            let bias = (bias_rate * s).max(neg_max_push);
+            // `−m·scale`, the product preparation used to form.
+            let soft_mass = cp.neg_normal_mass * mass_scale;
+            let mass = speculative.select(cp.neg_normal_mass, soft_mass);
+            let bias = speculative.select(ahead, bias);
+            // Zero for speculative points: a product by zero is zero.
+            let scale = speculative.select(Wide::zero(), impulse_scale);
+            mass * (vn + bias) - scale * cp.normal_impulse
         } else {
-            let [dax, day, qac, qas] = gather_motion(states, &c.a);
-            let [dbx, dby, qbc, qbs] = gather_motion(states, &c.b);
-            let dpn = (dbx - dax) * nx + (dby - day) * ny;
-            Some((dpn, qac, qas, qbc, qbs))
+            cp.neg_normal_mass * (vn + speculative.select(ahead, Wide::zero()))
         };
-        for cp in &mut c.points {
-            let s = match motion {
-                None => cp.separation,
-                Some((dpn, qac, qas, qbc, qbs)) => {
-                    let s = dpn + (qbc * cp.an_b + qbs * cp.rn_b) - (qac * cp.an_a + qas * cp.rn_a)
-                        + cp.base_separation;
-                    cp.separation = s;
-                    s
-                }
-            };
-            let vn = p.dv_dot(nx, ny) + p.b[2] * cp.rn_b - p.a[2] * cp.rn_a;
-            // Speculative points (ahead of contact) may approach up to
-            // contact, rigidly: `−m·(vn + s/h)`.
-            let speculative = s.gt(Wide::zero());
-            let ahead = s.mul_int(inv_h);
-            let impulse = if USE_BIAS {
-                let bias = (c.bias_rate * s).max(neg_max_push);
-                let mass = speculative.select(cp.neg_normal_mass, cp.soft_normal_mass);
-                let bias = speculative.select(ahead, bias);
-                // Zero for speculative points: a product by zero is zero.
-                let scale = speculative.select(Wide::zero(), c.impulse_scale);
-                mass * (vn + bias) - scale * cp.normal_impulse
-            } else {
-                cp.neg_normal_mass * (vn + speculative.select(ahead, Wide::zero()))
-            };
-            let new = (cp.normal_impulse + impulse).max(Wide::zero());
-            let applied = new - cp.normal_impulse;
-            cp.normal_impulse = new;
-            cp.max_normal_impulse = cp.max_normal_impulse.max(applied);
-            p.apply::<SAME>(applied, ma, mb, (cp.wn_a, cp.wn_b));
+        let new = (cp.normal_impulse + impulse).max(Wide::zero());
+        let applied = new - cp.normal_impulse;
+        cp.normal_impulse = new;
+        if c.track_max {
+            cold.max_normal_impulse[k] = cold.max_normal_impulse[k].max(applied);
         }
-        // Tangent t = right_perp(n) = (y, −x); r × t = −r·n.
-        let (tx, ty) = (ny, -nx);
-        let (ta, tb) = ((c.m_n_a_y, -c.m_n_a_x), (c.m_n_b_y, -c.m_n_b_x));
-        for cp in &mut c.points {
-            let vt = p.dv_dot(tx, ty) + p.a[2] * cp.an_a - p.b[2] * cp.an_b;
-            let impulse = cp.neg_tangent_mass * vt;
-            let max_friction = c.friction * cp.normal_impulse;
-            let new = (cp.tangent_impulse + impulse)
-                .max(-max_friction)
-                .min(max_friction);
-            let applied = new - cp.tangent_impulse;
-            cp.tangent_impulse = new;
-            p.apply::<SAME>(applied, ta, tb, (cp.wt_a, cp.wt_b));
-        }
-        scatter_v(states, &c.a, &p.a);
-        scatter_v(states, &c.b, &p.b);
+        p.apply::<SAME>(applied, ma, mb, (cp.wn_a, cp.wn_b));
     }
+    // Tangent t = right_perp(n) = (y, −x); r × t = −r·n.
+    let (tx, ty) = (ny, -nx);
+    let (ta, tb) = ((c.m_n_a_y, -c.m_n_a_x), (c.m_n_b_y, -c.m_n_b_x));
+    for cp in &mut c.points {
+        let vt = p.dv_dot(tx, ty) + p.a[2] * cp.an_a - p.b[2] * cp.an_b;
+        let impulse = cp.neg_tangent_mass * vt;
+        let max_friction = c.friction * cp.normal_impulse;
+        let new = (cp.tangent_impulse + impulse)
+            .max(-max_friction)
+            .min(max_friction);
+        let applied = new - cp.tangent_impulse;
+        cp.tangent_impulse = new;
+        p.apply::<SAME>(applied, ta, tb, (cp.wt_a, cp.wt_b));
+    }
+    scatter_v(states, &c.a, &p.a);
+    scatter_v(states, &c.b, &p.b);
 }
 
 /// Bounce: drives the approach speed to `−e · v_before` at points whose
 /// approach exceeded `threshold` and that pushed during the step.
 pub(crate) fn apply_restitution(
-    bundles: &mut [Bundle],
+    (bundles, cold): (&mut [Bundle], &mut [BundleCold]),
     states: &mut [BodyState],
     threshold: Scalar,
 ) {
     let neg_threshold = Wide::splat(-threshold);
-    for c in bundles.iter_mut() {
-        if !c.restitution_any {
+    for (c, cold) in bundles.iter_mut().zip(cold.iter_mut()) {
+        if !cold.restitution_any {
             continue;
         }
         let mut p = Pair {
@@ -849,20 +879,20 @@ pub(crate) fn apply_restitution(
         };
         let (nx, ny) = (c.normal_x, c.normal_y);
         let (ma, mb) = ((c.m_n_a_x, c.m_n_a_y), (c.m_n_b_x, c.m_n_b_y));
-        let bouncy = c.restitution.eq_lanes(Wide::zero()).not();
-        for cp in &mut c.points {
+        let bouncy = cold.restitution.eq_lanes(Wide::zero()).not();
+        for (k, cp) in c.points.iter_mut().enumerate() {
+            let (rv, max) = (cold.relative_velocity[k], cold.max_normal_impulse[k]);
             let active = bouncy
-                .and(cp.relative_velocity.gt(neg_threshold).not())
-                .and(cp.max_normal_impulse.eq_lanes(Wide::zero()).not());
+                .and(rv.gt(neg_threshold).not())
+                .and(max.eq_lanes(Wide::zero()).not());
             if !active.any() {
                 continue;
             }
             let vn = p.dv_dot(nx, ny) + p.b[2] * cp.rn_b - p.a[2] * cp.rn_a;
-            let impulse = cp.neg_normal_mass * (vn + c.restitution * cp.relative_velocity);
+            let impulse = cp.neg_normal_mass * (vn + cold.restitution * rv);
             let new = (cp.normal_impulse + impulse).max(Wide::zero());
             let applied = new - cp.normal_impulse;
-            cp.max_normal_impulse =
-                active.select(cp.max_normal_impulse.max(applied), cp.max_normal_impulse);
+            cold.max_normal_impulse[k] = active.select(max.max(applied), max);
             cp.normal_impulse = active.select(new, cp.normal_impulse);
             p.apply::<false>(
                 active.select(applied, Wide::zero()),
@@ -896,7 +926,13 @@ mod tests {
         let (g, states) = w.solver_parts();
         let all = g.bundles().len();
         for n in [all, 32] {
-            let b = &mut g.bundles_mut()[..n];
+            let (b, bc) = g.bundles_mut();
+            let (b, bc) = (&mut b[..n], &mut bc[..n]);
+            let soft = [crate::dynamics::solver::make_soft(
+                Scalar::from_int(30),
+                Scalar::from_int(10),
+                Scalar::ratio(1, 240),
+            ); 2];
             let reps = (200_000 / n).max(4);
             let t = Instant::now();
             for _ in 0..reps {
@@ -905,12 +941,12 @@ mod tests {
             let warm = t.elapsed().as_nanos() as f64 / (reps * n) as f64;
             let t = Instant::now();
             for _ in 0..reps {
-                solve::<true>(b, states, 240, Scalar::from_int(3));
+                solve::<true>((&mut *b, &mut *bc), states, &soft, 240, Scalar::from_int(3));
             }
             let biased = t.elapsed().as_nanos() as f64 / (reps * n) as f64;
             let t = Instant::now();
             for _ in 0..reps {
-                solve::<false>(b, states, 240, Scalar::from_int(3));
+                solve::<false>((&mut *b, &mut *bc), states, &soft, 240, Scalar::from_int(3));
             }
             let relax = t.elapsed().as_nanos() as f64 / (reps * n) as f64;
             println!(

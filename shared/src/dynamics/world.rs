@@ -1591,7 +1591,6 @@ impl World {
                     &sc.states,
                     &sc.slot_of,
                     &sc.solve_order,
-                    &soft,
                     &mut sc.constraints_cold,
                 );
             }
@@ -1603,7 +1602,6 @@ impl World {
                 &sc.states,
                 &sc.slot_of,
                 &sc.solve_order,
-                &soft,
                 &mut sc.constraints_cold,
             );
         }
@@ -1684,6 +1682,7 @@ impl World {
             graph::solve::<true>(
                 sc.graph.bundles_mut(),
                 &mut sc.states,
+                &soft,
                 inv_h_int,
                 set.contact_push_max_velocity,
             );
@@ -1704,6 +1703,7 @@ impl World {
             graph::solve::<false>(
                 sc.graph.bundles_mut(),
                 &mut sc.states,
+                &soft,
                 inv_h_int,
                 set.contact_push_max_velocity,
             );

@@ -475,7 +475,7 @@ impl Wide {
     }
 
     /// Lane `i`.
-    #[inline(always)]
+    #[cfg(test)]
     pub(crate) fn lane(self, i: usize) -> Scalar {
         self.to_array()[i]
     }
