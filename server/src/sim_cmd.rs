@@ -3,7 +3,7 @@
 use bitroom_sim::game::bots::{Bot, Strategy};
 use bitroom_sim::game::{Game, InputSet, SlotEvent, SyncTest};
 use bitroom_sim::scene::{build_scene, parse_scene, Scene, SCENE_NAMES};
-use bitroom_sim::World;
+use bitroom_sim::{Stage, World};
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
@@ -31,6 +31,11 @@ pub struct SimArgs {
     /// Benchmark mode: time every step and report min / median ms per step.
     #[arg(long)]
     bench: bool,
+    /// Time every stage of every step (prepare, substeps, finish, pairs,
+    /// collide, sleep) and report each one's min and median ms, like
+    /// Box2D's step profile.
+    #[arg(long)]
+    profile: bool,
     /// Sync test: play the sandbox game on the scene with bot players,
     /// rolling back K ticks after every tick and comparing state hashes.
     #[arg(long, value_name = "K")]
@@ -115,9 +120,26 @@ pub fn run(args: SimArgs) -> ExitCode {
         report(&scene.world, &mut out);
     }
     let mut times = Vec::with_capacity(if args.bench { args.steps as usize } else { 0 });
+    // Per stage, each step's time (ms; floats at the edge: reporting only).
+    let mut stages: Vec<Vec<f64>> = vec![Vec::new(); Stage::ALL.len()];
     let start = Instant::now();
     for _ in 0..args.steps {
-        if args.bench {
+        if args.profile {
+            let mut row = [0.0f64; Stage::ALL.len()];
+            let mut last = Instant::now();
+            scene.step_observed(&mut |stage| {
+                let now = Instant::now();
+                let k = Stage::ALL.iter().position(|&s| s == stage).unwrap_or(0);
+                row[k] += (now - last).as_secs_f64() * 1e3;
+                last = now;
+            });
+            for (v, t) in stages.iter_mut().zip(row) {
+                v.push(t);
+            }
+            if args.bench {
+                times.push(row.iter().sum());
+            }
+        } else if args.bench {
             // The per-step function (rain's spawning) is timed with the step,
             // as in Box2D's driver.
             let t = Instant::now();
@@ -172,6 +194,23 @@ pub fn run(args: SimArgs) -> ExitCode {
             median,
             mean
         );
+    }
+    if args.profile && args.steps > 1 {
+        let _ = writeln!(
+            out,
+            "profile {}: ms per stage over {} steps (first step excluded): min / median",
+            args.scene,
+            args.steps - 1
+        );
+        let mut sum_median = 0.0;
+        for (stage, v) in Stage::ALL.iter().zip(&stages) {
+            let mut t = v[1..].to_vec();
+            t.sort_by(|a, b| a.total_cmp(b));
+            let median = t[t.len() / 2];
+            sum_median += median;
+            let _ = writeln!(out, "  {:<9} {:8.3} {:8.3}", stage.name(), t[0], median);
+        }
+        let _ = writeln!(out, "  {:<9} {:>8} {:8.3}", "sum", "", sum_median);
     }
     if let Some(path) = &args.render {
         if let Err(e) = crate::sim_cmd::render(world, path) {

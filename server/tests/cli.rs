@@ -95,6 +95,50 @@ fn unknown_scene_is_a_one_line_error() {
     assert_bad_input(&out, "unknown scene");
 }
 
+#[test]
+fn sim_profile_reports_every_stage_and_bench_the_step_times() {
+    let out = server()
+        .args([
+            "sim",
+            "--scene",
+            "stack",
+            "--steps",
+            "20",
+            "--profile",
+            "--bench",
+        ])
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("profile stack: ms per stage over 19 steps"),
+        "{text}"
+    );
+    for stage in [
+        "prepare", "substeps", "finish", "pairs", "collide", "sleep", "sum",
+    ] {
+        let line = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(stage))
+            .unwrap_or_else(|| panic!("no {stage} line in {text}"));
+        // min and median (sum: the median only), both numbers.
+        let numbers: Vec<f64> = line
+            .split_whitespace()
+            .skip(1)
+            .map(|v| v.parse().expect("a number"))
+            .collect();
+        assert!(
+            !numbers.is_empty() && numbers.iter().all(|v| *v >= 0.0),
+            "{line}"
+        );
+        if numbers.len() == 2 {
+            assert!(numbers[0] <= numbers[1], "min above median: {line}");
+        }
+    }
+    assert!(text.contains("bench stack: steps 19 min"), "{text}");
+}
+
 /// Reads stdout lines until one starts with `prefix`; returns the rest.
 fn line_after(lines: &mut impl Iterator<Item = String>, prefix: &str) -> String {
     for l in lines.by_ref() {

@@ -13,7 +13,7 @@ pub mod state;
 pub use dynamics::{
     BodyDef, BodyId, BodyKind, ContactBeginTouchEvent, ContactEndTouchEvent, ContactEvents,
     ContactHitEvent, JointDef, JointId, JointKind, QueryFilter, RayHit, SensorBeginTouchEvent,
-    SensorEndTouchEvent, SensorEvents, ShapeDef, ShapeId, World, WorldDef, WorldError,
+    SensorEndTouchEvent, SensorEvents, ShapeDef, ShapeId, Stage, World, WorldDef, WorldError,
 };
 pub use geometry::{Capsule, Circle, Filter, Polygon, Segment, ShapeGeometry};
 pub use math::{fx, Aabb, Rot, Scalar, Transform, Vec2};

@@ -6,7 +6,7 @@
 use bitroom_sim::scene::builders::{pyramid, ramp, stack};
 use bitroom_sim::{
     fx, BodyDef, BodyId, BodyKind, Circle, Polygon, Rot, Scalar, ShapeDef, ShapeGeometry, Snapshot,
-    Vec2, World, WorldError,
+    Stage, Vec2, World, WorldDef, WorldError,
 };
 
 /// Gravity of the default world (m/s²).
@@ -668,4 +668,23 @@ fn a_pile_created_asleep_has_its_contacts_and_wakes_from_the_top() {
         pos(&w, upper).1 - pos(&w, lower).1 > 0.99,
         "the upper box sank"
     );
+}
+
+/// A step with an observer reports every stage once, in order, and leaves
+/// the same state as a plain step; with nothing awake it reports only the
+/// stages after the solver.
+#[test]
+fn step_observed_reports_each_stage_in_order_and_changes_nothing() {
+    let (mut plain, mut observed) = (pyramid(20), pyramid(20));
+    for _ in 0..30 {
+        plain.step();
+        let mut seen = Vec::new();
+        observed.step_observed(&mut |stage| seen.push(stage));
+        assert_eq!(seen, Stage::ALL.to_vec());
+        assert_eq!(plain.state_hash(), observed.state_hash());
+    }
+    let mut empty = World::new(WorldDef::default()).expect("settings");
+    let mut seen = Vec::new();
+    empty.step_observed(&mut |stage| seen.push(stage));
+    assert_eq!(seen, vec![Stage::Pairs, Stage::Collide, Stage::Sleep]);
 }

@@ -646,12 +646,18 @@ pub fn collide_polygons(a: &Polygon, xf_a: Transform, b: &Polygon, xf_b: Transfo
     }
     // B's normals are only needed once A's faces failed to separate.
     let b_axis = axis_normals(&b.normals[..pb.count]);
-    for i in 0..pb.count {
-        pb.n[i] = if b_axis {
-            rotate_axis(xf.q, b.normals[i])
-        } else {
-            xf.q.rotate(b.normals[i])
-        };
+    // Two loops, not one with a branch inside: LLVM turned that one into
+    // AVX-512 gathers and scatters, which cost 13 % of this function on
+    // Zen 4 (the same bits either way).
+    let normals = pb.n.iter_mut().zip(&b.normals).take(pb.count);
+    if b_axis {
+        for (n, &bn) in normals {
+            *n = rotate_axis(xf.q, bn);
+        }
+    } else {
+        for (n, &bn) in normals {
+            *n = xf.q.rotate(bn);
+        }
     }
     // Turned by a quarter turn or none, B's normals are axis normals too.
     let pb_axis = b_axis && axis_normals(&pb.n[..pb.count]);

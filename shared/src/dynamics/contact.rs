@@ -73,17 +73,39 @@ pub(crate) fn pair_key(a: u32, b: u32) -> u64 {
     ((a as u64) << 32) | b as u64
 }
 
+/// What [`match_impulses`] needs of a manifold's points: ids and impulses.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PreviousPoints {
+    count: usize,
+    points: [(u16, Scalar, Scalar); 2],
+}
+
+impl PreviousPoints {
+    /// The points of `m`, read field by field.
+    #[inline]
+    pub(crate) fn of(m: &Manifold) -> PreviousPoints {
+        let p = &m.points;
+        PreviousPoints {
+            count: usize::from(m.count).min(2),
+            points: [
+                (p[0].id, p[0].normal_impulse, p[0].tangent_impulse),
+                (p[1].id, p[1].normal_impulse, p[1].tangent_impulse),
+            ],
+        }
+    }
+}
+
 /// Carries warm-start impulses from the old manifold to points of the new one
 /// with the same feature id.
-pub(crate) fn match_impulses(new: &mut Manifold, old: &Manifold) {
+pub(crate) fn match_impulses(new: &mut Manifold, old: &PreviousPoints) {
     for p in &mut new.points[..new.count as usize] {
         p.normal_impulse = Scalar::ZERO;
         p.tangent_impulse = Scalar::ZERO;
         p.persisted = false;
-        for o in old.points() {
-            if o.id == p.id {
-                p.normal_impulse = o.normal_impulse;
-                p.tangent_impulse = o.tangent_impulse;
+        for &(id, normal_impulse, tangent_impulse) in &old.points[..old.count] {
+            if id == p.id {
+                p.normal_impulse = normal_impulse;
+                p.tangent_impulse = tangent_impulse;
                 p.persisted = true;
                 break;
             }

@@ -23,7 +23,7 @@ pub use joint::{
 };
 pub use query::{QueryFilter, RayHit};
 pub use shape::ShapeDef;
-pub use world::{ContactView, World, WorldDef, WorldError};
+pub use world::{ContactView, Stage, World, WorldDef, WorldError};
 
 pub(crate) use body::{Body, BodyConfig};
 pub(crate) use contact::Contact;

@@ -23,7 +23,7 @@ use super::body::{
     Body, BodyConfig, BodyDef, BodyId, BodyIn, BodyKind, BodyOut, ShapeId, NONE, NO_ISLAND,
 };
 use super::ccd::{self, CcdScratch};
-use super::contact::{match_impulses, pair_key, sensor_pair_allowed, Contact};
+use super::contact::{match_impulses, pair_key, sensor_pair_allowed, Contact, PreviousPoints};
 use super::events::Events;
 use super::graph::{self, Graph, OVERFLOW};
 use super::island;
@@ -35,6 +35,48 @@ use crate::geometry::{GeometryError, MassData, ShapeGeometry};
 use crate::math::{Aabb, Rot, Scalar, Transform, Vec2, WORLD_BOUND};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
+
+/// A stage of a step, as [`World::step_observed`] reports it when it ends.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Stage {
+    /// Solver slots, colouring and preparing the contacts and joints.
+    Prepare,
+    /// The substeps: integration, warm start, solve, relax.
+    Substeps,
+    /// Restitution, impulses stored, events, bodies finalized, continuous
+    /// collision, fat boxes.
+    Finish,
+    /// The pair search (broad phase).
+    Pairs,
+    /// The narrow phase: every awake contact's manifold.
+    Collide,
+    /// Islands and sleep, the step's events closed.
+    Sleep,
+}
+
+impl Stage {
+    /// Every stage, in step order.
+    pub const ALL: [Stage; 6] = [
+        Stage::Prepare,
+        Stage::Substeps,
+        Stage::Finish,
+        Stage::Pairs,
+        Stage::Collide,
+        Stage::Sleep,
+    ];
+
+    /// A short lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Prepare => "prepare",
+            Stage::Substeps => "substeps",
+            Stage::Finish => "finish",
+            Stage::Pairs => "pairs",
+            Stage::Collide => "collide",
+            Stage::Sleep => "sleep",
+        }
+    }
+}
 
 /// World-wide settings. Part of the state (and so of the hash).
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
@@ -1231,23 +1273,34 @@ impl World {
     /// new pairs) get their pairs and manifolds first. Over a run of steps
     /// the order of the stages is the same as colliding first.
     pub fn step(&mut self) {
+        self.step_observed(&mut |_| {});
+    }
+
+    /// [`World::step`], calling `observe` as each [`Stage`] ends (in the
+    /// order of [`Stage::ALL`]; a step with nothing awake skips the solver's
+    /// stages). The observer cannot change the step: it is for profiles,
+    /// which measure time outside this crate (no clocks in here).
+    pub fn step_observed(&mut self, observe: &mut dyn FnMut(Stage)) {
         self.events.begin_step();
         self.broken_joints.clear();
         if !self.state.moved.is_empty() {
             self.update_pairs();
             self.update_contacts(false);
         }
-        self.solve();
+        self.solve(observe);
         if !self.scratch.broken.is_empty() {
             let broken = core::mem::take(&mut self.scratch.broken);
             self.break_joints(&broken);
             self.scratch.broken = broken;
         }
         self.update_pairs();
+        observe(Stage::Pairs);
         self.update_contacts(true);
+        observe(Stage::Collide);
         self.update_sleep();
         self.events.finish_step();
         self.state.tick += 1;
+        observe(Stage::Sleep);
     }
 
     /// Stage 1: new pairs for shapes whose fat box moved.
@@ -1431,9 +1484,14 @@ impl World {
                 &st.geometry[c.shape_a as usize],
                 &st.geometry[c.shape_b as usize],
             );
+            // What matching needs of the old points, read field by field:
+            // the impulses were stored just above, and a copy of the whole
+            // manifold would load them back before those stores complete.
+            let old = PreviousPoints::of(&c.manifold);
             let mut m = collide(ga, ba.transform, gb, bb.transform);
-            match_impulses(&mut m, &c.manifold);
-            let touching = m.count > 0;
+            match_impulses(&mut m, &old);
+            c.manifold = m;
+            let touching = c.manifold.count > 0;
             if touching {
                 // A sleeping body wakes when something active begins to
                 // touch it, or when an awake dynamic body touches it (the
@@ -1458,9 +1516,8 @@ impl World {
                 }
             }
             if touching != c.touching {
-                ev.touching_changed(&st.shapes, c, touching, &m);
+                ev.touching_changed(&st.shapes, c, touching, &c.manifold);
             }
-            c.manifold = m;
             c.touching = touching;
         }
         // Nothing removes a contact between the solve and here.
@@ -1496,7 +1553,7 @@ impl World {
     }
 
     /// Stages 3–5: solve, finalize, continuous collision, fat boxes.
-    fn solve(&mut self) {
+    fn solve(&mut self, observe: &mut dyn FnMut(Stage)) {
         let st = &mut self.state;
         let sc = &mut self.scratch;
         let ev = &mut self.events;
@@ -1628,6 +1685,8 @@ impl World {
             &mut sc.links,
         );
 
+        observe(Stage::Prepare);
+
         // Per-body velocity increments for the step.
         let max_v = set.max_linear_speed;
         let mut deltas: Vec<(Vec2, Scalar, Scalar, Scalar)> = Vec::with_capacity(sc.awake.len());
@@ -1708,6 +1767,7 @@ impl World {
                 set.contact_push_max_velocity,
             );
         }
+        observe(Stage::Substeps);
         solver::apply_restitution(
             &mut sc.constraints,
             &sc.constraints_cold,
@@ -1813,6 +1873,7 @@ impl World {
                 s = sh.next;
             }
         }
+        observe(Stage::Finish);
     }
 
     /// Stage 6, after the end-of-step collision: islands of bodies solved

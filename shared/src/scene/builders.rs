@@ -54,6 +54,15 @@ impl Scene {
         }
         self.world.step();
     }
+
+    /// [`Scene::step`] with [`World::step_observed`]'s observer (the
+    /// per-step function runs before the first stage).
+    pub fn step_observed(&mut self, observe: &mut dyn FnMut(crate::Stage)) {
+        if let Some(f) = self.step_fn {
+            f(&mut self.world);
+        }
+        self.world.step_observed(observe);
+    }
 }
 
 /// Builds a named scene with its per-step function, or `None` for an
