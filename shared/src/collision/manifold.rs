@@ -40,6 +40,18 @@ pub struct ManifoldPoint {
     pub persisted: bool,
 }
 
+impl ManifoldPoint {
+    /// `ManifoldPoint::default()`, as a constant.
+    pub const EMPTY: ManifoldPoint = ManifoldPoint {
+        point: Vec2::ZERO,
+        separation: Scalar::ZERO,
+        normal_impulse: Scalar::ZERO,
+        tangent_impulse: Scalar::ZERO,
+        id: 0,
+        persisted: false,
+    };
+}
+
 /// Up to two contact points sharing a normal.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub struct Manifold {
@@ -52,6 +64,16 @@ pub struct Manifold {
 }
 
 impl Manifold {
+    /// No points: `Manifold::default()`, as a constant the compiler stores
+    /// straight into its destination (a default built elsewhere and
+    /// copied in made the wide loads of the copy wait on the narrow
+    /// stores of the zeroing, on every pair).
+    pub const EMPTY: Manifold = Manifold {
+        normal: Vec2::ZERO,
+        points: [ManifoldPoint::EMPTY; 2],
+        count: 0,
+    };
+
     /// The valid points.
     pub fn points(&self) -> &[ManifoldPoint] {
         &self.points[..self.count as usize]
@@ -88,6 +110,22 @@ impl Manifold {
 #[inline]
 fn make_id(a: usize, b: usize) -> u16 {
     ((a as u16 & 0xff) << 8) | (b as u16 & 0xff)
+}
+
+/// [`collide`] written into `out` (a polygon pair is built in place, with
+/// no manifold on the stack to copy over: the same result).
+pub fn collide_into(
+    a: &ShapeGeometry,
+    xf_a: Transform,
+    b: &ShapeGeometry,
+    xf_b: Transform,
+    out: &mut Manifold,
+) {
+    if let (ShapeGeometry::Polygon(a), ShapeGeometry::Polygon(b)) = (a, b) {
+        collide_polygons_into(a, xf_a, b, xf_b, out);
+    } else {
+        *out = collide(a, xf_a, b, xf_b);
+    }
 }
 
 /// Computes the manifold for any pair of geometries. Returns the manifold
@@ -543,6 +581,55 @@ fn find_max_separation<const AXIS: bool>(p1: &LocalPolygon, p2: &LocalPolygon) -
     (best, max_sep)
 }
 
+/// An axis-aligned rectangle's corners `(x0, y0, x1, y1)`, when `p` is one:
+/// four vertices, counter-clockwise from the lower left, with the normals
+/// (0, −1), (1, 0), (0, 1), (−1, 0) (a box not turned in its body).
+fn axis_rect(p: &LocalPolygon) -> Option<(Scalar, Scalar, Scalar, Scalar)> {
+    let (o, z) = (Scalar::ONE, Scalar::ZERO);
+    let normals = [
+        Vec2::new(z, -o),
+        Vec2::new(o, z),
+        Vec2::new(z, o),
+        Vec2::new(-o, z),
+    ];
+    let v = &p.v;
+    (p.count == 4
+        && p.n[..4] == normals
+        && v[0].y == v[1].y
+        && v[1].x == v[2].x
+        && v[2].y == v[3].y
+        && v[3].x == v[0].x)
+        .then_some((v[0].x, v[0].y, v[2].x, v[2].y))
+}
+
+/// [`find_max_separation`] of `p1`'s edges against an axis-aligned
+/// rectangle, with the same result from one dot product per edge instead
+/// of four. A rounded dot product over the rectangle's corners is
+/// `⌊nx·(x − x1)⌋ + ⌊ny·(y − y1)⌋`, a sum of a function of the corner's x
+/// and one of its y, each monotone (a floor of a monotone product), so its
+/// minimum is at the corner whose x and y each minimise their term: the
+/// low side along a positive normal component, the high side along a
+/// negative one (either along a zero one, whose product is zero).
+fn max_separation_against_rect(
+    p1: &LocalPolygon,
+    (x0, y0, x1, y1): (Scalar, Scalar, Scalar, Scalar),
+) -> (usize, Scalar) {
+    let mut best = 0;
+    let mut max_sep = Scalar::MIN;
+    for (i, (&n, &v1)) in p1.n[..p1.count].iter().zip(&p1.v[..p1.count]).enumerate() {
+        let corner = Vec2::new(
+            if n.x > Scalar::ZERO { x0 } else { x1 },
+            if n.y > Scalar::ZERO { y0 } else { y1 },
+        );
+        let si = n.dot(corner - v1);
+        if si > max_sep {
+            max_sep = si;
+            best = i;
+        }
+    }
+    (best, max_sep)
+}
+
 /// Clips incident edge `edge2` of `poly2` against reference edge `edge1`
 /// of `poly1`; `AXIS` says `poly1`'s normals are axis normals.
 fn clip_polygons<const AXIS: bool>(
@@ -613,6 +700,20 @@ fn clip_polygons<const AXIS: bool>(
 
 /// Polygon against polygon (capsules and segments enter as two-vertex polygons).
 pub fn collide_polygons(a: &Polygon, xf_a: Transform, b: &Polygon, xf_b: Transform) -> Manifold {
+    let mut m = Manifold::EMPTY;
+    collide_polygons_into(a, xf_a, b, xf_b, &mut m);
+    m
+}
+
+/// [`collide_polygons`] written into `m`.
+fn collide_polygons_into(
+    a: &Polygon,
+    xf_a: Transform,
+    b: &Polygon,
+    xf_b: Transform,
+    m: &mut Manifold,
+) {
+    *m = Manifold::EMPTY;
     let origin = a.vertices[0];
     let xf = xf_a.inv_mul(xf_b);
     let mut pa = LocalPolygon {
@@ -642,7 +743,7 @@ pub fn collide_polygons(a: &Polygon, xf_a: Transform, b: &Polygon, xf_b: Transfo
         find_max_separation::<false>(&pa, &pb)
     };
     if sep_a - radius > SPECULATIVE_DISTANCE {
-        return Manifold::default();
+        return;
     }
     // B's normals are only needed once A's faces failed to separate.
     let b_axis = axis_normals(&b.normals[..pb.count]);
@@ -663,11 +764,13 @@ pub fn collide_polygons(a: &Polygon, xf_a: Transform, b: &Polygon, xf_b: Transfo
     let pb_axis = b_axis && axis_normals(&pb.n[..pb.count]);
     let (edge_b, sep_b) = if pb_axis {
         find_max_separation::<true>(&pb, &pa)
+    } else if let (true, Some(rect)) = (a_axis, axis_rect(&pa)) {
+        max_separation_against_rect(&pb, rect)
     } else {
         find_max_separation::<false>(&pb, &pa)
     };
     if sep_b - radius > SPECULATIVE_DISTANCE {
-        return Manifold::default();
+        return;
     }
     // Prefer A's face unless B's is clearly better, so the reference face
     // does not flip-flop between steps.
@@ -695,7 +798,6 @@ pub fn collide_polygons(a: &Polygon, xf_a: Transform, b: &Polygon, xf_b: Transfo
             edge2 = i;
         }
     }
-    let mut m = Manifold::default();
     if separation > LINEAR_SLOP.shr(3) {
         // Apart: the closest features of the two edges decide.
         let (i11, i12) = (edge1, poly1.next(edge1));
@@ -708,7 +810,7 @@ pub fn collide_polygons(a: &Polygon, xf_a: Transform, b: &Polygon, xf_b: Transfo
             // Vertex against vertex: one point along the line between them.
             let (distance, mut normal) = normalize_or(sd.closest2 - sd.closest1, n1);
             if distance - radius > SPECULATIVE_DISTANCE {
-                return Manifold::default();
+                return;
             }
             let c1 = sd.closest1.mul_add(poly1.radius, normal);
             let c2 = sd.closest2.mul_sub(poly2.radius, normal);
@@ -731,17 +833,16 @@ pub fn collide_polygons(a: &Polygon, xf_a: Transform, b: &Polygon, xf_b: Transfo
             m.normal = normal;
             m.push(c1.lerp(c2, Scalar::HALF), distance - radius, id);
             m.finish(xf_a, origin);
-            return m;
+            return;
         }
     }
     if axis1 {
-        clip_polygons::<true>(poly1, poly2, edge1, edge2, flip, &mut m);
+        clip_polygons::<true>(poly1, poly2, edge1, edge2, flip, m);
         m.finish_axis(xf_a, origin);
     } else {
-        clip_polygons::<false>(poly1, poly2, edge1, edge2, flip, &mut m);
+        clip_polygons::<false>(poly1, poly2, edge1, edge2, flip, m);
         m.finish(xf_a, origin);
     }
-    m
 }
 
 #[cfg(test)]
@@ -781,6 +882,71 @@ mod tests {
             let q = Rot { c, s };
             prop_assert_eq!(rotate_axis(q, n), q.rotate(n));
         }
+
+        /// The rectangle shortcut gives the general search's edge and
+        /// separation, for boxes of any size, turn and offset in the world.
+        #[test]
+        fn rect_separation_matches_the_general_search(
+            (hx, hy, bx, by) in (1i64 << 28..1 << 36, 1i64 << 28..1 << 36, 1i64 << 28..1 << 36, 1i64 << 28..1 << 36),
+            (px, py) in (-(1i64 << 45)..1 << 45, -(1i64 << 45)..1 << 45),
+            angle in -(1i64 << 34)..1 << 34,
+            (ox, oy) in (-(1i64 << 40)..1 << 40, -(1i64 << 40)..1 << 40),
+        ) {
+            let sc = Scalar::from_bits;
+            // A rectangle in A's shifted frame (corners from the lower left).
+            let (x0, y0) = (sc(ox), sc(oy));
+            let (x1, y1) = (x0 + sc(2 * hx), y0 + sc(2 * hy));
+            let (o, z) = (Scalar::ONE, Scalar::ZERO);
+            let mut pa = LocalPolygon { v: [Vec2::ZERO; 8], n: [Vec2::ZERO; 8], radius: z, count: 4 };
+            pa.v[..4].copy_from_slice(&[Vec2::new(x0, y0), Vec2::new(x1, y0), Vec2::new(x1, y1), Vec2::new(x0, y1)]);
+            pa.n[..4].copy_from_slice(&[Vec2::new(z, -o), Vec2::new(o, z), Vec2::new(z, o), Vec2::new(-o, z)]);
+            let origin = Vec2::ZERO;
+            let b = Polygon::make_box(sc(bx), sc(by));
+            let q = Rot::from_angle(sc(angle));
+            let mut pb = LocalPolygon { v: [Vec2::ZERO; 8], n: [Vec2::ZERO; 8], radius: b.radius, count: 4 };
+            b.transform_into(Transform::new(Vec2::new(sc(px), sc(py)) - origin, q), &mut pb.v);
+            for i in 0..4 {
+                pb.n[i] = q.rotate(b.normals[i]);
+            }
+            let rect = axis_rect(&pa);
+            prop_assert_eq!(rect, Some((x0, y0, x1, y1)));
+            prop_assert_eq!(
+                max_separation_against_rect(&pb, rect.unwrap()),
+                find_max_separation::<false>(&pb, &pa)
+            );
+        }
+    }
+
+    #[test]
+    fn axis_rect_only_for_boxes_not_turned_in_their_body() {
+        let local = |p: &Polygon| {
+            let mut l = LocalPolygon {
+                v: [Vec2::ZERO; 8],
+                n: p.normals,
+                radius: p.radius,
+                count: p.count as usize,
+            };
+            l.v[..l.count].copy_from_slice(&p.vertices[..l.count]);
+            l
+        };
+        let b = Polygon::make_box(Scalar::HALF, Scalar::TWO);
+        assert_eq!(
+            axis_rect(&local(&b)),
+            Some((-Scalar::HALF, -Scalar::TWO, Scalar::HALF, Scalar::TWO))
+        );
+        let turned = Polygon::make_offset_box(
+            Scalar::HALF,
+            Scalar::HALF,
+            Vec2::ZERO,
+            Rot::from_angle(Scalar::milli(100)),
+        );
+        assert_eq!(axis_rect(&local(&turned)), None);
+        let tri = Polygon::new(
+            &[Vec2::ZERO, Vec2::from_ints(1, 0), Vec2::from_ints(0, 1)],
+            Scalar::ZERO,
+        )
+        .unwrap();
+        assert_eq!(axis_rect(&local(&tri)), None);
     }
 
     #[test]

@@ -11,8 +11,9 @@ pub use distance::{
 };
 pub use dynamic_tree::DynamicTree;
 pub use manifold::{
-    collide, collide_capsule_circle, collide_capsules, collide_circles, collide_polygon_circle,
-    collide_polygons, Manifold, ManifoldPoint, LINEAR_SLOP, SPECULATIVE_DISTANCE,
+    collide, collide_capsule_circle, collide_capsules, collide_circles, collide_into,
+    collide_polygon_circle, collide_polygons, Manifold, ManifoldPoint, LINEAR_SLOP,
+    SPECULATIVE_DISTANCE,
 };
 pub use raycast::{ray_cast, test_point, CastOutput};
 pub use toi::{time_of_impact, Sweep, ToiOutput, ToiState, TOI_MAX_ITERATIONS, TOI_TARGET};

@@ -30,7 +30,7 @@ use super::island;
 use super::joint::{self, BrokenJoint, Joint, JointContext, JointFilter, JointId, JointSolver};
 use super::shape::{Shape, ShapeDef, ShapeIn, ShapeOut, VACANT_GEOMETRY};
 use super::solver::{self, BodyState, ConstraintPoint, ContactCold, ContactConstraint};
-use crate::collision::{collide, shapes_overlap, DynamicTree};
+use crate::collision::{collide, collide_into, shapes_overlap, DynamicTree};
 use crate::geometry::{GeometryError, MassData, ShapeGeometry};
 use crate::math::{Aabb, Rot, Scalar, Transform, Vec2, WORLD_BOUND};
 use serde::{Deserialize, Serialize};
@@ -1488,9 +1488,8 @@ impl World {
             // the impulses were stored just above, and a copy of the whole
             // manifold would load them back before those stores complete.
             let old = PreviousPoints::of(&c.manifold);
-            let mut m = collide(ga, ba.transform, gb, bb.transform);
-            match_impulses(&mut m, &old);
-            c.manifold = m;
+            collide_into(ga, ba.transform, gb, bb.transform, &mut c.manifold);
+            match_impulses(&mut c.manifold, &old);
             let touching = c.manifold.count > 0;
             if touching {
                 // A sleeping body wakes when something active begins to
