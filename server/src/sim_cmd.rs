@@ -202,15 +202,22 @@ pub fn run(args: SimArgs) -> ExitCode {
             args.scene,
             args.steps - 1
         );
-        let mut sum_median = 0.0;
-        for (stage, v) in Stage::ALL.iter().zip(&stages) {
+        let min_median = |v: &[f64]| {
             let mut t = v[1..].to_vec();
             t.sort_by(|a, b| a.total_cmp(b));
-            let median = t[t.len() / 2];
-            sum_median += median;
-            let _ = writeln!(out, "  {:<9} {:8.3} {:8.3}", stage.name(), t[0], median);
+            (t[0], t[t.len() / 2])
+        };
+        for (stage, v) in Stage::ALL.iter().zip(&stages) {
+            let (min, median) = min_median(v);
+            let _ = writeln!(out, "  {:<9} {:8.3} {:8.3}", stage.name(), min, median);
         }
-        let _ = writeln!(out, "  {:<9} {:>8} {:8.3}", "sum", "", sum_median);
+        // The whole step, per step (its minimum is not the sum of the
+        // stages' minimums).
+        let steps: Vec<f64> = (0..stages[0].len())
+            .map(|i| stages.iter().map(|v| v[i]).sum())
+            .collect();
+        let (min, median) = min_median(&steps);
+        let _ = writeln!(out, "  {:<9} {:8.3} {:8.3}", "step", min, median);
     }
     if let Some(path) = &args.render {
         if let Err(e) = crate::sim_cmd::render(world, path) {

@@ -620,6 +620,12 @@ static const Scene g_scenes[] = {
 	{ "spinner", CreateSpinner, StepSpinner, 500, 6078, 6437, 1 },
 };
 
+static int CompareFloat( const void* a, const void* b )
+{
+	float x = *(const float*)a, y = *(const float*)b;
+	return ( x > y ) - ( x < y );
+}
+
 static double NowMs( void )
 {
 	struct timespec ts;
@@ -661,6 +667,14 @@ int main( int argc, char** argv )
 		b2World_SetContactRecycleDistance( worldId, 0.0f );
 	int profile = getenv( "B2BENCH_PROFILE" ) != NULL;
 	b2Profile sum = { 0 };
+	// Per step, the whole step and its stages grouped as bitroom's
+	// `sim --profile` groups its own (for min / median comparisons).
+	enum { G_PREPARE, G_SUBSTEPS, G_FINISH, G_PAIRS, G_COLLIDE, G_STEP, G_COUNT };
+	static const char* groupNames[G_COUNT] = { "prepare", "substeps", "finish", "pairs", "collide", "step" };
+	float* groups[G_COUNT] = { 0 };
+	if ( profile )
+		for ( int g = 0; g < G_COUNT; ++g )
+			groups[g] = calloc( (size_t)stepCount, sizeof( float ) );
 
 	const float timeStep = 1.0f / 60.0f;
 	const int subStepCount = 4;
@@ -683,11 +697,27 @@ int main( int argc, char** argv )
 			const float* src = (const float*)&p;
 			for ( size_t k = 0; k < sizeof( b2Profile ) / sizeof( float ); ++k )
 				dst[k] += src[k];
+			int i = s - 1;
+			groups[G_PREPARE][i] = p.solverSetup + p.prepareConstraints;
+			groups[G_SUBSTEPS][i] = p.integrateVelocities + p.warmStart + p.solveImpulses + p.integratePositions +
+									p.relaxImpulses;
+			groups[G_FINISH][i] = p.applyRestitution + p.storeImpulses + p.transforms + p.refit + p.bullets +
+								  p.hitEvents + p.splitIslands;
+			groups[G_PAIRS][i] = p.pairs;
+			groups[G_COLLIDE][i] = p.collide;
+			groups[G_STEP][i] = p.step;
 		}
 	}
 	double total = NowMs() - t0;
 	if ( profile && stepCount > 1 )
 	{
+		int steps = stepCount - 1;
+		printf( "profile groups (ms, min / median over %d steps):\n", steps );
+		for ( int g = 0; g < G_COUNT; ++g )
+		{
+			qsort( groups[g], (size_t)steps, sizeof( float ), CompareFloat );
+			printf( "  %-9s %8.3f %8.3f\n", groupNames[g], groups[g][0], groups[g][steps / 2] );
+		}
 		float n = (float)( stepCount - 1 );
 		printf( "profile ms/step: step=%.3f pairs=%.3f collide=%.3f solve=%.3f (setup=%.3f constraints=%.3f: "
 				"prepare=%.3f integrate_v=%.3f warm=%.3f solve=%.3f integrate_p=%.3f relax=%.3f restitution=%.3f "
