@@ -28,7 +28,7 @@ const FIXTURE: &[u8] = include_bytes!("fixtures/arena-4-bots-v6.brr");
 /// Ticks in the fixture.
 const TICKS: u64 = 240;
 /// Its final state hash (also recorded in the file).
-const FINAL_HASH: u64 = 0xfd8c2fb2ceb74080;
+const FINAL_HASH: u64 = 0xcada063c02b226c7;
 
 fn run(bytes: &[u8], synctest: Option<u32>) -> VerifyReport {
     let reader = ReplayReader::open(bytes).expect("the fixture opens");

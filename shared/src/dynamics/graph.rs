@@ -31,17 +31,22 @@
 //!
 //! # Bits
 //!
-//! Each lane computes the scalar solver's formula for its contact, product
-//! for product, with the lanes' product ([`crate::math::Wide`]: `Scalar`'s
-//! bits for any operand below 2³¹ in magnitude); branches become selections
-//! of one of two exactly computed values. Empty lanes and the second point
-//! of one-point manifolds carry zero masses and impulses, so every impulse
-//! they produce is exactly zero and applying it changes no bit.
+//! Each lane computes the scalar solver's formulas for its contact, with
+//! one difference: the per-step constants (normal, lever arms, angular and
+//! linear responses, effective masses, friction, softness) are packed at
+//! preparation ([`crate::math::Coef`]: 30 significant bits, every bit below
+//! ¼), and every substep product is a variable times such a constant, two
+//! 32-bit multiplies instead of four. Branches become selections of one of
+//! two computed values. Empty lanes and the second point of one-point
+//! manifolds carry zero masses and impulses, so every impulse they produce
+//! is exactly zero and applying it changes no bit. The one-lane build runs
+//! the same definitions in scalar code: the lane count changes the speed,
+//! never a bit.
 
 use super::body::Body;
 use super::contact::Contact;
 use super::solver::{BodyState, ContactCold, Softness};
-use crate::math::{prefetch, Mask, Scalar, Wide};
+use crate::math::{prefetch, Coef, Mask, Scalar, Wide};
 
 pub(crate) use crate::math::LANES;
 
@@ -66,40 +71,40 @@ const EMPTY: u32 = u32::MAX;
 /// product; `max_normal_impulse` lives in [`BundleCold`].)
 #[derive(Clone, Copy, Debug)]
 struct WidePoint {
-    an_a: Wide,
-    an_b: Wide,
-    rn_a: Wide,
-    rn_b: Wide,
-    wn_a: Wide,
-    wn_b: Wide,
-    wt_a: Wide,
-    wt_b: Wide,
+    an_a: Coef,
+    an_b: Coef,
+    rn_a: Coef,
+    rn_b: Coef,
+    wn_a: Coef,
+    wn_b: Coef,
+    wt_a: Coef,
+    wt_b: Coef,
     base_separation: Wide,
     separation: Wide,
     normal_impulse: Wide,
     tangent_impulse: Wide,
-    neg_normal_mass: Wide,
-    neg_tangent_mass: Wide,
+    neg_normal_mass: Coef,
+    neg_tangent_mass: Coef,
 }
 
 impl WidePoint {
     fn zero() -> WidePoint {
-        let z = Wide::zero();
+        let (z, c) = (Wide::zero(), Coef::zero());
         WidePoint {
-            an_a: z,
-            an_b: z,
-            rn_a: z,
-            rn_b: z,
-            wn_a: z,
-            wn_b: z,
-            wt_a: z,
-            wt_b: z,
+            an_a: c,
+            an_b: c,
+            rn_a: c,
+            rn_b: c,
+            wn_a: c,
+            wn_b: c,
+            wt_a: c,
+            wt_b: c,
             base_separation: z,
             separation: z,
             normal_impulse: z,
             tangent_impulse: z,
-            neg_normal_mass: z,
-            neg_tangent_mass: z,
+            neg_normal_mass: c,
+            neg_tangent_mass: c,
         }
     }
 }
@@ -119,32 +124,32 @@ pub(crate) struct Bundle {
     /// Whether some lane reports hit events or has restitution: only then
     /// do the passes track the largest normal impulse.
     track_max: bool,
-    normal_x: Wide,
-    normal_y: Wide,
-    m_n_a_x: Wide,
-    m_n_a_y: Wide,
-    m_n_b_x: Wide,
-    m_n_b_y: Wide,
-    friction: Wide,
+    normal_x: Coef,
+    normal_y: Coef,
+    m_n_a_x: Coef,
+    m_n_a_y: Coef,
+    m_n_b_x: Coef,
+    m_n_b_y: Coef,
+    friction: Coef,
     points: [WidePoint; 2],
 }
 
 impl Bundle {
     fn empty() -> Bundle {
-        let z = Wide::zero();
+        let c = Coef::zero();
         Bundle {
             a: [0; LANES],
             b: [0; LANES],
             against_static: Mask::from_array([false; LANES]),
             same: false,
             track_max: false,
-            normal_x: z,
-            normal_y: z,
-            m_n_a_x: z,
-            m_n_a_y: z,
-            m_n_b_x: z,
-            m_n_b_y: z,
-            friction: z,
+            normal_x: c,
+            normal_y: c,
+            m_n_a_x: c,
+            m_n_a_y: c,
+            m_n_b_x: c,
+            m_n_b_y: c,
+            friction: c,
             points: [WidePoint::zero(); 2],
         }
     }
@@ -159,7 +164,7 @@ pub(crate) struct BundleCold {
     index: [u32; LANES],
     /// Whether some lane has restitution (the pass skips the bundle if not).
     restitution_any: bool,
-    restitution: Wide,
+    restitution: Coef,
     /// Per point: the approach speed before solving, and the largest
     /// normal impulse applied during the step (tracked if `track_max`).
     relative_velocity: [Wide; 2],
@@ -172,7 +177,7 @@ impl BundleCold {
         BundleCold {
             index: [EMPTY; LANES],
             restitution_any: false,
-            restitution: z,
+            restitution: Coef::zero(),
             relative_velocity: [z; 2],
             max_normal_impulse: [z; 2],
         }
@@ -315,17 +320,18 @@ fn prepare_bundle(bundle: &mut Bundle, cold: &mut BundleCold, inp: &Inputs, any_
     let (ma, ia, mb, ib) = (w(inp.ma), w(inp.ia), w(inp.mb), w(inp.ib));
     let (nx, ny) = (w(inp.nx), w(inp.ny));
     bundle.against_static = ma.eq_lanes(zero).or(mb.eq_lanes(zero));
-    bundle.normal_x = nx;
-    bundle.normal_y = ny;
-    bundle.m_n_a_x = nx * ma;
-    bundle.m_n_a_y = ny * ma;
-    bundle.m_n_b_x = nx * mb;
-    bundle.m_n_b_y = ny * mb;
-    bundle.friction = w(inp.friction);
+    bundle.normal_x.pack_into(nx);
+    bundle.normal_y.pack_into(ny);
+    bundle.m_n_a_x.pack_into(nx * ma);
+    bundle.m_n_a_y.pack_into(ny * ma);
+    bundle.m_n_b_x.pack_into(nx * mb);
+    bundle.m_n_b_y.pack_into(ny * mb);
+    bundle.friction.pack_into(w(inp.friction));
     bundle.same = !ma.eq_lanes(mb).not().any();
     bundle.track_max = any_velocity;
-    cold.restitution = w(inp.restitution);
-    cold.restitution_any = cold.restitution.eq_lanes(zero).not().any();
+    let restitution = w(inp.restitution);
+    cold.restitution.pack_into(restitution);
+    cold.restitution_any = restitution.eq_lanes(zero).not().any();
     let (cax, cay, cbx, cby) = (w(inp.cax), w(inp.cay), w(inp.cbx), w(inp.cby));
     // `rb − ra` is `cA − cB` exactly, the same for every point.
     let centers_n = (cax - cbx) * nx + (cay - cby) * ny;
@@ -346,22 +352,22 @@ fn prepare_bundle(bundle: &mut Bundle, cold: &mut BundleCold, inp: &Inputs, any_
         let an_b = rbx * nx + rby * ny;
         let base = w(inp.separation[k]) - centers_n;
         let keep = |x: Wide| valid.select(x, zero);
-        wp.an_a = keep(an_a);
-        wp.an_b = keep(an_b);
-        wp.rn_a = keep(rna);
-        wp.rn_b = keep(rnb);
-        wp.wn_a = keep(wn_a);
-        wp.wn_b = keep(wn_b);
-        wp.wt_a = keep(wt_a);
-        wp.wt_b = keep(wt_b);
+        wp.an_a.pack_into(keep(an_a));
+        wp.an_b.pack_into(keep(an_b));
+        wp.rn_a.pack_into(keep(rna));
+        wp.rn_b.pack_into(keep(rnb));
+        wp.wn_a.pack_into(keep(wn_a));
+        wp.wn_b.pack_into(keep(wn_b));
+        wp.wt_a.pack_into(keep(wt_a));
+        wp.wt_b.pack_into(keep(wt_b));
         wp.base_separation = keep(base);
         // Nothing has moved yet: the relax pass's formula at zero
         // displacement and no turn, whose products by one and zero are exact.
         wp.separation = keep(an_b - an_a + base);
         wp.normal_impulse = keep(w(inp.normal_impulse[k]));
         wp.tangent_impulse = keep(w(inp.tangent_impulse[k]));
-        wp.neg_normal_mass = keep(-recip(kn));
-        wp.neg_tangent_mass = keep(-recip(kt));
+        wp.neg_normal_mass.pack_into(keep(-recip(kn)));
+        wp.neg_tangent_mass.pack_into(keep(-recip(kt)));
         cold.max_normal_impulse[k] = zero;
         // The approach speed, read only by restitution and hit events:
         // `n · (vB + ωB × rB − vA − ωA × rA)`.
@@ -379,8 +385,8 @@ fn prepare_bundle(bundle: &mut Bundle, cold: &mut BundleCold, inp: &Inputs, any_
 /// The softness of each lane: `f` of the stiffer one where the contact is
 /// against a body that does not move.
 #[inline(always)]
-fn lane_softness(against_static: Mask, soft: &[Softness; 2], f: fn(&Softness) -> Scalar) -> Wide {
-    against_static.select(Wide::splat(f(&soft[1])), Wide::splat(f(&soft[0])))
+fn lane_softness(against_static: Mask, soft: &[Softness; 2], f: fn(&Softness) -> Scalar) -> Coef {
+    against_static.select_coef(Coef::splat(f(&soft[1])), Coef::splat(f(&soft[0])))
 }
 
 /// The step's colouring and bundles (scratch; rebuilt every step).
@@ -694,9 +700,9 @@ impl Pair {
     fn apply<const SAME: bool>(
         &mut self,
         l: Wide,
-        (ma_x, ma_y): (Wide, Wide),
-        (mb_x, mb_y): (Wide, Wide),
-        (wa, wb): (Wide, Wide),
+        (ma_x, ma_y): (Coef, Coef),
+        (mb_x, mb_y): (Coef, Coef),
+        (wa, wb): (Coef, Coef),
     ) {
         if SAME {
             let (dx, dy) = (l * ma_x, l * ma_y);
@@ -716,7 +722,7 @@ impl Pair {
 
     /// `(vB − vA)·(x, y)`, as `Vec2::dot` of the difference.
     #[inline(always)]
-    fn dv_dot(&self, x: Wide, y: Wide) -> Wide {
+    fn dv_dot(&self, x: Coef, y: Coef) -> Wide {
         (self.b[0] - self.a[0]) * x + (self.b[1] - self.a[1]) * y
     }
 }
@@ -742,7 +748,7 @@ fn warm_start_bundle<const SAME: bool>(c: &Bundle, states: &mut [BodyState]) {
     };
     let (ma, mb) = ((c.m_n_a_x, c.m_n_a_y), (c.m_n_b_x, c.m_n_b_y));
     // Tangent responses: right_perp(m⁻¹ n) = (y, −x).
-    let (ta, tb) = ((c.m_n_a_y, -c.m_n_a_x), (c.m_n_b_y, -c.m_n_b_x));
+    let (ta, tb) = ((c.m_n_a_y, c.m_n_a_x.neg()), (c.m_n_b_y, c.m_n_b_x.neg()));
     for cp in &c.points {
         p.apply::<SAME>(cp.normal_impulse, ma, mb, (cp.wn_a, cp.wn_b));
         p.apply::<SAME>(cp.tangent_impulse, ta, tb, (cp.wt_a, cp.wt_b));
@@ -806,8 +812,9 @@ fn solve_bundle<const USE_BIAS: bool, const SAME: bool>(
             lane_softness(c.against_static, soft, |s| s.impulse_scale),
         )
     } else {
-        (Wide::zero(), Wide::zero(), Wide::zero())
+        (Coef::zero(), Coef::zero(), Coef::zero())
     };
+    let one = Coef::splat(Scalar::ONE);
     for (k, cp) in c.points.iter_mut().enumerate() {
         let s = match motion {
             None => cp.separation,
@@ -824,16 +831,15 @@ fn solve_bundle<const USE_BIAS: bool, const SAME: bool>(
         let speculative = s.gt(Wide::zero());
         let ahead = s.mul_int(inv_h);
         let impulse = if USE_BIAS {
-            let bias = (bias_rate * s).max(neg_max_push);
-            // `−m·scale`, the product preparation used to form.
-            let soft_mass = cp.neg_normal_mass * mass_scale;
-            let mass = speculative.select(cp.neg_normal_mass, soft_mass);
+            let bias = (s * bias_rate).max(neg_max_push);
             let bias = speculative.select(ahead, bias);
-            // Zero for speculative points: a product by zero is zero.
-            let scale = speculative.select(Wide::zero(), impulse_scale);
-            mass * (vn + bias) - scale * cp.normal_impulse
+            // `−m·scale·(vn + bias)`; rigid (scale one, exact) and without
+            // the impulse term (a product by zero is zero) when speculative.
+            let scale = speculative.select_coef(one, mass_scale);
+            let relax = speculative.select_coef(Coef::zero(), impulse_scale);
+            ((vn + bias) * scale) * cp.neg_normal_mass - cp.normal_impulse * relax
         } else {
-            cp.neg_normal_mass * (vn + speculative.select(ahead, Wide::zero()))
+            (vn + speculative.select(ahead, Wide::zero())) * cp.neg_normal_mass
         };
         let new = (cp.normal_impulse + impulse).max(Wide::zero());
         let applied = new - cp.normal_impulse;
@@ -844,12 +850,12 @@ fn solve_bundle<const USE_BIAS: bool, const SAME: bool>(
         p.apply::<SAME>(applied, ma, mb, (cp.wn_a, cp.wn_b));
     }
     // Tangent t = right_perp(n) = (y, −x); r × t = −r·n.
-    let (tx, ty) = (ny, -nx);
-    let (ta, tb) = ((c.m_n_a_y, -c.m_n_a_x), (c.m_n_b_y, -c.m_n_b_x));
+    let (tx, ty) = (ny, nx.neg());
+    let (ta, tb) = ((c.m_n_a_y, c.m_n_a_x.neg()), (c.m_n_b_y, c.m_n_b_x.neg()));
     for cp in &mut c.points {
         let vt = p.dv_dot(tx, ty) + p.a[2] * cp.an_a - p.b[2] * cp.an_b;
-        let impulse = cp.neg_tangent_mass * vt;
-        let max_friction = c.friction * cp.normal_impulse;
+        let impulse = vt * cp.neg_tangent_mass;
+        let max_friction = cp.normal_impulse * c.friction;
         let new = (cp.tangent_impulse + impulse)
             .max(-max_friction)
             .min(max_friction);
@@ -879,7 +885,7 @@ pub(crate) fn apply_restitution(
         };
         let (nx, ny) = (c.normal_x, c.normal_y);
         let (ma, mb) = ((c.m_n_a_x, c.m_n_a_y), (c.m_n_b_x, c.m_n_b_y));
-        let bouncy = cold.restitution.eq_lanes(Wide::zero()).not();
+        let bouncy = cold.restitution.is_zero().not();
         for (k, cp) in c.points.iter_mut().enumerate() {
             let (rv, max) = (cold.relative_velocity[k], cold.max_normal_impulse[k]);
             let active = bouncy
@@ -889,7 +895,7 @@ pub(crate) fn apply_restitution(
                 continue;
             }
             let vn = p.dv_dot(nx, ny) + p.b[2] * cp.rn_b - p.a[2] * cp.rn_a;
-            let impulse = cp.neg_normal_mass * (vn + cold.restitution * rv);
+            let impulse = (vn + rv * cold.restitution) * cp.neg_normal_mass;
             let new = (cp.normal_impulse + impulse).max(Wide::zero());
             let applied = new - cp.normal_impulse;
             cold.max_normal_impulse[k] = active.select(max.max(applied), max);

@@ -64,9 +64,57 @@ pub(crate) fn mul_bits(a: i64, b: i64) -> i64 {
 )]
 pub(crate) const CORNER: i64 = i64::MAX - (1 << 31) + 1;
 
+/// A per-step constant packed for the lanes' cheaper product: the value
+/// `m · 2ᵏ` (raw Q32.32 units) as `k << 58 | m` with `m` a signed 32-bit
+/// mantissa, `|m| ≤ 2³⁰`, and `0 ≤ k ≤ 32` the fewest low bits dropped for
+/// that, by an arithmetic shift (a floor). Values below ¼ in magnitude keep
+/// every bit (`k = 0`); larger ones keep 30 significant bits, far finer
+/// than an `f32`'s 24. (Beyond 2³⁰ in magnitude, absurd for the solver's
+/// constants, the mantissa saturates at ±(2³¹ − 1) with `k = 32`.) Since
+/// `|m| < 2³¹`, negating the mantissa negates the value exactly; `k` sits
+/// in the top six bits so that one shift extracts it.
+pub(crate) fn pack_bits(c: i64) -> i64 {
+    let significant = 64 - c.unsigned_abs().leading_zeros();
+    let k = significant.saturating_sub(30).min(32);
+    let m = (c >> k).clamp(-(i64::from(i32::MAX)), i64::from(i32::MAX));
+    (i64::from(k) << 58) | (m & 0xFFFF_FFFF)
+}
+
+/// The shift of a packed constant.
+#[inline(always)]
+fn coef_shift(p: i64) -> u32 {
+    ((p as u64) >> 58) as u32
+}
+
+/// The value a packed constant stands for, `m · 2ᵏ`.
+#[cfg(test)]
+pub(crate) fn unpack_bits(p: i64) -> i64 {
+    i64::from(p as i32) << coef_shift(p)
+}
+
+/// The lanes' product of a variable `x` and a packed constant `p`
+/// ([`pack_bits`]), from two signed 32 × 32 → 64 products: with `x` split
+/// as in [`mul_bits`], `x·m = xₕm·2³² + xₗm`, and the product is
+/// `(xₕm + (xₗm >> 32)) << k` (an arithmetic shift: a floor). For `k = 0`
+/// (constants below ¼) that is `Scalar`'s product by the constant, for `x`
+/// below [`CORNER`]; otherwise it is `⌊x·m / 2³²⌋·2ᵏ`, below the exact
+/// product of `x` and `m·2ᵏ` by less than 2ᵏ raw units (a constant of 1
+/// costs at most 8 units, 2·10⁻⁹; the flooring happens before the shift,
+/// which is what saves two products and two shifts).
+#[cfg_attr(
+    all(not(test), target_arch = "x86_64", target_feature = "avx2"),
+    allow(dead_code)
+)]
+#[inline(always)]
+pub(crate) fn mul_coef_bits(x: i64, p: i64) -> i64 {
+    let m = i64::from(p as i32);
+    let (xh, xl) = (split_high(x), i64::from(x as i32));
+    // |xₕm|, |xₗm| ≤ 2⁶²: neither product overflows, nor their sum.
+    ((xh * m) + ((xl * m) >> 32)) << coef_shift(p)
+}
+
 /// The high half of the signed split of [`mul_bits`]: `(a + 2³¹) >> 32`,
 /// wrapping, as a signed 32-bit value.
-#[cfg_attr(not(test), allow(dead_code))]
 #[inline(always)]
 fn split_high(a: i64) -> i64 {
     i64::from((a.wrapping_add(1 << 31) >> 32) as i32)
@@ -134,6 +182,29 @@ mod imp {
     #[inline(always)]
     pub(crate) fn mul(a: V, b: V) -> V {
         each(|r| mul1(a[r], b[r]))
+    }
+    /// [`super::mul_coef_bits`] in eight lanes.
+    #[inline(always)]
+    fn mul_coef1(x: m512i, p: m512i) -> m512i {
+        let xh = shr_all_u64_m512i(add_i64_m512i(x, set_splat_i64_m512i(1 << 31)), 32);
+        let t = add_i64_m512i(
+            mul_i32_wide_m512i(xh, p),
+            shr_all_i64_m512i(mul_i32_wide_m512i(x, p), 32),
+        );
+        // The shift, below 64 as six bits are.
+        shl_each_u64_m512i(t, shr_all_u64_m512i(p, 58))
+    }
+    #[inline(always)]
+    pub(crate) fn mul_coef(x: V, p: V) -> V {
+        each(|r| mul_coef1(x[r], p[r]))
+    }
+    #[inline(always)]
+    pub(crate) fn neg_mantissa(p: V) -> V {
+        let low = set_splat_i64_m512i(0xFFFF_FFFF);
+        each(|r| {
+            let neg = sub_i64_m512i(zeroed_m512i(), p[r]);
+            bitor_m512i(bitandnot_m512i(low, p[r]), bitand_m512i(neg, low))
+        })
     }
     #[inline(always)]
     pub(crate) fn mul_u32(a: V, k: u32) -> V {
@@ -251,6 +322,24 @@ mod imp {
         let ll = shr_imm_u64_m256i::<32>(bitxor_m256i(ll, set_splat_i64_m256i(i64::MIN)));
         add_i64_m256i(add_i64_m256i(hh, mid), sub_i64_m256i(ll, half))
     }
+    /// [`super::mul_coef_bits`] in four lanes. AVX2 has no 64-bit
+    /// arithmetic shift: `y >> 32 = ((y ^ 2⁶³) >>ₗ 32) − 2³¹`.
+    #[inline(always)]
+    pub(crate) fn mul_coef(x: V, p: V) -> V {
+        let xh = shr_imm_u64_m256i::<32>(add_i64_m256i(x, set_splat_i64_m256i(1 << 31)));
+        let low = mul_i64_low_bits_m256i(x, p);
+        let low = shr_imm_u64_m256i::<32>(bitxor_m256i(low, set_splat_i64_m256i(i64::MIN)));
+        let t = add_i64_m256i(mul_i64_low_bits_m256i(xh, p), low);
+        let t = sub_i64_m256i(t, set_splat_i64_m256i(1 << 31));
+        // The shift, below 64 as six bits are.
+        shl_each_u64_m256i(t, shr_imm_u64_m256i::<58>(p))
+    }
+    #[inline(always)]
+    pub(crate) fn neg_mantissa(p: V) -> V {
+        let low = set_splat_i64_m256i(0xFFFF_FFFF);
+        let neg = sub_i64_m256i(zeroed_m256i(), p);
+        bitor_m256i(bitandnot_m256i(low, p), bitand_m256i(neg, low))
+    }
     #[inline(always)]
     pub(crate) fn mul_u32(a: V, k: u32) -> V {
         // (aₕ·2³² + aₗ)·k mod 2⁶⁴ = (aₕk << 32) + aₗk.
@@ -356,6 +445,14 @@ mod imp {
         r
     }
     #[inline(always)]
+    pub(crate) fn mul_coef(x: V, p: V) -> V {
+        super::mul_coef_bits(x, p)
+    }
+    #[inline(always)]
+    pub(crate) fn neg_mantissa(p: V) -> V {
+        (p & !0xFFFF_FFFF) | (p.wrapping_neg() & 0xFFFF_FFFF)
+    }
+    #[inline(always)]
     pub(crate) fn mul_u32(a: V, k: u32) -> V {
         a.wrapping_mul(i64::from(k))
     }
@@ -437,6 +534,66 @@ pub(crate) struct Wide(imp::V);
 /// A per-lane condition.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Mask(imp::M);
+
+/// [`LANES`] per-step constants packed for the product `Wide * Coef`
+/// (see [`pack_bits`]): half the work of `Wide * Wide`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Coef(imp::V);
+
+impl Coef {
+    /// Zero in every lane.
+    #[inline(always)]
+    pub(crate) fn zero() -> Coef {
+        Coef(imp::zero())
+    }
+
+    /// `s` packed, in every lane.
+    #[inline(always)]
+    pub(crate) fn splat(s: Scalar) -> Coef {
+        Coef(imp::splat(pack_bits(s.to_bits())))
+    }
+
+    /// Every lane of `w` packed into `self`, lane by lane with scalar code
+    /// straight into `self`'s memory: cheaper than a vector form (a
+    /// bit-length search without a vector count of leading zeros took some
+    /// forty instructions per value), and no vector is rebuilt from lanes
+    /// only just stored.
+    #[inline(always)]
+    pub(crate) fn pack_into(&mut self, w: Wide) {
+        let lanes = imp::to_array(w.0);
+        let dst: &mut [i64; LANES] = bytemuck::cast_mut(&mut self.0);
+        for (d, c) in dst.iter_mut().zip(lanes) {
+            *d = pack_bits(c);
+        }
+    }
+
+    /// Lane-wise: whether the constant is zero.
+    #[inline(always)]
+    pub(crate) fn is_zero(self) -> Mask {
+        Mask(imp::eq(self.0, imp::zero()))
+    }
+
+    /// The negated constants, exactly (the mantissa negated, the shift
+    /// kept: `|m| < 2³¹`).
+    #[inline(always)]
+    pub(crate) fn neg(self) -> Coef {
+        Coef(imp::neg_mantissa(self.0))
+    }
+
+    /// The values the lanes stand for.
+    #[cfg(test)]
+    pub(crate) fn values(self) -> [Scalar; LANES] {
+        imp::to_array(self.0).map(|p| Scalar::from_bits(unpack_bits(p)))
+    }
+}
+
+impl Mul<Coef> for Wide {
+    type Output = Wide;
+    #[inline(always)]
+    fn mul(self, c: Coef) -> Wide {
+        Wide(imp::mul_coef(self.0, c.0))
+    }
+}
 
 impl Wide {
     /// Zero in every lane.
@@ -536,6 +693,12 @@ impl Mask {
     #[inline(always)]
     pub(crate) fn select(self, a: Wide, b: Wide) -> Wide {
         Wide(imp::select(self.0, a.0, b.0))
+    }
+
+    /// `a` where the lane's condition holds, `b` elsewhere.
+    #[inline(always)]
+    pub(crate) fn select_coef(self, a: Coef, b: Coef) -> Coef {
+        Coef(imp::select(self.0, a.0, b.0))
     }
 
     /// Both conditions.
@@ -731,7 +894,134 @@ mod tests {
         assert_eq!(Wide::splat(Scalar::HALF).to_array(), [Scalar::HALF; LANES]);
     }
 
+    /// `x` times a packed constant's value, exactly (`Scalar`'s product).
+    fn coef_product(x: i64, p: i64) -> i64 {
+        (s(x) * s(unpack_bits(p))).to_bits()
+    }
+
+    #[test]
+    fn packing_keeps_small_constants_and_thirty_bits_of_large_ones() {
+        for c in [
+            0i64,
+            1,
+            -1,
+            1 << 29,
+            -(1 << 30),
+            (1 << 30) - 1,
+            1 << 32,
+            3 << 40,
+            i64::MAX,
+            i64::MIN,
+            -(1 << 31),
+        ] {
+            let p = pack_bits(c);
+            let (m, k) = (i64::from(p as i32), i64::from(coef_shift(p)));
+            assert!((0..=32).contains(&k), "{c:#x}");
+            assert!(m.unsigned_abs() < 1 << 31, "{c:#x}");
+            if c.unsigned_abs() <= 1 << 30 {
+                assert_eq!(unpack_bits(p), c, "{c:#x} is kept whole");
+            } else if c.unsigned_abs() < 1 << 62 {
+                // Floored to 30 significant bits.
+                let v = unpack_bits(p);
+                assert!(v <= c && c - v < 1 << k, "{c:#x} -> {v:#x}");
+                assert!(
+                    m.unsigned_abs() >= 1 << 29,
+                    "{c:#x}: the fewest bits dropped"
+                );
+            }
+        }
+        // Packing in place gives `pack_bits`, every lane.
+        let values = [
+            0i64,
+            1,
+            -1,
+            1 << 29,
+            -(1 << 30),
+            (1 << 30) - 1,
+            1 << 32,
+            3 << 40,
+            -(5 << 40) - 3,
+            i64::MAX,
+            i64::MIN,
+            -(1 << 31),
+            0x1234_5678_9abc_def0,
+        ];
+        for j in 0..values.len() {
+            let w = Wide::from_fn(|i| s(values[(j + i) % values.len()]));
+            let mut packed = Coef::zero();
+            packed.pack_into(w);
+            let got = imp::to_array(packed.0);
+            for (i, g) in got.iter().enumerate() {
+                assert_eq!(*g, pack_bits(values[(j + i) % values.len()]), "lane {i}");
+            }
+        }
+        // Exact negation of every packed value.
+        for c in [5i64, -(1 << 30), (1 << 40) + 12345, -(7 << 50)] {
+            let n = Coef(imp::splat(pack_bits(c))).neg().values();
+            assert_eq!(n[0], -s(unpack_bits(pack_bits(c))));
+        }
+    }
+
+    #[test]
+    fn coef_products_on_every_lane_match_the_definition() {
+        let consts = [
+            0i64,
+            1,
+            -1,
+            1 << 29,
+            -(1 << 31),
+            3 << 32,
+            -(5 << 40),
+            (1 << 33) + 7,
+            i64::MAX,
+        ];
+        for j in 0..EDGES.len() {
+            let xs = Wide::from_fn(|i| s(EDGES[(j + i) % EDGES.len()]));
+            let cs = Wide::from_fn(|i| s(consts[(j + i) % consts.len()]));
+            let mut p = Coef::zero();
+            p.pack_into(cs);
+            let (got, xs, cv) = ((xs * p).to_array(), xs.to_array(), p.values());
+            for i in 0..LANES {
+                let pk = pack_bits(consts[(j + i) % consts.len()]);
+                assert_eq!(
+                    got[i].to_bits(),
+                    mul_coef_bits(xs[i].to_bits(), pk),
+                    "lane {i}"
+                );
+                assert_eq!(cv[i].to_bits(), unpack_bits(pk));
+            }
+        }
+    }
+
+    /// How far the lanes' product of `x` and `p` is below the exact one.
+    fn coef_shortfall(x: i64, p: i64) -> i128 {
+        let exact = (i128::from(x) * i128::from(unpack_bits(p))) >> 32;
+        exact - i128::from(mul_coef_bits(x, p))
+    }
+
     proptest! {
+        /// Exactly `Scalar`'s product for constants below ¼; below the
+        /// exact product by less than 2ᵏ otherwise (for `x` inside the
+        /// corner); every lane computes the definition.
+        #[test]
+        fn coef_product_is_the_product_by_the_packed_value_floored_before_the_shift(
+            x in any::<i64>(), c in any::<i64>(), sh in 0u32..63,
+        ) {
+            let (x, c) = (x >> sh, c >> (62 - sh));
+            let p = pack_bits(c);
+            let k = coef_shift(p);
+            if x < CORNER && x > -CORNER && c.unsigned_abs() < 1 << 40 {
+                if k == 0 {
+                    prop_assert_eq!(mul_coef_bits(x, p), coef_product(x, p));
+                } else {
+                    let d = coef_shortfall(x, p);
+                    prop_assert!((0..1i128 << k).contains(&d), "shortfall {} with k = {}", d, k);
+                }
+            }
+            let lanes = (Wide::splat(s(x)) * Coef(imp::splat(p))).to_array();
+            prop_assert!(lanes.iter().all(|l| l.to_bits() == mul_coef_bits(x, p)));
+        }
+
         #[test]
         fn split_product_matches_its_definition(a in any::<i64>(), b in any::<i64>(), sh in 0u32..63) {
             prop_assert_eq!(mul_bits(a, b), defined_product(a, b));
