@@ -66,18 +66,16 @@ pub(crate) const CORNER: i64 = i64::MAX - (1 << 31) + 1;
 
 /// A per-step constant packed for the lanes' cheaper product: the value
 /// `m · 2ᵏ` (raw Q32.32 units) as `k << 58 | m` with `m` a signed 32-bit
-/// mantissa, `|m| ≤ 2³⁰`, and `0 ≤ k ≤ 32` the fewest low bits dropped for
+/// mantissa, `|m| ≤ 2³⁰`, and `0 ≤ k ≤ 34` the fewest low bits dropped for
 /// that, by an arithmetic shift (a floor). Values below ¼ in magnitude keep
 /// every bit (`k = 0`); larger ones keep 30 significant bits, far finer
-/// than an `f32`'s 24. (Beyond 2³⁰ in magnitude, absurd for the solver's
-/// constants, the mantissa saturates at ±(2³¹ − 1) with `k = 32`.) Since
-/// `|m| < 2³¹`, negating the mantissa negates the value exactly; `k` sits
-/// in the top six bits so that one shift extracts it.
+/// than an `f32`'s 24. Since `|m| < 2³¹`, negating the mantissa negates
+/// the value exactly; `k` sits in the top six bits so that one shift
+/// extracts it.
+#[inline(always)]
 pub(crate) fn pack_bits(c: i64) -> i64 {
-    let significant = 64 - c.unsigned_abs().leading_zeros();
-    let k = significant.saturating_sub(30).min(32);
-    let m = (c >> k).clamp(-(i64::from(i32::MAX)), i64::from(i32::MAX));
-    (i64::from(k) << 58) | (m & 0xFFFF_FFFF)
+    let k = (64 - c.unsigned_abs().leading_zeros()).saturating_sub(30);
+    (i64::from(k) << 58) | ((c >> k) & 0xFFFF_FFFF)
 }
 
 /// The shift of a packed constant.
@@ -263,6 +261,10 @@ mod imp {
         each_mask(|r| (0..8).fold(0, |m, i| m | (u8::from(f(8 * r + i)) << i)))
     }
     #[inline(always)]
+    pub(crate) fn lanes_mut(v: &mut V) -> &mut [i64; LANES] {
+        bytemuck::cast_mut(v)
+    }
+    #[inline(always)]
     pub(crate) fn to_array(v: V) -> [i64; LANES] {
         let mut out = [0; LANES];
         for (r, v) in v.iter().enumerate() {
@@ -391,6 +393,10 @@ mod imp {
     pub(crate) fn to_array(v: V) -> [i64; LANES] {
         v.into()
     }
+    #[inline(always)]
+    pub(crate) fn lanes_mut(v: &mut V) -> &mut [i64; LANES] {
+        bytemuck::cast_mut(v)
+    }
 }
 
 #[cfg(not(all(target_arch = "x86_64", target_feature = "avx2")))]
@@ -512,6 +518,10 @@ mod imp {
     pub(crate) fn to_array(v: V) -> [i64; LANES] {
         [v]
     }
+    #[inline(always)]
+    pub(crate) fn lanes_mut(v: &mut V) -> &mut [i64; LANES] {
+        core::array::from_mut(v)
+    }
 }
 
 /// Asks the CPU to start loading `r`'s cache line (no effect on the
@@ -561,7 +571,7 @@ impl Coef {
     #[inline(always)]
     pub(crate) fn pack_into(&mut self, w: Wide) {
         let lanes = imp::to_array(w.0);
-        let dst: &mut [i64; LANES] = bytemuck::cast_mut(&mut self.0);
+        let dst = imp::lanes_mut(&mut self.0);
         for (d, c) in dst.iter_mut().zip(lanes) {
             *d = pack_bits(c);
         }
@@ -916,11 +926,11 @@ mod tests {
         ] {
             let p = pack_bits(c);
             let (m, k) = (i64::from(p as i32), i64::from(coef_shift(p)));
-            assert!((0..=32).contains(&k), "{c:#x}");
+            assert!((0..=34).contains(&k), "{c:#x}");
             assert!(m.unsigned_abs() < 1 << 31, "{c:#x}");
             if c.unsigned_abs() <= 1 << 30 {
                 assert_eq!(unpack_bits(p), c, "{c:#x} is kept whole");
-            } else if c.unsigned_abs() < 1 << 62 {
+            } else {
                 // Floored to 30 significant bits.
                 let v = unpack_bits(p);
                 assert!(v <= c && c - v < 1 << k, "{c:#x} -> {v:#x}");
