@@ -370,6 +370,21 @@ struct Scratch {
     broken: Vec<u32>,
 }
 
+impl Scratch {
+    /// Lays out and prepares the contacts coloured since the last call
+    /// ([`Graph::finish_window`]) from this step's solver slots and order.
+    fn finish_window(&mut self, st: &WorldState) {
+        self.graph.finish_window(
+            &st.contacts,
+            &st.bodies,
+            &self.states,
+            &self.slot_of,
+            &self.solve_order,
+            &mut self.constraints_cold,
+        );
+    }
+}
+
 /// A contact point as seen from outside (for drawing and inspection).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ContactView {
@@ -1641,25 +1656,11 @@ impl World {
                 sc.constraints_cold.push(ContactCold::new(ci as u32, c));
             }
             if sc.graph.window_full() {
-                sc.graph.finish_window(
-                    &st.contacts,
-                    &st.bodies,
-                    &sc.states,
-                    &sc.slot_of,
-                    &sc.solve_order,
-                    &mut sc.constraints_cold,
-                );
+                sc.finish_window(st);
             }
         }
         if !sc.graph.window_full() {
-            sc.graph.finish_window(
-                &st.contacts,
-                &st.bodies,
-                &sc.states,
-                &sc.slot_of,
-                &sc.solve_order,
-                &mut sc.constraints_cold,
-            );
+            sc.finish_window(st);
         }
         #[cfg(debug_assertions)]
         sc.graph.check(|s| moves(&sc.states, s));
