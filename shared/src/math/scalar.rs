@@ -287,8 +287,30 @@ impl Div for Scalar {
         if d == 0 {
             return Scalar::ZERO;
         }
-        let n = (self.to_bits() as i128) << FRAC_BITS;
-        Scalar::from_bits((n / d as i128) as i64)
+        let n = self.to_bits();
+        let (un, ud) = (n.unsigned_abs(), d.unsigned_abs());
+        // The quotient's magnitude ⌊un·2³² / ud⌋ with 64-bit divisions
+        // when they suffice (the 128-bit one is a library call, ~4× the
+        // cost): directly for |self| < 1, in two 32-bit digits for
+        // |o| < 1 raw·2³² (the remainder of the first is below ud < 2³²,
+        // so the second's dividend fits). The 128-bit form below keeps
+        // the low 64 bits of the signed quotient; so do these (the
+        // shifted first digit drops what lies above 2⁶⁴).
+        let q = if un < 1 << FRAC_BITS {
+            (un << FRAC_BITS) / ud
+        } else if ud < 1 << FRAC_BITS {
+            let (q1, r1) = (un / ud, un % ud);
+            (q1 << FRAC_BITS) | ((r1 << FRAC_BITS) / ud)
+        } else {
+            let n = i128::from(n) << FRAC_BITS;
+            return Scalar::from_bits((n / i128::from(d)) as i64);
+        };
+        let q = q as i64;
+        Scalar::from_bits(if (n < 0) != (d < 0) {
+            q.wrapping_neg()
+        } else {
+            q
+        })
     }
 }
 
@@ -364,8 +386,10 @@ mod tests {
         assert_eq!((-Scalar::EPSILON) * Scalar::HALF, -Scalar::EPSILON);
     }
 
-    #[test]
-    fn recip_matches_division() {
+    /// Awkward raw values: small ones, powers of two and their neighbours,
+    /// the ends of the range, thirds, and a spread from a fixed LCG (no
+    /// randomness needed).
+    fn awkward_bits(spread: usize) -> Vec<i64> {
         let mut cases = vec![
             0i64,
             1,
@@ -394,18 +418,40 @@ mod tests {
                 (p / 3).wrapping_mul(2).wrapping_add(1),
             ]);
         }
-        // A spread of awkward values (a fixed LCG; no randomness needed).
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        for _ in 0..2000 {
+        for _ in 0..spread {
             x = x
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             cases.push(x as i64);
             cases.push((x >> (x % 61)) as i64);
         }
-        for b in cases {
+        cases
+    }
+
+    #[test]
+    fn recip_matches_division() {
+        for b in awkward_bits(2000) {
             let v = Scalar::from_bits(b);
             assert_eq!(v.recip(), Scalar::ONE / v, "1/{b:#x}");
+        }
+    }
+
+    /// The 64-bit division paths give the bits of the 128-bit quotient,
+    /// wrapped, for every sign and size of either operand.
+    #[test]
+    fn division_matches_the_wide_quotient() {
+        let cases = awkward_bits(300);
+        for &a in &cases {
+            for &b in &cases {
+                let want = if b == 0 {
+                    0
+                } else {
+                    ((i128::from(a) << 32) / i128::from(b)) as i64
+                };
+                let got = (Scalar::from_bits(a) / Scalar::from_bits(b)).to_bits();
+                assert_eq!(got, want, "{a:#x} / {b:#x}");
+            }
         }
     }
 
