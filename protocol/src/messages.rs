@@ -30,10 +30,12 @@ use std::fmt;
 /// snapshots and state hashes leave out the contact geometry (recomputed
 /// from the positions on decoding). 7: the contact solver works on
 /// coloured bundles of contacts (a new simulation: the same encodings, but
-/// every state after a step with contacts differs from 6's).
+/// every state after a step with contacts differs from 6's). 8: contacts
+/// between thick shapes are recycled (manifolds at reference poses carried
+/// by the bodies' motion; a new simulation, the same encodings).
 ///
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
-pub const PROTOCOL_VERSION: u32 = 7;
+pub const PROTOCOL_VERSION: u32 = 8;
 /// Largest datagram we send or accept (quinn's initial max is 1162).
 pub const MAX_DATAGRAM: usize = 1150;
 /// Largest reliable message (a snapshot chunk, a desync report).

@@ -3,11 +3,11 @@
 //! ```sh
 //! cargo run --release --bin bitroom-server -- replay record --loose-bodies 8 \
 //!     --players 4 --ticks 240 --keyframe-interval 120 --room fixture \
-//!     --out protocol/tests/fixtures/arena-4-bots-v6.brr
+//!     --out protocol/tests/fixtures/arena-4-bots-v7.brr
 //! ```
 //!
-//! (replay format 6, packed snapshots without contact geometry; recorded
-//! 2026-11-24 when the contact solver moved to coloured bundles).
+//! (replay format 7, packed snapshots without contact geometry; recorded
+//! 2026-11-24 when contacts between thick shapes began to be recycled).
 //!
 //! It must verify in every build (debug tests included) and on every
 //! platform: `.ci/cross-check.sh` runs this file on each target and diffs
@@ -23,12 +23,12 @@ use bitroom_protocol::replay::{
     sandbox_rules, verify, Record, ReplayReader, VerifyOptions, VerifyReport,
 };
 
-/// Format 6: packed snapshots.
-const FIXTURE: &[u8] = include_bytes!("fixtures/arena-4-bots-v6.brr");
+/// Format 7: packed snapshots.
+const FIXTURE: &[u8] = include_bytes!("fixtures/arena-4-bots-v7.brr");
 /// Ticks in the fixture.
 const TICKS: u64 = 240;
 /// Its final state hash (also recorded in the file).
-const FINAL_HASH: u64 = 0xcada063c02b226c7;
+const FINAL_HASH: u64 = 0x6630f7eddaee47af;
 
 fn run(bytes: &[u8], synctest: Option<u32>) -> VerifyReport {
     let reader = ReplayReader::open(bytes).expect("the fixture opens");

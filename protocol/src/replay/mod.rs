@@ -79,13 +79,14 @@ pub const MAGIC: &[u8; 8] = b"BRREPLAY";
 /// computes at its end from the positions it leaves (a new simulation:
 /// files of 4 and older replay to other hashes). 6: the same bytes as 5,
 /// of a new simulation (the contact solver works on coloured bundles of
-/// contacts), so files of 5 replay to other hashes.
+/// contacts), so files of 5 replay to other hashes. 7: the same bytes, of
+/// a simulation that recycles the contacts of thick shapes.
 ///
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
-pub const FORMAT_VERSION: u32 = 6;
-/// The oldest format this build reads: 6. Older files hold states and
+pub const FORMAT_VERSION: u32 = 7;
+/// The oldest format this build reads: 7. Older files hold states and
 /// hashes of an earlier simulation, which this build cannot reproduce.
-pub const OLDEST_FORMAT_VERSION: u32 = 6;
+pub const OLDEST_FORMAT_VERSION: u32 = 7;
 /// Largest record payload accepted (a keyframe of the largest snapshot,
 /// 64 MiB of world plus 1 MiB of game state, fits).
 pub const MAX_RECORD: usize = 72 << 20;

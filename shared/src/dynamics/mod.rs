@@ -8,6 +8,7 @@ mod graph;
 mod island;
 pub mod joint;
 mod query;
+mod recycle;
 mod shape;
 mod solver;
 mod world;

@@ -28,9 +28,10 @@ use super::events::Events;
 use super::graph::{self, Graph, OVERFLOW};
 use super::island;
 use super::joint::{self, BrokenJoint, Joint, JointContext, JointFilter, JointId, JointSolver};
+use super::recycle::{self, update_manifold, Basis, BodyRef};
 use super::shape::{Shape, ShapeDef, ShapeIn, ShapeOut, VACANT_GEOMETRY};
 use super::solver::{self, BodyState, ConstraintPoint, ContactCold, ContactConstraint};
-use crate::collision::{collide, collide_into, shapes_overlap, DynamicTree};
+use crate::collision::{shapes_overlap, DynamicTree, Manifold};
 use crate::geometry::{GeometryError, MassData, ShapeGeometry};
 use crate::math::{Aabb, Rot, Scalar, Transform, Vec2, WORLD_BOUND};
 use serde::{Deserialize, Serialize};
@@ -368,6 +369,8 @@ struct Scratch {
     ccd: CcdScratch,
     joints: JointSolver,
     broken: Vec<u32>,
+    /// The bodies' reference poses (see `recycle`).
+    refs: Vec<BodyRef>,
 }
 
 impl Scratch {
@@ -1445,6 +1448,7 @@ impl World {
         sc.remove.clear();
         sc.remove.resize(st.contacts.len(), false);
         sc.wake.clear();
+        recycle::body_refs(&st.bodies, &mut sc.refs);
         let mut any_removed = false;
         // After the solve: the impulses it accumulated, for the next warm
         // start, in the contacts' key order.
@@ -1503,8 +1507,20 @@ impl World {
             // the impulses were stored just above, and a copy of the whole
             // manifold would load them back before those stores complete.
             let old = PreviousPoints::of(&c.manifold);
-            collide_into(ga, ba.transform, gb, bb.transform, &mut c.manifold);
-            match_impulses(&mut c.manifold, &old);
+            let (ra, rb) = (&sc.refs[c.body_a as usize], &sc.refs[c.body_b as usize]);
+            if update_manifold(
+                &mut c.basis,
+                (ga, ra, ba.transform),
+                (gb, rb, bb.transform),
+                &mut c.manifold,
+            ) {
+                match_impulses(&mut c.manifold, &old);
+            } else {
+                // The same points as last step: their impulses stay.
+                for p in &mut c.manifold.points[..usize::from(c.manifold.count)] {
+                    p.persisted = true;
+                }
+            }
             let touching = c.manifold.count > 0;
             if touching {
                 // A sleeping body wakes when something active begins to
@@ -1906,6 +1922,8 @@ impl World {
     /// this reproduces the manifolds exactly.
     pub(crate) fn refresh_manifolds(&mut self) -> Result<(), &'static str> {
         let st = &mut self.state;
+        let refs = &mut self.scratch.refs;
+        recycle::body_refs(&st.bodies, refs);
         for c in st.contacts.iter_mut() {
             if c.sensor {
                 if c.manifold.count != 0 {
@@ -1914,11 +1932,14 @@ impl World {
                 continue;
             }
             let (ba, bb) = (&st.bodies[c.body_a as usize], &st.bodies[c.body_b as usize]);
-            let mut m = collide(
-                &st.geometry[c.shape_a as usize],
-                ba.transform,
-                &st.geometry[c.shape_b as usize],
-                bb.transform,
+            let (ra, rb) = (&refs[c.body_a as usize], &refs[c.body_b as usize]);
+            let mut m = Manifold::EMPTY;
+            c.basis = Basis::default();
+            update_manifold(
+                &mut c.basis,
+                (&st.geometry[c.shape_a as usize], ra, ba.transform),
+                (&st.geometry[c.shape_b as usize], rb, bb.transform),
+                &mut m,
             );
             if m.count != c.manifold.count
                 || m.points()

@@ -1,0 +1,358 @@
+//! Contact recycling without history: manifolds computed at reference
+//! poses that are a function of the current pose, and carried to the
+//! current pose by the bodies' motion.
+//!
+//! Box2D v3 skips the narrow phase for a contact whose relative pose has
+//! moved less than a tolerance since its manifold was computed, and carries
+//! the old anchors with the bodies instead ("contact recycling"). That
+//! manifold depends on when it was computed: history, which every snapshot
+//! would have to carry (a pose and a manifold per contact).
+//!
+//! Here the pose a manifold is computed at is the body's *reference pose*:
+//! its position rounded to a grid of [`GRID`] and its rotation's smaller
+//! component rounded to steps of [`TURN`] (the other from it, by square
+//! root). That is a function of the current pose, so the manifold is too:
+//!
+//! - the *basis*: the narrow phase run at both bodies' reference poses;
+//! - if the basis has points, each is carried from the reference poses to
+//!   the current ones rigidly with each body (its position on A and on B,
+//!   their midpoint, and the separation plus the gap those two motions
+//!   open along the basis normal; Box2D's recycling formula);
+//! - if it has none, the narrow phase at the current poses decides (a pair
+//!   that approaches within one grid cell is not missed).
+//!
+//! Nothing of it is state: a decoded world recomputes it from the
+//! positions. The basis is cached in the contact with the two bodies'
+//! reference keys, and recomputed only when a key changes: in a settled
+//! pile most bodies keep their cell from step to step, so most pairs skip
+//! the narrow phase, as in Box2D. The error this admits is that of
+//! Box2D's: features and normal of a pose up to half a cell away (Box2D's
+//! tolerance is 0.05 m of relative motion; here each body is within
+//! `GRID / 2` = 0.016 m and about 0.2° of its reference).
+
+use super::body::Body;
+use crate::collision::{collide_into, Manifold};
+use crate::geometry::ShapeGeometry;
+use crate::math::{Rot, Scalar, Transform, Vec2};
+
+/// Raw bits of the position grid, 2⁻⁵ m.
+const GRID_SHIFT: u32 = 27;
+/// Raw bits of the rotation step, 2⁻⁷.
+const TURN_SHIFT: u32 = 25;
+/// The position grid, 1/32 m.
+const GRID: Scalar = Scalar::from_bits(1 << GRID_SHIFT);
+/// The rotation step of the smaller component, 1/128 (about 0.45°).
+#[cfg(test)]
+const TURN: Scalar = Scalar::from_bits(1 << TURN_SHIFT);
+/// Bits of each grid coordinate in a key (wraps 2·10⁶ m out, 200 times
+/// the world bound).
+const KEY_BITS: u32 = 27;
+const KEY_MASK: u64 = (1 << KEY_BITS) - 1;
+
+/// `v / 2ˢ` rounded to the nearest integer (halves up).
+#[inline(always)]
+fn round_shift(v: Scalar, s: u32) -> i64 {
+    v.to_bits().wrapping_add(1 << (s - 1)) >> s
+}
+
+/// Shapes at least this thick (inscribed radius, rounding included) have
+/// their contacts recycled: four cells, so that the few centimetres between
+/// reference and current poses never move one shape's centre past the
+/// middle of the other (which would pick the opposite face). Thinner ones
+/// (segments, planks, small balls) always take the narrow phase at their
+/// current pose.
+const MIN_THICKNESS: Scalar = GRID.shl(2);
+
+/// Whether a shape is at least [`MIN_THICKNESS`] thick.
+fn thick(g: &ShapeGeometry) -> bool {
+    let inner = match g {
+        ShapeGeometry::Circle(c) => c.radius,
+        ShapeGeometry::Capsule(c) => c.radius,
+        ShapeGeometry::Segment(_) => Scalar::ZERO,
+        ShapeGeometry::Polygon(p) if p.count < 3 => p.radius,
+        ShapeGeometry::Polygon(p) => {
+            let n = usize::from(p.count);
+            let faces = p.normals[..n].iter().zip(&p.vertices[..n]);
+            faces.fold(Scalar::MAX, |m, (nv, v)| m.min(nv.dot(*v - p.centroid))) + p.radius
+        }
+    };
+    inner >= MIN_THICKNESS
+}
+
+/// A body's reference pose and what carries points from it to the body.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BodyRef {
+    /// Identifies `pose` (a function of it).
+    pub(crate) key: u64,
+    /// The reference pose.
+    pub(crate) pose: Transform,
+    /// The body's rotation relative to `pose`'s.
+    turn: Rot,
+    /// The body's position.
+    p: Vec2,
+    /// Whether `key` and `pose` hold a body's (not yet on a new list).
+    set: bool,
+}
+
+impl BodyRef {
+    const UNSET: BodyRef = BodyRef {
+        key: u64::MAX,
+        pose: Transform::IDENTITY,
+        turn: Rot::IDENTITY,
+        p: Vec2::ZERO,
+        set: false,
+    };
+
+    /// Where the point `v`, given at the reference pose, is now.
+    #[inline(always)]
+    fn carry(&self, v: Vec2) -> Vec2 {
+        self.p + self.turn.rotate(v - self.pose.p)
+    }
+}
+
+/// The reference key of a pose: its grid cell and rotation step.
+#[inline]
+pub(crate) fn reference_key(xf: Transform) -> u64 {
+    let x = round_shift(xf.p.x, GRID_SHIFT) as u64 & KEY_MASK;
+    let y = round_shift(xf.p.y, GRID_SHIFT) as u64 & KEY_MASK;
+    let (c, s) = (xf.q.c, xf.q.s);
+    // Which component is rounded (the smaller), the other's sign, and the
+    // step (|k| ≤ 91 for a unit rotation, so eight bits hold it).
+    let small_s = s.abs() <= c.abs();
+    let (k, other_negative) = if small_s {
+        (round_shift(s, TURN_SHIFT), c < Scalar::ZERO)
+    } else {
+        (round_shift(c, TURN_SHIFT), s < Scalar::ZERO)
+    };
+    let r = (u64::from(small_s) << 9) | (u64::from(other_negative) << 8) | (k as u64 & 0xff);
+    x | (y << KEY_BITS) | (r << (2 * KEY_BITS))
+}
+
+/// The reference pose of a pose (a function of [`reference_key`]).
+pub(crate) fn reference_pose(xf: Transform) -> Transform {
+    let p = Vec2::new(
+        Scalar::from_bits(round_shift(xf.p.x, GRID_SHIFT) << GRID_SHIFT),
+        Scalar::from_bits(round_shift(xf.p.y, GRID_SHIFT) << GRID_SHIFT),
+    );
+    let (c, s) = (xf.q.c, xf.q.s);
+    let small_s = s.abs() <= c.abs();
+    let rounded = |v: Scalar| Scalar::from_bits(round_shift(v, TURN_SHIFT) << TURN_SHIFT);
+    // The rounded component is a multiple of 2⁻⁷ below 0.72: its square is
+    // exact, and the other component is the root of the rest.
+    let other = |r: Scalar, negative: bool| {
+        let o = (Scalar::ONE - r * r).sqrt();
+        if negative {
+            -o
+        } else {
+            o
+        }
+    };
+    let q = if small_s {
+        let s = rounded(s);
+        Rot {
+            c: other(s, c < Scalar::ZERO),
+            s,
+        }
+    } else {
+        let c = rounded(c);
+        Rot {
+            c,
+            s: other(c, s < Scalar::ZERO),
+        }
+    };
+    Transform::new(p, q)
+}
+
+/// Every body's [`BodyRef`] for its current pose, into `refs` (which keeps
+/// the reference poses of the last call: a pose is recomputed only when
+/// its key changes).
+pub(crate) fn body_refs(bodies: &[Body], refs: &mut Vec<BodyRef>) {
+    refs.resize(bodies.len(), BodyRef::UNSET);
+    for (r, b) in refs.iter_mut().zip(bodies) {
+        let xf = b.transform;
+        let key = reference_key(xf);
+        if key != r.key || !r.set {
+            r.key = key;
+            r.pose = reference_pose(xf);
+            r.set = true;
+        }
+        r.turn = r.pose.q.inv_mul(xf.q);
+        r.p = xf.p;
+    }
+}
+
+/// The narrow phase's result at the reference poses, cached in a contact
+/// with the keys it was computed for. A cache, not state: it is never
+/// encoded, hashed or compared (two contacts with the same state are
+/// equal whatever their caches hold).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Basis {
+    key_a: u64,
+    key_b: u64,
+    valid: bool,
+    count: u8,
+    normal: Vec2,
+    points: [Vec2; 2],
+    separations: [Scalar; 2],
+}
+
+impl PartialEq for Basis {
+    fn eq(&self, _: &Basis) -> bool {
+        true
+    }
+}
+
+impl Eq for Basis {}
+
+/// The manifold of a pair at the current poses, as the module describes:
+/// written into `m`, whose points keep their ids and impulses when the
+/// basis is unchanged. Returns whether the feature ids may have changed
+/// (the caller then carries the old impulses over by id).
+#[inline]
+pub(crate) fn update_manifold(
+    basis: &mut Basis,
+    (ga, ra, xa): (&ShapeGeometry, &BodyRef, Transform),
+    (gb, rb, xb): (&ShapeGeometry, &BodyRef, Transform),
+    m: &mut Manifold,
+) -> bool {
+    let mut renewed = false;
+    if !(basis.valid && basis.key_a == ra.key && basis.key_b == rb.key) {
+        *basis = Basis {
+            key_a: ra.key,
+            key_b: rb.key,
+            valid: true,
+            ..Basis::default()
+        };
+        if thick(ga) && thick(gb) {
+            collide_into(ga, ra.pose, gb, rb.pose, m);
+            basis.count = m.count;
+            basis.normal = m.normal;
+            basis.points = [m.points[0].point, m.points[1].point];
+            basis.separations = [m.points[0].separation, m.points[1].separation];
+        }
+        renewed = true;
+    }
+    if basis.count == 0 {
+        collide_into(ga, xa, gb, xb, m);
+        return true;
+    }
+    m.normal = basis.normal;
+    for i in 0..usize::from(basis.count) {
+        let (pa, pb) = (ra.carry(basis.points[i]), rb.carry(basis.points[i]));
+        let p = &mut m.points[i];
+        p.point = pa.lerp(pb, Scalar::HALF);
+        p.separation = basis.separations[i] + basis.normal.dot(pb - pa);
+    }
+    renewed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::math::fx;
+
+    fn xf(x: Scalar, y: Scalar, angle: Scalar) -> Transform {
+        Transform::new(Vec2::new(x, y), Rot::from_angle(angle))
+    }
+
+    #[test]
+    fn reference_pose_is_near_and_unit() {
+        let mut a = Scalar::from_bits(-0x3_2437_0000); // about −3.14
+        while a < fx(3) {
+            for (x, y) in [(fx(0), fx(0)), (Scalar::ratio(7, 3), Scalar::ratio(-11, 5))] {
+                let t = xf(x, y, a);
+                let r = reference_pose(t);
+                assert!((r.p.x - t.p.x).abs() <= GRID.shr(1));
+                assert!((r.p.y - t.p.y).abs() <= GRID.shr(1));
+                let dq = r.q.inv_mul(t.q);
+                // Within half a step of the smaller component (and its effect on the other).
+                assert!(dq.s.abs() <= TURN, "angle {a:?}: {dq:?}");
+                let unit = r.q.c * r.q.c + r.q.s * r.q.s - Scalar::ONE;
+                assert!(unit.abs() <= Scalar::from_bits(64), "{unit:?}");
+                // A function of the key: nearby poses with the same key
+                // have the same reference.
+                let nudge = Scalar::from_bits(1 << 12);
+                for u in [
+                    Transform::new(t.p + Vec2::new(nudge, -nudge), t.q),
+                    Transform::new(
+                        t.p,
+                        Rot {
+                            c: t.q.c - nudge,
+                            s: t.q.s + nudge,
+                        },
+                    ),
+                ] {
+                    if reference_key(u) == reference_key(t) {
+                        assert_eq!(reference_pose(u), r, "angle {a:?}");
+                    }
+                }
+            }
+            a += Scalar::ratio(1, 97);
+        }
+    }
+
+    #[test]
+    fn unturned_bodies_have_exact_references() {
+        let t = xf(Scalar::ratio(1, 3), fx(5), Scalar::ZERO);
+        let r = reference_pose(t);
+        assert_eq!(r.q, Rot::IDENTITY);
+        assert_eq!(r.p.y, fx(5));
+        assert_eq!(r.p.x, Scalar::ratio(11, 32));
+    }
+
+    #[test]
+    fn only_thick_shapes_are_recycled() {
+        use crate::geometry::{Capsule, Circle, Polygon, Segment};
+        let circle = |r| {
+            ShapeGeometry::Circle(Circle {
+                center: Vec2::ZERO,
+                radius: r,
+            })
+        };
+        assert!(thick(&circle(MIN_THICKNESS)));
+        assert!(!thick(&circle(MIN_THICKNESS - Scalar::EPSILON)));
+        let seg = Segment {
+            p1: Vec2::ZERO,
+            p2: Vec2::from_ints(5, 0),
+        };
+        assert!(!thick(&ShapeGeometry::Segment(seg)));
+        let cap = Capsule {
+            c1: Vec2::ZERO,
+            c2: Vec2::from_ints(1, 0),
+            radius: fx(1),
+        };
+        assert!(thick(&ShapeGeometry::Capsule(cap)));
+        // A box is as thick as its half width; a plank's thin side decides.
+        let b = |hx, hy| ShapeGeometry::Polygon(Polygon::make_box(hx, hy));
+        assert!(thick(&b(Scalar::HALF, Scalar::HALF)));
+        assert!(thick(&b(fx(3), MIN_THICKNESS)));
+        assert!(!thick(&b(fx(3), Scalar::ratio(1, 10))));
+    }
+
+    #[test]
+    fn keys_tell_cells_and_steps_apart() {
+        let base = xf(fx(1), fx(2), Scalar::ZERO);
+        let k = reference_key(base);
+        assert_eq!(
+            k,
+            reference_key(xf(fx(1) + GRID.shr(2), fx(2), Scalar::ZERO))
+        );
+        assert_ne!(k, reference_key(xf(fx(1) + GRID, fx(2), Scalar::ZERO)));
+        assert_ne!(k, reference_key(xf(fx(1), fx(2) - GRID, Scalar::ZERO)));
+        assert_ne!(k, reference_key(xf(fx(1), fx(2), TURN)));
+        // A half turn has the same small component, another sign.
+        let half = Transform::new(
+            base.p,
+            Rot {
+                c: -Scalar::ONE,
+                s: Scalar::ZERO,
+            },
+        );
+        assert_ne!(k, reference_key(half));
+        // Far out, the cells still differ (no wrap inside the world).
+        assert_ne!(
+            reference_key(xf(fx(-10_000), fx(0), Scalar::ZERO)),
+            reference_key(xf(fx(10_000), fx(0), Scalar::ZERO))
+        );
+    }
+}
