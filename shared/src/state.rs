@@ -124,6 +124,7 @@ impl World {
     /// are cleared: they are not state.
     pub fn restore(&mut self, snapshot: &Snapshot) {
         self.state.clone_from(&snapshot.state);
+        self.forget_caches();
         self.events.clear_all();
         self.broken_joints.clear();
     }

@@ -1519,3 +1519,42 @@ fn measure_packed_sizes_of_named_scenes() {
         );
     }
 }
+
+/// Contact manifolds are cached apart from the state (`recycle`), keyed by
+/// shape slots and reference poses. Restoring a state whose shape slot
+/// held another shape than the live world's must not reuse the live
+/// world's cache: the restored world continues exactly as a world decoded
+/// from the same snapshot (which starts with no cache).
+#[test]
+fn restore_forgets_cached_manifolds_of_reused_shape_slots() {
+    let mut w = World::default();
+    let g = w
+        .create_body(&BodyDef::fixed(Vec2::from_ints(0, -1)))
+        .unwrap();
+    let ground = ShapeGeometry::Polygon(Polygon::make_box(fx(20), fx(1)));
+    w.create_shape(g, &ShapeDef::default(), ground).unwrap();
+    let b = w
+        .create_body(&BodyDef::dynamic(Vec2::new(fx(0), Scalar::HALF)))
+        .unwrap();
+    let small = ShapeGeometry::Polygon(Polygon::make_box(Scalar::HALF, Scalar::HALF));
+    let s = w.create_shape(b, &ShapeDef::default(), small).unwrap();
+    steps(&mut w, 10);
+    assert!(w.is_awake(b).unwrap(), "its contact is updated every step");
+    let snap = w.snapshot();
+    // The same body, at the same pose, with a wider box off to one side
+    // (the same bottom, so the body stays in its cell) in the freed shape
+    // slot: same slot pair, same reference keys, other contact points.
+    w.destroy_shape(s).unwrap();
+    let wide = ShapeGeometry::Polygon(Polygon::make_offset_box(
+        fx(1),
+        Scalar::HALF,
+        Vec2::new(Scalar::ratio(3, 10), fx(0)),
+        Rot::IDENTITY,
+    ));
+    let s2 = w.create_shape(b, &ShapeDef::default(), wide).unwrap();
+    assert_eq!(s2.index, s.index, "the slot is reused");
+    steps(&mut w, 1);
+    w.restore(&snap);
+    let mut decoded = World::from_snapshot(&Snapshot::from_bytes(&snap.to_bytes()).unwrap());
+    assert_eq!(run(&mut w, 20), run(&mut decoded, 20));
+}

@@ -1,6 +1,5 @@
 //! Persistent contacts between pairs of shapes.
 
-use super::recycle::Basis;
 use super::shape::Shape;
 use crate::collision::Manifold;
 use crate::math::Scalar;
@@ -40,10 +39,6 @@ pub struct Contact {
     /// false between steps, so not state.
     #[serde(skip)]
     pub(crate) fresh: bool,
-    /// The manifold at the bodies' reference poses (a cache of the
-    /// positions, never encoded or compared; see `recycle`).
-    #[serde(skip)]
-    pub(crate) basis: Basis,
 }
 
 impl Contact {
@@ -62,7 +57,6 @@ impl Contact {
             contact_events: sa.def.enable_contact_events || sb.def.enable_contact_events,
             hit_events: sa.def.enable_hit_events || sb.def.enable_hit_events,
             fresh: true,
-            basis: Basis::default(),
         }
     }
 

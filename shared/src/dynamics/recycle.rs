@@ -181,28 +181,82 @@ pub(crate) fn body_refs(bodies: &[Body], refs: &mut Vec<BodyRef>) {
     }
 }
 
-/// The narrow phase's result at the reference poses, cached in a contact
-/// with the keys it was computed for. A cache, not state: it is never
-/// encoded, hashed or compared (two contacts with the same state are
-/// equal whatever their caches hold).
+/// The narrow phase's result at the reference poses for one contact (its
+/// pair key), with the reference keys it was computed for. A cache, not
+/// state: the world keeps these apart from the contacts, in key order, and
+/// never encodes, hashes or compares them (see [`Bases`]).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Basis {
+    pair: u64,
     key_a: u64,
     key_b: u64,
     valid: bool,
     count: u8,
-    normal: Vec2,
     points: [Vec2; 2],
     separations: [Scalar; 2],
 }
 
-impl PartialEq for Basis {
-    fn eq(&self, _: &Basis) -> bool {
-        true
-    }
+/// The contacts' bases, in pair-key order like the contacts, rebuilt by
+/// each pass over the contacts: [`Bases::take`] finds a contact's basis
+/// among the last pass's, [`Bases::keep`] stores it for the next. Kept out
+/// of the contacts so that snapshots (copies of the state) do not carry
+/// it; emptied when the state is replaced.
+#[derive(Debug, Default)]
+pub(crate) struct Bases {
+    old: Vec<Basis>,
+    new: Vec<Basis>,
+    cursor: usize,
 }
 
-impl Eq for Basis {}
+impl Bases {
+    /// Starts a pass over the contacts in key order.
+    pub(crate) fn begin(&mut self) {
+        core::mem::swap(&mut self.old, &mut self.new);
+        self.new.clear();
+        self.cursor = 0;
+    }
+
+    /// The last pass's basis of the contact with `pair` (keys ascending
+    /// from one call to the next), or an empty one; `fresh` (a contact
+    /// created since, perhaps in a slot pair a destroyed one had) forces
+    /// the empty one.
+    #[inline]
+    pub(crate) fn take(&mut self, pair: u64, fresh: bool) -> Basis {
+        while self.cursor < self.old.len() && self.old[self.cursor].pair < pair {
+            self.cursor += 1;
+        }
+        match self.old.get(self.cursor) {
+            Some(b) if b.pair == pair => {
+                self.cursor += 1;
+                if fresh {
+                    Basis {
+                        pair,
+                        ..Basis::default()
+                    }
+                } else {
+                    *b
+                }
+            }
+            _ => Basis {
+                pair,
+                ..Basis::default()
+            },
+        }
+    }
+
+    /// Keeps a contact's basis for the next pass (in key order).
+    #[inline]
+    pub(crate) fn keep(&mut self, b: Basis) {
+        self.new.push(b);
+    }
+
+    /// Ends a pass: anything not kept is forgotten.
+    pub(crate) fn clear(&mut self) {
+        self.old.clear();
+        self.new.clear();
+        self.cursor = 0;
+    }
+}
 
 /// The manifold of a pair at the current poses, as the module describes:
 /// written into `m`, whose points keep their ids and impulses when the
@@ -218,6 +272,7 @@ pub(crate) fn update_manifold(
     let mut renewed = false;
     if !(basis.valid && basis.key_a == ra.key && basis.key_b == rb.key) {
         *basis = Basis {
+            pair: basis.pair,
             key_a: ra.key,
             key_b: rb.key,
             valid: true,
@@ -226,7 +281,6 @@ pub(crate) fn update_manifold(
         if thick(ga) && thick(gb) {
             collide_into(ga, ra.pose, gb, rb.pose, m);
             basis.count = m.count;
-            basis.normal = m.normal;
             basis.points = [m.points[0].point, m.points[1].point];
             basis.separations = [m.points[0].separation, m.points[1].separation];
         }
@@ -236,12 +290,14 @@ pub(crate) fn update_manifold(
         collide_into(ga, xa, gb, xb, m);
         return true;
     }
-    m.normal = basis.normal;
+    // `m` holds the basis's normal: it was computed from it, here or by
+    // an earlier pass (`renewed` false), and only this function writes it.
+    let normal = m.normal;
     for i in 0..usize::from(basis.count) {
         let (pa, pb) = (ra.carry(basis.points[i]), rb.carry(basis.points[i]));
         let p = &mut m.points[i];
         p.point = pa.lerp(pb, Scalar::HALF);
-        p.separation = basis.separations[i] + basis.normal.dot(pb - pa);
+        p.separation = basis.separations[i] + normal.dot(pb - pa);
     }
     renewed
 }

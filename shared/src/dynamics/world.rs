@@ -28,7 +28,7 @@ use super::events::Events;
 use super::graph::{self, Graph, OVERFLOW};
 use super::island;
 use super::joint::{self, BrokenJoint, Joint, JointContext, JointFilter, JointId, JointSolver};
-use super::recycle::{self, update_manifold, Basis, BodyRef};
+use super::recycle::{self, update_manifold, Bases, BodyRef};
 use super::shape::{Shape, ShapeDef, ShapeIn, ShapeOut, VACANT_GEOMETRY};
 use super::solver::{self, BodyState, ConstraintPoint, ContactCold, ContactConstraint};
 use crate::collision::{shapes_overlap, DynamicTree, Manifold};
@@ -369,8 +369,10 @@ struct Scratch {
     ccd: CcdScratch,
     joints: JointSolver,
     broken: Vec<u32>,
-    /// The bodies' reference poses (see `recycle`).
+    /// The bodies' reference poses and the contacts' manifolds at them
+    /// (see `recycle`): caches of the positions.
     refs: Vec<BodyRef>,
+    bases: Bases,
 }
 
 impl Scratch {
@@ -456,6 +458,12 @@ impl World {
             static_tree: DynamicTree::new(),
             dynamic_tree: DynamicTree::new(),
         }))
+    }
+
+    /// Forgets what the scratch caches of the positions (the state was
+    /// replaced: a shape slot may hold another shape now).
+    pub(crate) fn forget_caches(&mut self) {
+        self.scratch.bases.clear();
     }
 
     pub(crate) fn from_state(state: WorldState) -> World {
@@ -1449,6 +1457,7 @@ impl World {
         sc.remove.resize(st.contacts.len(), false);
         sc.wake.clear();
         recycle::body_refs(&st.bodies, &mut sc.refs);
+        sc.bases.begin();
         let mut any_removed = false;
         // After the solve: the impulses it accumulated, for the next warm
         // start, in the contacts' key order.
@@ -1473,7 +1482,9 @@ impl World {
             let active_a = ba.awake && ba.kind != BodyKind::Static;
             let active_b = bb.awake && bb.kind != BodyKind::Static;
             let active = active_a || active_b;
+            let mut basis = sc.bases.take(c.key(), c.fresh);
             if !active && !c.fresh {
+                sc.bases.keep(basis);
                 continue;
             }
             c.fresh = false;
@@ -1508,12 +1519,14 @@ impl World {
             // manifold would load them back before those stores complete.
             let old = PreviousPoints::of(&c.manifold);
             let (ra, rb) = (&sc.refs[c.body_a as usize], &sc.refs[c.body_b as usize]);
-            if update_manifold(
-                &mut c.basis,
+            let renewed = update_manifold(
+                &mut basis,
                 (ga, ra, ba.transform),
                 (gb, rb, bb.transform),
                 &mut c.manifold,
-            ) {
+            );
+            sc.bases.keep(basis);
+            if renewed {
                 match_impulses(&mut c.manifold, &old);
             } else {
                 // The same points as last step: their impulses stay.
@@ -1922,8 +1935,10 @@ impl World {
     /// this reproduces the manifolds exactly.
     pub(crate) fn refresh_manifolds(&mut self) -> Result<(), &'static str> {
         let st = &mut self.state;
-        let refs = &mut self.scratch.refs;
-        recycle::body_refs(&st.bodies, refs);
+        let sc = &mut self.scratch;
+        recycle::body_refs(&st.bodies, &mut sc.refs);
+        sc.bases.clear();
+        sc.bases.begin();
         for c in st.contacts.iter_mut() {
             if c.sensor {
                 if c.manifold.count != 0 {
@@ -1932,15 +1947,16 @@ impl World {
                 continue;
             }
             let (ba, bb) = (&st.bodies[c.body_a as usize], &st.bodies[c.body_b as usize]);
-            let (ra, rb) = (&refs[c.body_a as usize], &refs[c.body_b as usize]);
+            let (ra, rb) = (&sc.refs[c.body_a as usize], &sc.refs[c.body_b as usize]);
             let mut m = Manifold::EMPTY;
-            c.basis = Basis::default();
+            let mut basis = sc.bases.take(c.key(), true);
             update_manifold(
-                &mut c.basis,
+                &mut basis,
                 (&st.geometry[c.shape_a as usize], ra, ba.transform),
                 (&st.geometry[c.shape_b as usize], rb, bb.transform),
                 &mut m,
             );
+            sc.bases.keep(basis);
             if m.count != c.manifold.count
                 || m.points()
                     .iter()
