@@ -1,7 +1,9 @@
 //! Persistent contacts between pairs of shapes.
 
+use super::recycle;
 use super::shape::Shape;
 use crate::collision::Manifold;
+use crate::geometry::ShapeGeometry;
 use crate::math::Scalar;
 use serde::{Deserialize, Serialize};
 
@@ -39,11 +41,19 @@ pub struct Contact {
     /// false between steps, so not state.
     #[serde(skip)]
     pub(crate) fresh: bool,
+    /// Both shapes are thick enough for recycled manifolds (see
+    /// `recycle`): derived from the shapes when the contact is made and
+    /// when a snapshot is decoded, so not state.
+    #[serde(skip)]
+    pub(crate) recycled: bool,
 }
 
 impl Contact {
     /// A new, not yet touching contact between shape slots `a < b`.
-    pub(crate) fn new(a: u32, b: u32, sa: &Shape, sb: &Shape) -> Contact {
+    pub(crate) fn new(
+        (a, sa, ga): (u32, &Shape, &ShapeGeometry),
+        (b, sb, gb): (u32, &Shape, &ShapeGeometry),
+    ) -> Contact {
         Contact {
             shape_a: a,
             shape_b: b,
@@ -57,6 +67,7 @@ impl Contact {
             contact_events: sa.def.enable_contact_events || sb.def.enable_contact_events,
             hit_events: sa.def.enable_hit_events || sb.def.enable_hit_events,
             fresh: true,
+            recycled: !(sa.def.is_sensor || sb.def.is_sensor) && recycle::recyclable(ga, gb),
         }
     }
 

@@ -56,12 +56,14 @@ fn round_shift(v: Scalar, s: u32) -> i64 {
 }
 
 /// Shapes at least this thick (inscribed radius, rounding included) have
-/// their contacts recycled: four cells, so that the few centimetres between
-/// reference and current poses never move one shape's centre past the
-/// middle of the other (which would pick the opposite face). Thinner ones
-/// (segments, planks, small balls) always take the narrow phase at their
-/// current pose.
-const MIN_THICKNESS: Scalar = GRID.shl(2);
+/// their contacts recycled: eight cells, 0.25 m. Between reference and
+/// current poses a pair moves by up to about 4.5 cm (half a cell each way
+/// per body, and the rotation step at the corners); that must never move
+/// one shape's centre past the middle of the other (which would pick the
+/// opposite face), and should stay a small part of either shape. Thinner
+/// ones (segments, planks, small boxes and balls) always take the narrow
+/// phase at their current pose.
+const MIN_THICKNESS: Scalar = GRID.shl(3);
 
 /// Whether a shape is at least [`MIN_THICKNESS`] thick.
 fn thick(g: &ShapeGeometry) -> bool {
@@ -77,6 +79,11 @@ fn thick(g: &ShapeGeometry) -> bool {
         }
     };
     inner >= MIN_THICKNESS
+}
+
+/// Whether contacts between shapes `a` and `b` are recycled: both thick.
+pub(crate) fn recyclable(a: &ShapeGeometry, b: &ShapeGeometry) -> bool {
+    thick(a) && thick(b)
 }
 
 /// A body's reference pose and what carries points from it to the body.
@@ -258,7 +265,8 @@ impl Bases {
     }
 }
 
-/// The manifold of a pair at the current poses, as the module describes:
+/// The manifold of a pair of thick shapes ([`recyclable`]) at the
+/// current poses, as the module describes:
 /// written into `m`, whose points keep their ids and impulses when the
 /// basis is unchanged. Returns whether the feature ids may have changed
 /// (the caller then carries the old impulses over by id).
@@ -278,12 +286,10 @@ pub(crate) fn update_manifold(
             valid: true,
             ..Basis::default()
         };
-        if thick(ga) && thick(gb) {
-            collide_into(ga, ra.pose, gb, rb.pose, m);
-            basis.count = m.count;
-            basis.points = [m.points[0].point, m.points[1].point];
-            basis.separations = [m.points[0].separation, m.points[1].separation];
-        }
+        collide_into(ga, ra.pose, gb, rb.pose, m);
+        basis.count = m.count;
+        basis.points = [m.points[0].point, m.points[1].point];
+        basis.separations = [m.points[0].separation, m.points[1].separation];
         renewed = true;
     }
     if basis.count == 0 {

@@ -31,7 +31,7 @@ use super::joint::{self, BrokenJoint, Joint, JointContext, JointFilter, JointId,
 use super::recycle::{self, update_manifold, Bases, BodyRef};
 use super::shape::{Shape, ShapeDef, ShapeIn, ShapeOut, VACANT_GEOMETRY};
 use super::solver::{self, BodyState, ConstraintPoint, ContactCold, ContactConstraint};
-use crate::collision::{shapes_overlap, DynamicTree, Manifold};
+use crate::collision::{collide_into, shapes_overlap, DynamicTree, Manifold};
 use crate::geometry::{GeometryError, MassData, ShapeGeometry};
 use crate::math::{Aabb, Rot, Scalar, Transform, Vec2, WORLD_BOUND};
 use serde::{Deserialize, Serialize};
@@ -1421,7 +1421,10 @@ impl World {
             if st.joint_filter.blocks(sa.body, sb.body) {
                 continue;
             }
-            sc.new_contacts.push(Contact::new(a, b, sa, sb));
+            sc.new_contacts.push(Contact::new(
+                (a, sa, &st.geometry[a as usize]),
+                (b, sb, &st.geometry[b as usize]),
+            ));
         }
         if sc.new_contacts.is_empty() {
             return;
@@ -1482,11 +1485,14 @@ impl World {
             let active_a = ba.awake && ba.kind != BodyKind::Static;
             let active_b = bb.awake && bb.kind != BodyKind::Static;
             let active = active_a || active_b;
-            let mut basis = sc.bases.take(c.key(), c.fresh);
             if !active && !c.fresh {
-                sc.bases.keep(basis);
+                if c.recycled {
+                    let basis = sc.bases.take(c.key(), false);
+                    sc.bases.keep(basis);
+                }
                 continue;
             }
+            let fresh = c.fresh;
             c.fresh = false;
             let sa = &st.shapes[c.shape_a as usize];
             let sb = &st.shapes[c.shape_b as usize];
@@ -1518,14 +1524,21 @@ impl World {
             // the impulses were stored just above, and a copy of the whole
             // manifold would load them back before those stores complete.
             let old = PreviousPoints::of(&c.manifold);
-            let (ra, rb) = (&sc.refs[c.body_a as usize], &sc.refs[c.body_b as usize]);
-            let renewed = update_manifold(
-                &mut basis,
-                (ga, ra, ba.transform),
-                (gb, rb, bb.transform),
-                &mut c.manifold,
-            );
-            sc.bases.keep(basis);
+            let renewed = if c.recycled {
+                let mut basis = sc.bases.take(c.key(), fresh);
+                let (ra, rb) = (&sc.refs[c.body_a as usize], &sc.refs[c.body_b as usize]);
+                let renewed = update_manifold(
+                    &mut basis,
+                    (ga, ra, ba.transform),
+                    (gb, rb, bb.transform),
+                    &mut c.manifold,
+                );
+                sc.bases.keep(basis);
+                renewed
+            } else {
+                collide_into(ga, ba.transform, gb, bb.transform, &mut c.manifold);
+                true
+            };
             if renewed {
                 match_impulses(&mut c.manifold, &old);
             } else {
@@ -1947,16 +1960,25 @@ impl World {
                 continue;
             }
             let (ba, bb) = (&st.bodies[c.body_a as usize], &st.bodies[c.body_b as usize]);
-            let (ra, rb) = (&sc.refs[c.body_a as usize], &sc.refs[c.body_b as usize]);
-            let mut m = Manifold::EMPTY;
-            let mut basis = sc.bases.take(c.key(), true);
-            update_manifold(
-                &mut basis,
-                (&st.geometry[c.shape_a as usize], ra, ba.transform),
-                (&st.geometry[c.shape_b as usize], rb, bb.transform),
-                &mut m,
+            let (ga, gb) = (
+                &st.geometry[c.shape_a as usize],
+                &st.geometry[c.shape_b as usize],
             );
-            sc.bases.keep(basis);
+            c.recycled = recycle::recyclable(ga, gb);
+            let mut m = Manifold::EMPTY;
+            if c.recycled {
+                let (ra, rb) = (&sc.refs[c.body_a as usize], &sc.refs[c.body_b as usize]);
+                let mut basis = sc.bases.take(c.key(), true);
+                update_manifold(
+                    &mut basis,
+                    (ga, ra, ba.transform),
+                    (gb, rb, bb.transform),
+                    &mut m,
+                );
+                sc.bases.keep(basis);
+            } else {
+                collide_into(ga, ba.transform, gb, bb.transform, &mut m);
+            }
             if m.count != c.manifold.count
                 || m.points()
                     .iter()
