@@ -31,6 +31,7 @@
 //! `GRID / 2` = 0.016 m and about 0.2° of its reference).
 
 use super::body::Body;
+use super::contact::Contact;
 use crate::collision::{collide_into, Manifold};
 use crate::geometry::ShapeGeometry;
 use crate::math::{Rot, Scalar, Transform, Vec2};
@@ -88,11 +89,11 @@ pub(crate) fn recyclable(a: &ShapeGeometry, b: &ShapeGeometry) -> bool {
 
 /// A body's reference pose and what carries points from it to the body.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct BodyRef {
+struct BodyRef {
     /// Identifies `pose` (a function of it).
-    pub(crate) key: u64,
+    key: u64,
     /// The reference pose.
-    pub(crate) pose: Transform,
+    pose: Transform,
     /// The body's rotation relative to `pose`'s.
     turn: Rot,
     /// The body's position.
@@ -117,63 +118,80 @@ impl BodyRef {
     }
 }
 
+/// A pose rounded: its grid cell, and which rotation component is rounded
+/// (the smaller), to which step, with the other's sign.
+#[derive(Clone, Copy)]
+struct Cell {
+    x: i64,
+    y: i64,
+    small_s: bool,
+    other_negative: bool,
+    k: i64,
+}
+
+impl Cell {
+    #[inline]
+    fn of(xf: Transform) -> Cell {
+        let (c, s) = (xf.q.c, xf.q.s);
+        let small_s = s.abs() <= c.abs();
+        let (rounded, other) = if small_s { (s, c) } else { (c, s) };
+        Cell {
+            x: round_shift(xf.p.x, GRID_SHIFT),
+            y: round_shift(xf.p.y, GRID_SHIFT),
+            small_s,
+            other_negative: other < Scalar::ZERO,
+            k: round_shift(rounded, TURN_SHIFT),
+        }
+    }
+
+    /// The key: both coordinates and the rotation step (|k| ≤ 91 for a
+    /// unit rotation, so eight bits hold it).
+    #[inline]
+    fn key(self) -> u64 {
+        let r = (u64::from(self.small_s) << 9)
+            | (u64::from(self.other_negative) << 8)
+            | (self.k as u64 & 0xff);
+        (self.x as u64 & KEY_MASK)
+            | ((self.y as u64 & KEY_MASK) << KEY_BITS)
+            | (r << (2 * KEY_BITS))
+    }
+
+    /// The reference pose. The rounded component is a multiple of 2⁻⁷
+    /// below 0.72: its square is exact, and the other component is the
+    /// root of the rest.
+    fn pose(self) -> Transform {
+        let p = Vec2::new(
+            Scalar::from_bits(self.x << GRID_SHIFT),
+            Scalar::from_bits(self.y << GRID_SHIFT),
+        );
+        let r = Scalar::from_bits(self.k << TURN_SHIFT);
+        let o = (Scalar::ONE - r * r).sqrt();
+        let o = if self.other_negative { -o } else { o };
+        let q = if self.small_s {
+            Rot { c: o, s: r }
+        } else {
+            Rot { c: r, s: o }
+        };
+        Transform::new(p, q)
+    }
+}
+
 /// The reference key of a pose: its grid cell and rotation step.
-#[inline]
-pub(crate) fn reference_key(xf: Transform) -> u64 {
-    let x = round_shift(xf.p.x, GRID_SHIFT) as u64 & KEY_MASK;
-    let y = round_shift(xf.p.y, GRID_SHIFT) as u64 & KEY_MASK;
-    let (c, s) = (xf.q.c, xf.q.s);
-    // Which component is rounded (the smaller), the other's sign, and the
-    // step (|k| ≤ 91 for a unit rotation, so eight bits hold it).
-    let small_s = s.abs() <= c.abs();
-    let (k, other_negative) = if small_s {
-        (round_shift(s, TURN_SHIFT), c < Scalar::ZERO)
-    } else {
-        (round_shift(c, TURN_SHIFT), s < Scalar::ZERO)
-    };
-    let r = (u64::from(small_s) << 9) | (u64::from(other_negative) << 8) | (k as u64 & 0xff);
-    x | (y << KEY_BITS) | (r << (2 * KEY_BITS))
+#[cfg(test)]
+fn reference_key(xf: Transform) -> u64 {
+    Cell::of(xf).key()
 }
 
 /// The reference pose of a pose (a function of [`reference_key`]).
-pub(crate) fn reference_pose(xf: Transform) -> Transform {
-    let p = Vec2::new(
-        Scalar::from_bits(round_shift(xf.p.x, GRID_SHIFT) << GRID_SHIFT),
-        Scalar::from_bits(round_shift(xf.p.y, GRID_SHIFT) << GRID_SHIFT),
-    );
-    let (c, s) = (xf.q.c, xf.q.s);
-    let small_s = s.abs() <= c.abs();
-    let rounded = |v: Scalar| Scalar::from_bits(round_shift(v, TURN_SHIFT) << TURN_SHIFT);
-    // The rounded component is a multiple of 2⁻⁷ below 0.72: its square is
-    // exact, and the other component is the root of the rest.
-    let other = |r: Scalar, negative: bool| {
-        let o = (Scalar::ONE - r * r).sqrt();
-        if negative {
-            -o
-        } else {
-            o
-        }
-    };
-    let q = if small_s {
-        let s = rounded(s);
-        Rot {
-            c: other(s, c < Scalar::ZERO),
-            s,
-        }
-    } else {
-        let c = rounded(c);
-        Rot {
-            c,
-            s: other(c, s < Scalar::ZERO),
-        }
-    };
-    Transform::new(p, q)
+#[cfg(test)]
+fn reference_pose(xf: Transform) -> Transform {
+    Cell::of(xf).pose()
 }
 
 /// Every body's [`BodyRef`] for its current pose, into `refs` (which keeps
 /// the reference poses of the last call: a pose is recomputed only when
 /// its key changes).
-pub(crate) fn body_refs(bodies: &[Body], refs: &mut Vec<BodyRef>) {
+fn body_refs(bodies: &[Body], refs: &mut Vec<BodyRef>) {
     refs_of(bodies.iter().map(|b| b.transform), bodies.len(), refs);
 }
 
@@ -181,10 +199,11 @@ pub(crate) fn body_refs(bodies: &[Body], refs: &mut Vec<BodyRef>) {
 fn refs_of(poses: impl Iterator<Item = Transform>, n: usize, refs: &mut Vec<BodyRef>) {
     refs.resize(n, BodyRef::UNSET);
     for (r, xf) in refs.iter_mut().zip(poses) {
-        let key = reference_key(xf);
+        let cell = Cell::of(xf);
+        let key = cell.key();
         if key != r.key || !r.set {
             r.key = key;
-            r.pose = reference_pose(xf);
+            r.pose = cell.pose();
             r.set = true;
         }
         r.turn = r.pose.q.inv_mul(xf.q);
@@ -197,7 +216,7 @@ fn refs_of(poses: impl Iterator<Item = Transform>, n: usize, refs: &mut Vec<Body
 /// state: the world keeps these apart from the contacts, in key order, and
 /// never encodes, hashes or compares them (see [`Bases`]).
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Basis {
+struct Basis {
     pair: u64,
     key_a: u64,
     key_b: u64,
@@ -213,7 +232,7 @@ pub(crate) struct Basis {
 /// of the contacts so that snapshots (copies of the state) do not carry
 /// it; emptied when the state is replaced.
 #[derive(Debug, Default)]
-pub(crate) struct Bases {
+struct Bases {
     old: Vec<Basis>,
     new: Vec<Basis>,
     cursor: usize,
@@ -221,7 +240,7 @@ pub(crate) struct Bases {
 
 impl Bases {
     /// Starts a pass over the contacts in key order.
-    pub(crate) fn begin(&mut self) {
+    fn begin(&mut self) {
         core::mem::swap(&mut self.old, &mut self.new);
         self.new.clear();
         self.cursor = 0;
@@ -232,22 +251,20 @@ impl Bases {
     /// created since, perhaps in a slot pair a destroyed one had) forces
     /// the empty one.
     #[inline]
-    pub(crate) fn take(&mut self, pair: u64, fresh: bool) -> Basis {
+    fn take(&mut self, pair: u64, fresh: bool) -> Basis {
         while self.cursor < self.old.len() && self.old[self.cursor].pair < pair {
             self.cursor += 1;
         }
-        match self.old.get(self.cursor) {
-            Some(b) if b.pair == pair => {
-                self.cursor += 1;
-                if fresh {
-                    Basis {
-                        pair,
-                        ..Basis::default()
-                    }
-                } else {
-                    *b
-                }
-            }
+        let found = self
+            .old
+            .get(self.cursor)
+            .filter(|b| b.pair == pair)
+            .copied();
+        if found.is_some() {
+            self.cursor += 1;
+        }
+        match found {
+            Some(b) if !fresh => b,
             _ => Basis {
                 pair,
                 ..Basis::default()
@@ -257,15 +274,92 @@ impl Bases {
 
     /// Keeps a contact's basis for the next pass (in key order).
     #[inline]
-    pub(crate) fn keep(&mut self, b: Basis) {
+    fn keep(&mut self, b: Basis) {
         self.new.push(b);
     }
 
-    /// Ends a pass: anything not kept is forgotten.
-    pub(crate) fn clear(&mut self) {
+    /// Forgets every basis (the state was replaced).
+    fn clear(&mut self) {
         self.old.clear();
         self.new.clear();
         self.cursor = 0;
+    }
+}
+
+/// What [`Recycler`] needs of a contact.
+#[derive(Clone, Copy)]
+pub(crate) struct Pair {
+    key: u64,
+    body_a: u32,
+    body_b: u32,
+    recycled: bool,
+}
+
+impl Pair {
+    #[inline]
+    pub(crate) fn of(c: &Contact) -> Pair {
+        Pair {
+            key: c.key(),
+            body_a: c.body_a,
+            body_b: c.body_b,
+            recycled: c.recycled,
+        }
+    }
+}
+
+/// What a pass over the contacts keeps of the positions: the bodies'
+/// reference poses and the contacts' bases. Scratch of the world.
+#[derive(Debug, Default)]
+pub(crate) struct Recycler {
+    refs: Vec<BodyRef>,
+    bases: Bases,
+}
+
+impl Recycler {
+    /// Starts a pass over the contacts, in key order, at the bodies' poses.
+    pub(crate) fn begin(&mut self, bodies: &[Body]) {
+        body_refs(bodies, &mut self.refs);
+        self.bases.begin();
+    }
+
+    /// Forgets every basis (the state was replaced: a shape slot may hold
+    /// another shape now).
+    pub(crate) fn forget(&mut self) {
+        self.bases.clear();
+    }
+
+    /// Keeps the basis of a contact this pass leaves alone.
+    #[inline]
+    pub(crate) fn keep_idle(&mut self, c: Pair) {
+        if c.recycled {
+            let basis = self.bases.take(c.key, false);
+            self.bases.keep(basis);
+        }
+    }
+
+    /// The manifold of contact `c` (`fresh`: made since the last pass)
+    /// between geometries `ga`, `gb` at poses `xa`, `xb`, into `m`
+    /// (the contact's own: written in place): recycled, or the narrow
+    /// phase's. Returns whether the feature ids may have changed (the
+    /// caller then carries the old impulses over by id).
+    #[inline]
+    pub(crate) fn manifold(
+        &mut self,
+        c: Pair,
+        fresh: bool,
+        (ga, xa): (&ShapeGeometry, Transform),
+        (gb, xb): (&ShapeGeometry, Transform),
+        m: &mut Manifold,
+    ) -> bool {
+        if !c.recycled {
+            collide_into(ga, xa, gb, xb, m);
+            return true;
+        }
+        let mut basis = self.bases.take(c.key, fresh);
+        let (ra, rb) = (&self.refs[c.body_a as usize], &self.refs[c.body_b as usize]);
+        let renewed = update_manifold(&mut basis, (ga, ra, xa), (gb, rb, xb), m);
+        self.bases.keep(basis);
+        renewed
     }
 }
 
@@ -275,7 +369,7 @@ impl Bases {
 /// basis is unchanged. Returns whether the feature ids may have changed
 /// (the caller then carries the old impulses over by id).
 #[inline]
-pub(crate) fn update_manifold(
+fn update_manifold(
     basis: &mut Basis,
     (ga, ra, xa): (&ShapeGeometry, &BodyRef, Transform),
     (gb, rb, xb): (&ShapeGeometry, &BodyRef, Transform),

@@ -28,10 +28,10 @@ use super::events::Events;
 use super::graph::{self, Graph, OVERFLOW};
 use super::island;
 use super::joint::{self, BrokenJoint, Joint, JointContext, JointFilter, JointId, JointSolver};
-use super::recycle::{self, update_manifold, Bases, BodyRef};
+use super::recycle::{self, Pair, Recycler};
 use super::shape::{Shape, ShapeDef, ShapeIn, ShapeOut, VACANT_GEOMETRY};
 use super::solver::{self, BodyState, ConstraintPoint, ContactCold, ContactConstraint};
-use crate::collision::{collide_into, shapes_overlap, DynamicTree, Manifold};
+use crate::collision::{shapes_overlap, DynamicTree, Manifold};
 use crate::geometry::{GeometryError, MassData, ShapeGeometry};
 use crate::math::{Aabb, Rot, Scalar, Transform, Vec2, WORLD_BOUND};
 use serde::{Deserialize, Serialize};
@@ -371,8 +371,7 @@ struct Scratch {
     broken: Vec<u32>,
     /// The bodies' reference poses and the contacts' manifolds at them
     /// (see `recycle`): caches of the positions.
-    refs: Vec<BodyRef>,
-    bases: Bases,
+    recycler: Recycler,
 }
 
 impl Scratch {
@@ -463,7 +462,7 @@ impl World {
     /// Forgets what the scratch caches of the positions (the state was
     /// replaced: a shape slot may hold another shape now).
     pub(crate) fn forget_caches(&mut self) {
-        self.scratch.bases.clear();
+        self.scratch.recycler.forget();
     }
 
     pub(crate) fn from_state(state: WorldState) -> World {
@@ -1459,8 +1458,7 @@ impl World {
         sc.remove.clear();
         sc.remove.resize(st.contacts.len(), false);
         sc.wake.clear();
-        recycle::body_refs(&st.bodies, &mut sc.refs);
-        sc.bases.begin();
+        sc.recycler.begin(&st.bodies);
         let mut any_removed = false;
         // After the solve: the impulses it accumulated, for the next warm
         // start, in the contacts' key order.
@@ -1486,10 +1484,7 @@ impl World {
             let active_b = bb.awake && bb.kind != BodyKind::Static;
             let active = active_a || active_b;
             if !active && !c.fresh {
-                if c.recycled {
-                    let basis = sc.bases.take(c.key(), false);
-                    sc.bases.keep(basis);
-                }
+                sc.recycler.keep_idle(Pair::of(c));
                 continue;
             }
             let fresh = c.fresh;
@@ -1524,21 +1519,13 @@ impl World {
             // the impulses were stored just above, and a copy of the whole
             // manifold would load them back before those stores complete.
             let old = PreviousPoints::of(&c.manifold);
-            let renewed = if c.recycled {
-                let mut basis = sc.bases.take(c.key(), fresh);
-                let (ra, rb) = (&sc.refs[c.body_a as usize], &sc.refs[c.body_b as usize]);
-                let renewed = update_manifold(
-                    &mut basis,
-                    (ga, ra, ba.transform),
-                    (gb, rb, bb.transform),
-                    &mut c.manifold,
-                );
-                sc.bases.keep(basis);
-                renewed
-            } else {
-                collide_into(ga, ba.transform, gb, bb.transform, &mut c.manifold);
-                true
-            };
+            let renewed = sc.recycler.manifold(
+                Pair::of(c),
+                fresh,
+                (ga, ba.transform),
+                (gb, bb.transform),
+                &mut c.manifold,
+            );
             if renewed {
                 match_impulses(&mut c.manifold, &old);
             } else {
@@ -1949,9 +1936,8 @@ impl World {
     pub(crate) fn refresh_manifolds(&mut self) -> Result<(), &'static str> {
         let st = &mut self.state;
         let sc = &mut self.scratch;
-        recycle::body_refs(&st.bodies, &mut sc.refs);
-        sc.bases.clear();
-        sc.bases.begin();
+        sc.recycler.forget();
+        sc.recycler.begin(&st.bodies);
         for c in st.contacts.iter_mut() {
             if c.sensor {
                 if c.manifold.count != 0 {
@@ -1966,19 +1952,9 @@ impl World {
             );
             c.recycled = recycle::recyclable(ga, gb);
             let mut m = Manifold::EMPTY;
-            if c.recycled {
-                let (ra, rb) = (&sc.refs[c.body_a as usize], &sc.refs[c.body_b as usize]);
-                let mut basis = sc.bases.take(c.key(), true);
-                update_manifold(
-                    &mut basis,
-                    (ga, ra, ba.transform),
-                    (gb, rb, bb.transform),
-                    &mut m,
-                );
-                sc.bases.keep(basis);
-            } else {
-                collide_into(ga, ba.transform, gb, bb.transform, &mut m);
-            }
+            let pair = Pair::of(c);
+            sc.recycler
+                .manifold(pair, true, (ga, ba.transform), (gb, bb.transform), &mut m);
             if m.count != c.manifold.count
                 || m.points()
                     .iter()

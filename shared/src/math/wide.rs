@@ -911,7 +911,7 @@ mod tests {
 
     #[test]
     fn packing_keeps_small_constants_and_thirty_bits_of_large_ones() {
-        for c in [
+        let values = [
             0i64,
             1,
             -1,
@@ -920,10 +920,13 @@ mod tests {
             (1 << 30) - 1,
             1 << 32,
             3 << 40,
+            -(5 << 40) - 3,
             i64::MAX,
             i64::MIN,
             -(1 << 31),
-        ] {
+            0x1234_5678_9abc_def0,
+        ];
+        for c in values {
             let p = pack_bits(c);
             let (m, k) = (i64::from(p as i32), i64::from(coef_shift(p)));
             assert!((0..=34).contains(&k), "{c:#x}");
@@ -941,21 +944,6 @@ mod tests {
             }
         }
         // Packing in place gives `pack_bits`, every lane.
-        let values = [
-            0i64,
-            1,
-            -1,
-            1 << 29,
-            -(1 << 30),
-            (1 << 30) - 1,
-            1 << 32,
-            3 << 40,
-            -(5 << 40) - 3,
-            i64::MAX,
-            i64::MIN,
-            -(1 << 31),
-            0x1234_5678_9abc_def0,
-        ];
         for j in 0..values.len() {
             let w = Wide::from_fn(|i| s(values[(j + i) % values.len()]));
             let mut packed = Coef::zero();
