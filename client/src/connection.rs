@@ -2,13 +2,13 @@
 //! session driven on a tokio task.
 
 use crate::conditioner::{conditioned_endpoint, ConditionedSocket, ConditionerConfig};
-use crate::quic::{client_config, CertPin, TlsError, SERVER_NAME};
-use crate::NetRules;
+use bitroom_protocol::NetRules;
 use bitroom_protocol::{
     decode_server_reliable, ClientConfig, ClientEvent, ClientSession, ClientStats, ClientTransmit,
     CodecError, KickReason, Micros, ServerReliable, StreamFramer, Welcome,
 };
 use bitroom_sim::game::{Game, GameSnapshot, PlayerInput};
+use bitroom_transport::{client_config, CertPin, TlsError, SERVER_NAME};
 use bytes::Bytes;
 use std::fmt;
 use std::net::SocketAddr;

@@ -10,12 +10,12 @@
 //!
 //! ```no_run
 //! use bitroom_client::{connect, ConnectOptions, Event};
-//! use bitroom_client::quic::CertPin;
+//! use bitroom_transport::CertPin;
 //! use bitroom_client::sim::game::{sandbox::Sandbox, PlayerInput};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! // The fingerprint the server printed when it started.
-//! let pin = bitroom_client::quic::parse_fingerprint(
+//! let pin = bitroom_transport::parse_fingerprint(
 //!     "3f1c0d4e5a6b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f",
 //! )?;
 //! let options = ConnectOptions::new(Sandbox::default(), CertPin::Sha256(pin));
@@ -36,18 +36,14 @@
 //! ```
 //!
 //! # Layout
-//! - [`quic`]: ALPN, transport settings, certificate pinning.
 //! - [`conditioner`]: a userspace link conditioner under quinn's socket.
 //! - [`bots`]: headless bot players (the `bitroom-client bots` command).
 //! - [`load`]: load clients: a player's traffic without its simulation.
-//! - [`scene`]: the rules for a scene name or file (matches the server).
 
 pub mod bots;
 pub mod conditioner;
 mod connection;
 pub mod load;
-pub mod quic;
-pub mod scene;
 
 pub use bitroom_protocol as protocol;
 pub use bitroom_sim as sim;
@@ -55,8 +51,3 @@ pub use connection::{
     connect, disconnect_reason, ClientHandle, ConnectError, ConnectOptions, Disconnect, Event,
     HandleStats, InputFn,
 };
-
-/// Rules whose games can move between tokio tasks: what the client and
-/// server shells need (every `Rules` of plain data qualifies). The same
-/// bound as the sans-IO room's [`RoomRules`](bitroom_protocol::RoomRules).
-pub use bitroom_protocol::RoomRules as NetRules;

@@ -11,7 +11,6 @@
 //! bots for correctness.
 
 use crate::connection::disconnect_reason;
-use crate::quic::{client_config, CertPin, SERVER_NAME};
 use crate::{ConnectError, Disconnect, HandleStats};
 use bitroom_protocol::{
     decode_server_datagram, decode_server_reliable, encode_client_datagram, encode_client_reliable,
@@ -19,6 +18,7 @@ use bitroom_protocol::{
     ServerDatagram, ServerReliable, StreamFramer, PROTOCOL_VERSION,
 };
 use bitroom_sim::game::PlayerInput;
+use bitroom_transport::{client_config, CertPin, SERVER_NAME};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeSet, VecDeque};

@@ -15,7 +15,7 @@
 //!
 //! Run: `cargo bench -p bitroom-protocol --bench replay`.
 
-use bitroom_protocol::replay::{sandbox_rules, verify, Recorder, RecordingMeta, ReplayReader};
+use bitroom_protocol::replay::{verify, Recorder, RecordingMeta, ReplayReader};
 use bitroom_protocol::*;
 use bitroom_sim::game::bots::{Bot, Strategy};
 use bitroom_sim::game::sandbox::{Sandbox, SandboxConfig};
@@ -129,7 +129,7 @@ fn record_tick(c: &mut Criterion) {
         let file = File::create(&path).expect("bench file");
         let meta = RecordingMeta {
             keyframe_interval: interval,
-            ..RecordingMeta::new("bench", "arena", 60)
+            ..RecordingMeta::new("sandbox", "bench", "arena", 60)
         };
         let mut rec = Recorder::new(BufWriter::new(file), r.room.game(), meta).expect("recorder");
         group.bench_function(name, |b| {
@@ -161,7 +161,7 @@ fn record_tick(c: &mut Criterion) {
     let file = File::create(&path).expect("bench file");
     let meta = RecordingMeta {
         keyframe_interval: 10,
-        ..RecordingMeta::new("bench", "arena", 60)
+        ..RecordingMeta::new("sandbox", "bench", "arena", 60)
     };
     let mut rec = Recorder::new(BufWriter::new(file), r.room.game(), meta).expect("recorder");
     let (to, from) = std::sync::mpsc::sync_channel(4096);
@@ -227,7 +227,7 @@ fn verify_1000(c: &mut Criterion) {
     }
     let meta = RecordingMeta {
         keyframe_interval: 600,
-        ..RecordingMeta::new("bench", "arena", 60)
+        ..RecordingMeta::new("sandbox", "bench", "arena", 60)
     };
     let mut rec = Recorder::new(Vec::new(), &game, meta).expect("recorder");
     for t in 301..=360 {
@@ -241,8 +241,13 @@ fn verify_1000(c: &mut Criterion) {
     group.bench_function("arena_1000_bodies_60_ticks", |b| {
         b.iter(|| {
             let reader = ReplayReader::open(&bytes[..]).expect("valid");
-            let rep =
-                verify(reader, sandbox_rules, &Default::default(), &mut |_| {}).expect("verifies");
+            let rep = verify(
+                reader,
+                |h, i| Ok(Sandbox::replaying(i, h.rules_fingerprint)),
+                &Default::default(),
+                &mut |_| {},
+            )
+            .expect("verifies");
             assert_eq!(rep.ticks_verified, 60);
             assert!(rep.divergence.is_none());
         })

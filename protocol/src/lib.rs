@@ -7,8 +7,7 @@
 //! comes in as [`Micros`] arguments, randomness from seeds. The server and
 //! client crates wrap these machines with tokio + quinn; the tests wrap them
 //! with a simulated network. Replays are read from any `Read` and written to
-//! any `Write`; the one function that touches the file system is
-//! [`replay::write_desync_report`].
+//! any `Write`; nothing here touches the file system.
 
 pub mod messages;
 pub mod replay;
@@ -17,7 +16,7 @@ pub mod session;
 
 pub use messages::*;
 pub use room::{
-    ConnId, Output, Rejection, RoomConfig, RoomEvent, RoomRules, RoomStats, ServerRoom, SnapshotJob,
+    ConnId, NetRules, Output, Rejection, RoomConfig, RoomEvent, RoomStats, ServerRoom, SnapshotJob,
 };
 pub use session::{ClientConfig, ClientEvent, ClientSession, ClientStats, ClientTransmit};
 

@@ -98,7 +98,7 @@ trait PackSource: Send + Sync {
     fn packed(&self) -> Vec<u8>;
 }
 
-impl<R: RoomRules> PackSource for GameSnapshot<R> {
+impl<R: NetRules> PackSource for GameSnapshot<R> {
     fn packed(&self) -> Vec<u8> {
         self.to_packed()
     }
@@ -368,20 +368,18 @@ pub struct ServerRoom<R: Rules> {
     snapshot: Option<SnapshotJob>,
 }
 
-/// Rules a [`ServerRoom`] can host: its snapshots are packed by the shell,
-/// possibly on another thread ([`SnapshotJob`]), so the rules and their
-/// state must be `Send + Sync`. Every `Rules` of plain data is.
-pub trait RoomRules:
-    Rules<Player: Send + Sync, State: Send + Sync> + Send + Sync + 'static
-{
-}
+/// Rules a [`ServerRoom`] and the IO shells can host: snapshots are
+/// packed by the shell, possibly on another thread ([`SnapshotJob`]), and
+/// games move between tokio tasks, so the rules and their state must be
+/// `Send + Sync`. Every `Rules` of plain data is.
+pub trait NetRules: Rules<Player: Send + Sync, State: Send + Sync> + Send + Sync + 'static {}
 
-impl<R> RoomRules for R where
+impl<R> NetRules for R where
     R: Rules<Player: Send + Sync, State: Send + Sync> + Send + Sync + 'static
 {
 }
 
-impl<R: RoomRules> ServerRoom<R> {
+impl<R: NetRules> ServerRoom<R> {
     /// A room whose tick 0 is at `now`.
     pub fn new(rules: R, config: RoomConfig, now: Micros) -> ServerRoom<R> {
         let slots = config.max_players.clamp(1, bitroom_sim::game::MAX_SLOTS);

@@ -42,7 +42,7 @@
 //! - `recorder.rs`: [`Recorder`], what a room calls at creation and per tick;
 //! - `resim.rs`: re-simulation: [`verify`], [`verify_parallel`], [`ReplayIndex`],
 //!   [`reconstruct`], [`diff_replays`], [`diff_against_resim`];
-//! - `report.rs`: state diffs as tables and JSON, and desync report files.
+//! - `report.rs`: state diffs as tables and JSON.
 //!
 //! [`GameSnapshot::to_bytes`]: bitroom_sim::game::GameSnapshot::to_bytes
 //! [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
@@ -52,14 +52,11 @@ mod report;
 mod resim;
 
 pub use recorder::{RecordError, Recorder, RecorderStats, RecordingMeta, StateJob};
-pub use report::{
-    body_json, diff_json, diff_table, safe_file_stem, write_desync_report, DesyncContext,
-    REPLAY_EXTENSION,
-};
+pub use report::{body_json, diff_json, diff_table};
 pub use resim::{
-    decode_initial, diff_against_resim, diff_replays, read_keyframe, reconstruct, sandbox_rules,
-    verify, verify_parallel, Comparison, DiffReport, Divergence, KeyframeEntry, Progress,
-    Reconstructed, ReplayIndex, ResimError, Side, StartAt, TickEntry, VerifyOptions, VerifyReport,
+    decode_initial, diff_against_resim, diff_replays, read_keyframe, reconstruct, verify,
+    verify_parallel, Comparison, DiffReport, Divergence, KeyframeEntry, Progress, Reconstructed,
+    ReplayIndex, ResimError, Side, StartAt, TickEntry, VerifyOptions, VerifyReport,
 };
 
 use crate::messages::MAX_FRAME_EVENTS;
@@ -96,8 +93,6 @@ pub const FRAME_HEADER: usize = 8;
 pub const DEFAULT_KEYFRAME_INTERVAL: u32 = 600;
 /// Longest text field in the header (bytes).
 pub const MAX_HEADER_TEXT: usize = 1024;
-/// Name of the sandbox rules in [`Header::rules`].
-pub const SANDBOX_RULES: &str = "sandbox";
 
 /// "version N" or "versions N to M", from the oldest readable format.
 fn readable_versions(supported: u32) -> String {
@@ -119,7 +114,8 @@ pub struct Header {
     pub format_version: u32,
     /// Version of the bitroom build that recorded.
     pub bitroom_version: String,
-    /// Name of the rules ([`SANDBOX_RULES`]).
+    /// Name of the game (tools pick the rules to re-simulate with by it;
+    /// the built-in game is `sandbox`).
     pub rules: String,
     /// Ticks per second.
     pub tick_rate: u32,

@@ -7,7 +7,7 @@
 
 use super::{
     encode_header, encode_ref, Header, RecordRef, DEFAULT_KEYFRAME_INTERVAL, FORMAT_VERSION,
-    MAX_HEADER_TEXT, SANDBOX_RULES,
+    MAX_HEADER_TEXT,
 };
 use bitroom_sim::game::{Game, GameSnapshot, InputSet, Rules};
 use std::collections::VecDeque;
@@ -24,21 +24,22 @@ pub struct RecordingMeta {
     pub tick_rate: u32,
     /// Ticks between keyframes (default [`DEFAULT_KEYFRAME_INTERVAL`]).
     pub keyframe_interval: u32,
-    /// Name of the rules (default [`SANDBOX_RULES`]).
+    /// Name of the game ([`Header::rules`]).
     pub rules: String,
     /// Build that records (default: this crate's version).
     pub bitroom_version: String,
 }
 
 impl RecordingMeta {
-    /// Sandbox rules, the default keyframe interval and this build's version.
-    pub fn new(room: &str, scene: &str, tick_rate: u32) -> RecordingMeta {
+    /// The game `rules` (its name in the header), the default keyframe
+    /// interval and this build's version.
+    pub fn new(rules: &str, room: &str, scene: &str, tick_rate: u32) -> RecordingMeta {
         RecordingMeta {
             room: room.to_string(),
             scene: scene.to_string(),
             tick_rate,
             keyframe_interval: DEFAULT_KEYFRAME_INTERVAL,
-            rules: SANDBOX_RULES.to_string(),
+            rules: rules.to_string(),
             bitroom_version: env!("CARGO_PKG_VERSION").to_string(),
         }
     }

@@ -10,13 +10,11 @@
 //! and this build disagree about the interval), the comparison falls back
 //! to the first recorded keyframe after the divergence.
 
-use super::{read_record_at, Header, Record, ReplayError, ReplayReader, SANDBOX_RULES};
+use super::{read_record_at, Header, Record, ReplayError, ReplayReader};
 use bitroom_sim::game::diff::{diff_states, StateDiff};
-use bitroom_sim::game::sandbox::Sandbox;
 use bitroom_sim::game::{
     Game, GameSnapshot, GameSnapshotError, InputSet, Rules, SyncTest, SyncTestReport,
 };
-use bitroom_sim::World;
 use std::fmt;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -61,9 +59,22 @@ pub enum ResimError {
         /// Where it was found before.
         offset: u64,
     },
-    /// Rules this build cannot re-simulate.
-    #[error("rules {0:?} cannot be re-simulated by this build (it knows \"sandbox\")")]
-    Rules(String),
+    /// A recording of a game the caller cannot re-simulate.
+    #[error("rules {found:?} cannot be re-simulated by this build (it knows {known:?})")]
+    Rules {
+        /// [`Header::rules`] of the recording.
+        found: String,
+        /// The games the caller knows.
+        known: &'static str,
+    },
+    /// The rules given to re-simulate with are not the recorded ones.
+    #[error("the recording was made with rules {recorded:016x}, these rules are {given:016x} (another game, scene or build)")]
+    Fingerprint {
+        /// [`Header::rules_fingerprint`].
+        recorded: u64,
+        /// [`Rules::fingerprint`] of the rules given.
+        given: u64,
+    },
     /// A tick outside the replay.
     #[error("tick {tick} is not in the replay (it holds ticks {first} to {last})")]
     NoSuchTick {
@@ -104,22 +115,21 @@ pub fn decode_initial<R: Rules>(header: &Header) -> Result<GameSnapshot<R>, Resi
     Ok(snap)
 }
 
-/// The rules to re-simulate a sandbox replay with (no scene file needed,
-/// see [`Sandbox::for_replay`]).
-///
-/// # Errors
-/// [`ResimError::Rules`] for a replay of other rules.
-pub fn sandbox_rules(
+/// The rules `make` gives for a recording, checked against its recorded
+/// fingerprint.
+fn checked_rules<R: Rules>(
     header: &Header,
-    initial: &GameSnapshot<Sandbox>,
-) -> Result<Sandbox, ResimError> {
-    if header.rules != SANDBOX_RULES {
-        return Err(ResimError::Rules(header.rules.clone()));
+    initial: &GameSnapshot<R>,
+    make: impl FnOnce(&Header, &GameSnapshot<R>) -> Result<R, ResimError>,
+) -> Result<R, ResimError> {
+    let rules = make(header, initial)?;
+    if rules.fingerprint() != header.rules_fingerprint {
+        return Err(ResimError::Fingerprint {
+            recorded: header.rules_fingerprint,
+            given: rules.fingerprint(),
+        });
     }
-    Ok(Sandbox::for_replay(
-        World::from_snapshot(initial.world()),
-        header.rules_fingerprint,
-    ))
+    Ok(rules)
 }
 
 /// Where [`verify`] starts re-simulating.
@@ -323,11 +333,12 @@ struct Waiting {
 /// against its tick's hash). Stops at the first divergence. A damaged tail
 /// is not an error: what came before it is verified and the damage is in
 /// [`VerifyReport::damage`]. `rules` makes the rules from the header and the
-/// initial state ([`sandbox_rules`] for the sandbox). `progress` is called
+/// initial state; their fingerprint must be the recorded one. `progress` is called
 /// every 64 ticks.
 ///
 /// # Errors
-/// An initial state that does not decode, or rules `rules` refuses.
+/// An initial state that does not decode, rules `rules` refuses, or
+/// rules of another fingerprint ([`ResimError::Fingerprint`]).
 pub fn verify<R, Rd, F>(
     mut reader: ReplayReader<Rd>,
     rules: F,
@@ -341,7 +352,7 @@ where
 {
     let header = reader.header().clone();
     let initial = decode_initial::<R>(&header)?;
-    let rules = rules(&header, &initial)?;
+    let rules = checked_rules(&header, &initial, rules)?;
     let mut report = VerifyReport {
         start_tick: header.start_tick,
         last_verified: header.start_tick,
@@ -614,7 +625,7 @@ where
     }
     let header = reader.header().clone();
     let initial = decode_initial::<R>(&header)?;
-    let rules = rules(&header, &initial)?;
+    let rules = checked_rules(&header, &initial, rules)?;
     let mut report = VerifyReport {
         start_tick: header.start_tick,
         last_verified: header.start_tick,

@@ -79,6 +79,21 @@ use xxhash_rust::xxh3::Xxh3;
 /// Most player slots a game can have (the wire format uses a 32-bit mask).
 pub const MAX_SLOTS: u8 = 32;
 
+/// User data marking a body as the avatar of a seat: `AVATAR_TAG | slot`
+/// ([`avatar_user_data`]). A convention, not a rule: tools name such
+/// bodies "avatar of slot N" in state diffs; the sandbox follows it.
+pub const AVATAR_TAG: u64 = 0xA7A7_0000_0000_0000;
+
+/// The user data marking the avatar of `slot` ([`AVATAR_TAG`]).
+pub fn avatar_user_data(slot: u8) -> u64 {
+    AVATAR_TAG | u64::from(slot)
+}
+
+/// The seat whose avatar a body with this user data is ([`AVATAR_TAG`]).
+pub fn avatar_slot(user_data: u64) -> Option<u8> {
+    (user_data & 0xFFFF_FFFF_0000_0000 == AVATAR_TAG).then_some((user_data & 0xFF) as u8)
+}
+
 /// One player's input for one tick: 5 bytes on the wire.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct PlayerInput {

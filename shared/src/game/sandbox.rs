@@ -2,7 +2,7 @@
 //! bodies. Move with the horizontal axis, jump when standing on something,
 //! grab the nearest body in the aim direction, carry it, throw it.
 
-use super::{PlayerInput, Rules, Slot};
+use super::{avatar_user_data, GameSnapshot, PlayerInput, Rules, Slot};
 use crate::dynamics::{
     BodyDef, BodyId, BodyKind, JointDef, JointId, JointKind, ShapeDef, ShapeId, TargetJoint, World,
 };
@@ -13,8 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use xxhash_rust::xxh3::Xxh3;
 
-/// User data marking a player's avatar body: `AVATAR_TAG | slot`.
-pub const AVATAR_TAG: u64 = 0xA7A7_0000_0000_0000;
+pub use super::AVATAR_TAG;
 
 /// Top speed from the move axis (m/s).
 const RUN_SPEED: Scalar = Scalar::from_int(8);
@@ -109,6 +108,11 @@ impl Sandbox {
             fingerprint,
             base: Arc::new(base.snapshot()),
         }
+    }
+
+    /// [`Sandbox::for_replay`] of a recording that starts at `initial`.
+    pub fn replaying(initial: &GameSnapshot<Sandbox>, fingerprint: u64) -> Sandbox {
+        Sandbox::for_replay(World::from_snapshot(initial.world()), fingerprint)
     }
 }
 
@@ -207,7 +211,7 @@ impl Rules for Sandbox {
     fn join(&self, world: &mut World, _: &mut (), slot: u8) -> SandboxPlayer {
         let def = BodyDef {
             fixed_rotation: true,
-            user_data: AVATAR_TAG | u64::from(slot),
+            user_data: avatar_user_data(slot),
             ..BodyDef::dynamic(spawn_point(slot))
         };
         let Ok(avatar) = world.create_body(&def) else {

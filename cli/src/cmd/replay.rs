@@ -6,10 +6,13 @@
 //! input (not a replay, a corrupt header, an unsupported format version, a
 //! missing file).
 
+use super::{bad_input, EXIT_BAD_INPUT};
+use crate::sandbox::{replay_rules, rules_for, SANDBOX_RULES};
+use crate::scene::load_scene;
 use bitroom_protocol::replay::{
     body_json, decode_initial, diff_against_resim, diff_json, diff_replays, diff_table,
-    sandbox_rules, verify_parallel, Comparison, DiffReport, Recorder, RecordingMeta, ReplayIndex,
-    ReplayReader, Side, StartAt, VerifyOptions, VerifyReport,
+    verify_parallel, Comparison, DiffReport, Recorder, RecordingMeta, ReplayIndex, ReplayReader,
+    Side, StartAt, VerifyOptions, VerifyReport,
 };
 use bitroom_protocol::replay::{Record, DEFAULT_KEYFRAME_INTERVAL};
 use bitroom_sim::game::bots::{Bot, Strategy};
@@ -26,8 +29,6 @@ use std::time::Instant;
 
 /// Exit code for a divergence.
 const EXIT_DIVERGED: u8 = 1;
-/// Exit code for bad input.
-const EXIT_BAD_INPUT: u8 = 2;
 
 /// Arguments of `replay`.
 #[derive(Args, Debug)]
@@ -153,11 +154,6 @@ fn open(path: &Path) -> Result<(FileReader, u64), String> {
     Ok((reader, size))
 }
 
-fn bad_input(msg: &str) -> ExitCode {
-    eprintln!("error: {msg}");
-    ExitCode::from(EXIT_BAD_INPUT)
-}
-
 fn progress_bar(size: u64, name: &str) -> ProgressBar {
     let target = if std::io::stderr().is_terminal() {
         ProgressDrawTarget::stderr()
@@ -210,7 +206,7 @@ fn verify_file(path: &Path, args: &VerifyArgs) -> u8 {
         || std::thread::available_parallelism().map_or(1, |n| n.get()),
         |j| j as usize,
     );
-    let res = verify_parallel(reader, sandbox_rules, &opts, jobs, &mut |p| {
+    let res = verify_parallel(reader, replay_rules, &opts, jobs, &mut |p| {
         bar.set_position(p.bytes);
         bar.set_message(format!("tick {}", p.tick));
     });
@@ -297,7 +293,7 @@ impl Opened {
         let index = ReplayIndex::build(reader);
         let initial =
             decode_initial::<Sandbox>(&index.header).map_err(|e| format!("{name}: {e}"))?;
-        let rules = sandbox_rules(&index.header, &initial).map_err(|e| format!("{name}: {e}"))?;
+        let rules = replay_rules(&index.header, &initial).map_err(|e| format!("{name}: {e}"))?;
         let src = BufReader::new(File::open(path).map_err(|e| format!("{name}: {e}"))?);
         if let Some(e) = &index.damage {
             eprintln!(
@@ -339,7 +335,7 @@ fn diff_cmd(args: &DiffArgs) -> ExitCode {
     };
     let rep = match res {
         Ok(r) => r,
-        Err(e) => return bad_input(&e.to_string()),
+        Err(e) => return bad_input(e),
     };
     let labels = match &b {
         Some(_) => ("A", "B"),
@@ -537,11 +533,11 @@ fn export_cmd(args: &ExportArgs) -> ExitCode {
     let header = reader.header().clone();
     let initial = match decode_initial::<Sandbox>(&header) {
         Ok(s) => s,
-        Err(e) => return bad_input(&format!("{name}: {e}")),
+        Err(e) => return bad_input(format!("{name}: {e}")),
     };
-    let rules = match sandbox_rules(&header, &initial) {
+    let rules = match replay_rules(&header, &initial) {
         Ok(r) => r,
-        Err(e) => return bad_input(&format!("{name}: {e}")),
+        Err(e) => return bad_input(format!("{name}: {e}")),
     };
     let mut game = Game::from_snapshot(rules, &initial);
     let stdout = std::io::stdout();
@@ -591,19 +587,19 @@ fn record_cmd(args: &RecordArgs) -> ExitCode {
     let rules = match (args.loose_bodies, args.scene.as_str()) {
         (Some(n), "arena") => Sandbox::new(SandboxConfig { loose_bodies: n }),
         (Some(_), _) => return bad_input("--loose-bodies needs --scene arena"),
-        (None, scene) => match crate::sim_cmd::load_scene(scene) {
-            Ok(w) => crate::sim_cmd::rules_for(scene, w),
+        (None, scene) => match load_scene(scene) {
+            Ok(w) => rules_for(scene, w),
             Err(e) => return bad_input(&e),
         },
     };
     let mut game = Game::new(rules, args.players);
     let file = match File::create(&args.out) {
         Ok(f) => f,
-        Err(e) => return bad_input(&format!("{}: {e}", args.out.display())),
+        Err(e) => return bad_input(format!("{}: {e}", args.out.display())),
     };
     let meta = RecordingMeta {
         keyframe_interval: args.keyframe_interval,
-        ..RecordingMeta::new(&args.room, &args.scene, args.tick_rate)
+        ..RecordingMeta::new(SANDBOX_RULES, &args.room, &args.scene, args.tick_rate)
     };
     let fail = |e: &dyn std::fmt::Display| {
         eprintln!("error: {}: {e}", args.out.display());

@@ -1,35 +1,20 @@
-//! `bitroom-client`: headless clients for bitroom servers.
-//!
-//! Thin by design: parse the arguments, run a [`BotFleet`], print.
+//! `bitroom-client bots`: N sandbox bot players in one or more rooms, a
+//! live status line, and a table of how each fared.
 
-use bitroom_client::bots::{plan, BotFleet, CertArgs, ConditionerArgs, FleetStatus};
-use bitroom_client::scene::rules_for_scene;
+use super::{bad_input, runtime};
+use crate::args::{CertArgs, ConditionerArgs};
+use crate::sandbox::rules_for_scene;
+use crate::status::StatusLine;
+use bitroom_client::bots::{plan, BotFleet, FleetStatus};
 use bitroom_sim::game::bots::Strategy;
-use clap::{Args, Parser, Subcommand};
-use std::io::IsTerminal;
+use clap::Args;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
-#[derive(Parser, Debug)]
-#[command(
-    name = "bitroom-client",
-    version,
-    about = "bitroom headless clients: bots for load tests and soak tests"
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// Connect N bot players to a room and report how they fared.
-    Bots(BotsArgs),
-}
-
+/// Arguments of `bots`.
 #[derive(Args, Debug)]
-struct BotsArgs {
+pub struct BotsArgs {
     /// Server address, e.g. 127.0.0.1:4433 or server:4433.
     #[arg(long, value_name = "ADDR")]
     server: String,
@@ -71,35 +56,12 @@ struct BotsArgs {
     sim: ConditionerArgs,
 }
 
-/// Exit code for bad command-line input.
-const EXIT_BAD_INPUT: u8 = 2;
-
-fn main() -> ExitCode {
-    let cli = Cli::parse();
-    init_tracing();
-    match cli.command {
-        Command::Bots(args) => bots(args),
-    }
-}
-
-fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
-}
-
-fn bots(args: BotsArgs) -> ExitCode {
-    let bad = |msg: String| {
-        eprintln!("error: {msg}");
-        ExitCode::from(EXIT_BAD_INPUT)
-    };
+/// Runs `bots`.
+pub fn run(args: BotsArgs) -> ExitCode {
     let server = match resolve(&args.server) {
         Some(a) => a,
         None => {
-            return bad(format!(
+            return bad_input(format!(
                 "--server {:?}: not an address like 127.0.0.1:4433 or a resolvable host:port",
                 args.server
             ))
@@ -107,21 +69,15 @@ fn bots(args: BotsArgs) -> ExitCode {
     };
     let pin = match args.cert.pin() {
         Ok(p) => p,
-        Err(e) => return bad(e.to_string()),
+        Err(e) => return bad_input(e.to_string()),
     };
     let rules = match rules_for_scene(&args.scene) {
         Ok(r) => r,
-        Err(e) => return bad(e),
+        Err(e) => return bad_input(e),
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime() {
         Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
-            return ExitCode::from(1);
-        }
+        Err(code) => return code,
     };
     let specs = plan(
         &args.room,
@@ -172,7 +128,7 @@ fn bots(args: BotsArgs) -> ExitCode {
             let wake = next_status.min(end).min(next_spawn);
             tokio::time::sleep_until(wake).await;
         }
-        status.finish();
+        status.finish(false);
         fleet.finish().await
     });
     println!("{}", report.table().trim_end());
@@ -197,33 +153,4 @@ fn resolve(s: &str) -> Option<SocketAddr> {
         return Some(a);
     }
     s.to_socket_addrs().ok()?.next()
-}
-
-/// A live status line: a spinner on a terminal, plain lines otherwise.
-struct StatusLine {
-    bar: Option<indicatif::ProgressBar>,
-}
-
-impl StatusLine {
-    fn new() -> StatusLine {
-        let bar = std::io::stderr().is_terminal().then(|| {
-            let b = indicatif::ProgressBar::new_spinner();
-            b.enable_steady_tick(Duration::from_millis(200));
-            b
-        });
-        StatusLine { bar }
-    }
-
-    fn show(&mut self, line: &str) {
-        match &self.bar {
-            Some(b) => b.set_message(line.to_string()),
-            None => eprintln!("{line}"),
-        }
-    }
-
-    fn finish(&mut self) {
-        if let Some(b) = self.bar.take() {
-            b.finish();
-        }
-    }
 }

@@ -1,42 +1,22 @@
-//! Scenes by name or file, and the sandbox rules on them. Server and
-//! clients build their rules the same way, so their fingerprints match.
+//! The sandbox game as the tools host it: its rules for a scene (`arena`,
+//! `arena:N`, a built-in scene or a scene file; server and bots build them
+//! the same way, so their fingerprints match), and for re-simulating a
+//! recording.
 
+use crate::scene::load_scene;
+use bitroom_protocol::replay::{Header, ResimError};
 use bitroom_sim::game::sandbox::{Sandbox, SandboxConfig};
-use bitroom_sim::scene::{build_named, parse_scene, SCENE_NAMES};
+use bitroom_sim::game::GameSnapshot;
 use bitroom_sim::World;
 
 /// The default scene: the sandbox arena.
 pub const ARENA: &str = "arena";
 
-/// Largest scene file read.
-const MAX_SCENE_FILE: u64 = 16 << 20;
+/// Most loose bodies in `arena:N`.
+pub const MAX_ARENA_BODIES: u32 = 4000;
 
-/// Loads a scene by name or from a JSON file.
-///
-/// # Errors
-/// A one-line message naming the problem (unknown name, unreadable or
-/// invalid file).
-pub fn load_scene(spec: &str) -> Result<World, String> {
-    if let Some(w) = build_named(spec) {
-        return Ok(w);
-    }
-    let path = std::path::Path::new(spec);
-    if !path.exists() {
-        return Err(format!(
-            "unknown scene {spec:?}: not a built-in name ({}) and no such file",
-            SCENE_NAMES.join(", ")
-        ));
-    }
-    let meta = std::fs::metadata(path).map_err(|e| format!("{spec}: {e}"))?;
-    if meta.len() > MAX_SCENE_FILE {
-        return Err(format!(
-            "{spec}: scene file is {} bytes, the limit is {MAX_SCENE_FILE}",
-            meta.len()
-        ));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{spec}: {e}"))?;
-    parse_scene(&text).map_err(|e| format!("{spec}: {e}"))
-}
+/// The sandbox's name in replay headers ([`Header::rules`]).
+pub const SANDBOX_RULES: &str = "sandbox";
 
 /// The sandbox rules on a loaded scene (the default arena keeps its own
 /// fingerprint).
@@ -47,9 +27,6 @@ pub fn rules_for(scene: &str, world: World) -> Sandbox {
         Sandbox::with_world(scene, &(), world)
     }
 }
-
-/// Most loose bodies in `arena:N`.
-pub const MAX_ARENA_BODIES: u32 = 4000;
 
 /// The sandbox rules for a scene: `arena` (the default arena, 200 loose
 /// bodies), `arena:N` (N loose bodies), a built-in scene name, or a scene
@@ -79,6 +56,24 @@ pub fn rules_for_scene(spec: &str) -> Result<Sandbox, String> {
         }
     })?;
     Ok(rules_for(spec, world))
+}
+
+/// The rules to re-simulate a sandbox recording with: no scene file
+/// needed (see [`Sandbox::for_replay`]).
+///
+/// # Errors
+/// [`ResimError::Rules`] for a recording of another game.
+pub fn replay_rules(
+    header: &Header,
+    initial: &GameSnapshot<Sandbox>,
+) -> Result<Sandbox, ResimError> {
+    if header.rules != SANDBOX_RULES {
+        return Err(ResimError::Rules {
+            found: header.rules.clone(),
+            known: SANDBOX_RULES,
+        });
+    }
+    Ok(Sandbox::replaying(initial, header.rules_fingerprint))
 }
 
 #[cfg(test)]

@@ -1,10 +1,10 @@
 //! The `bitroom-server` binary: command-line errors, and a real `serve`
 //! process (metrics endpoint, a client, SIGTERM).
 
-use bitroom_client::quic::{parse_fingerprint, CertPin};
 use bitroom_client::{connect, ClientHandle, ConnectOptions, Disconnect, Event};
 use bitroom_protocol::KickReason;
 use bitroom_sim::game::sandbox::Sandbox;
+use bitroom_transport::{parse_fingerprint, CertPin};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};

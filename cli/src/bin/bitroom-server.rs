@@ -1,8 +1,8 @@
 //! `bitroom-server`: the authoritative server and its tools.
 //!
-//! Thin by design: parse the arguments, call into the library modules.
+//! Thin by design: parse the arguments, call the command.
 
-use bitroom_server::{demo, replay_cmd, serve_cmd, sim_cmd};
+use bitroom_cli::cmd::{demo, replay, serve, sim};
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
@@ -20,31 +20,25 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Host rooms over QUIC.
-    Serve(serve_cmd::ServeArgs),
+    Serve(serve::ServeArgs),
     /// A server on loopback with four bots (one behind a link conditioner), then a report.
     Demo(demo::DemoArgs),
     /// Run a scene headless: final state hash, ms/step, JSON states, rendering, benchmarks.
-    Sim(sim_cmd::SimArgs),
+    Sim(sim::SimArgs),
     /// Replay files: verify, diff, info, export (and record a bot game).
-    Replay(replay_cmd::ReplayArgs),
+    Replay(replay::ReplayArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let default_level = match cli.command {
+    bitroom_cli::init_tracing(match cli.command {
         Command::Serve(_) => "info",
         _ => "warn",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+    });
     match cli.command {
-        Command::Serve(args) => serve_cmd::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::Demo(args) => demo::run(args),
-        Command::Sim(args) => sim_cmd::run(args),
-        Command::Replay(args) => replay_cmd::run(args),
+        Command::Sim(args) => sim::run(args),
+        Command::Replay(args) => replay::run(args),
     }
 }

@@ -1,17 +1,19 @@
 //! `bitroom-server demo`: a server on loopback, four in-process bots (one
 //! behind a link conditioner), a live status line, and a report.
 
-use crate::serve::{Server, ServerConfig};
-use crate::tls::Identity;
+use super::{bad_input, runtime};
+use crate::sandbox::rules_for_scene;
+use crate::status::StatusLine;
 use bitroom_client::bots::{BotFleet, BotSpec, FleetStatus};
 use bitroom_client::conditioner::ConditionerConfig;
-use bitroom_client::quic::CertPin;
-use bitroom_client::scene::rules_for_scene;
 use bitroom_protocol::RoomConfig;
+use bitroom_server::tls::Identity;
+use bitroom_server::{Server, ServerConfig};
 use bitroom_sim::game::bots::Strategy;
+use bitroom_sim::game::sandbox::Sandbox;
 use bitroom_sim::game::Rules;
+use bitroom_transport::CertPin;
 use clap::Args;
-use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -40,27 +42,18 @@ const ROOM: &str = "demo";
 pub fn run(args: DemoArgs) -> ExitCode {
     let rules = match rules_for_scene(&args.scene) {
         Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(crate::serve_cmd::EXIT_BAD_INPUT);
-        }
+        Err(e) => return bad_input(e),
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime() {
         Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
-            return ExitCode::from(1);
-        }
+        Err(code) => return code,
     };
     let code = runtime.block_on(demo(args, rules));
     runtime.shutdown_timeout(Duration::from_millis(200));
     code
 }
 
-async fn demo(args: DemoArgs, rules: bitroom_sim::game::sandbox::Sandbox) -> ExitCode {
+async fn demo(args: DemoArgs, rules: Sandbox) -> ExitCode {
     let identity = match Identity::self_signed() {
         Ok(i) => i,
         Err(e) => {
@@ -90,10 +83,8 @@ async fn demo(args: DemoArgs, rules: bitroom_sim::game::sandbox::Sandbox) -> Exi
     let addr = server.local_addr();
     let pin = CertPin::Sha256(server.fingerprint());
     let monitor = server.monitor();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server_task = tokio::spawn(server.run(async {
-        let _ = stop_rx.await;
-    }));
+    let stop = server.shutdown_handle();
+    let server_task = tokio::spawn(server.run());
     let conditioner = ConditionerConfig {
         latency: Duration::from_millis(120),
         jitter: Duration::from_millis(20),
@@ -126,11 +117,7 @@ async fn demo(args: DemoArgs, rules: bitroom_sim::game::sandbox::Sandbox) -> Exi
             load: false,
         });
     }
-    let bar = std::io::stderr().is_terminal().then(|| {
-        let b = indicatif::ProgressBar::new_spinner();
-        b.enable_steady_tick(Duration::from_millis(200));
-        b
-    });
+    let mut status = StatusLine::new();
     let start = tokio::time::Instant::now();
     let mut prev = FleetStatus::default();
     let mut next = start + Duration::from_secs(1);
@@ -146,17 +133,12 @@ async fn demo(args: DemoArgs, rules: bitroom_sim::game::sandbox::Sandbox) -> Exi
             m.tick.p99
         );
         prev = s;
-        match &bar {
-            Some(b) => b.set_message(line),
-            None => eprintln!("{line}"),
-        }
+        status.show(&line);
     }
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    status.finish(true);
     let server_view = monitor.snapshot();
     let report = fleet.finish().await;
-    let _ = stop_tx.send(());
+    stop.shutdown();
     let _ = server_task.await;
 
     let room = server_view

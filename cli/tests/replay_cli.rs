@@ -174,6 +174,21 @@ fn bad_files_exit_2_and_the_others_are_still_verified() {
         "{err}"
     );
 
+    // A recording of another game: these tools re-simulate the sandbox.
+    let soccer = rewrite(&f, &d.join("soccer.brr"), |r| {
+        if let Record::Header(h) = r {
+            h.rules = "soccer".into();
+        }
+    });
+    let (code, _, err) = run(&["replay", "verify", &soccer]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains(
+            "rules \"soccer\" cannot be re-simulated by this build (it knows \"sandbox\")"
+        ),
+        "{err}"
+    );
+
     // A flipped byte in the header: its CRC fails.
     let mut bytes = std::fs::read(&f).expect("read");
     bytes[200] ^= 1;

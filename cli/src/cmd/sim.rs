@@ -1,8 +1,10 @@
 //! `bitroom-server sim`: run a scene headless.
 
+use super::{bad_input, EXIT_BAD_INPUT};
+use crate::sandbox::rules_for;
+use crate::scene::load_sim_scene;
 use bitroom_sim::game::bots::{Bot, Strategy};
 use bitroom_sim::game::{Game, InputSet, SlotEvent, SyncTest};
-use bitroom_sim::scene::{build_scene, parse_scene, Scene, SCENE_NAMES};
 use bitroom_sim::{Stage, World};
 use clap::Args;
 use std::io::Write;
@@ -48,42 +50,6 @@ pub struct SimArgs {
     seed: u64,
 }
 
-/// Exit code for bad input (unknown scene, invalid file).
-const EXIT_BAD_INPUT: u8 = 2;
-
-pub use bitroom_client::scene::{load_scene, rules_for};
-/// Loads a scene by name or from a file (file scenes have no per-step
-/// function).
-///
-/// # Errors
-/// A message naming the problem.
-pub fn load_sim_scene(spec: &str) -> Result<Scene, String> {
-    if let Some(scene) = build_scene(spec) {
-        return Ok(scene);
-    }
-    let path = std::path::Path::new(spec);
-    if !path.exists() {
-        return Err(format!(
-            "unknown scene {spec:?}: not a built-in name ({}) and no such file",
-            SCENE_NAMES.join(", ")
-        ));
-    }
-    const MAX: u64 = 16 << 20;
-    let meta = std::fs::metadata(path).map_err(|e| format!("{spec}: {e}"))?;
-    if meta.len() > MAX {
-        return Err(format!(
-            "{spec}: scene file is {} bytes, the limit is {MAX}",
-            meta.len()
-        ));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{spec}: {e}"))?;
-    let world = parse_scene(&text).map_err(|e| format!("{spec}: {e}"))?;
-    Ok(Scene {
-        world,
-        step_fn: None,
-    })
-}
-
 /// Runs `sim`.
 pub fn run(args: SimArgs) -> ExitCode {
     if let Some(path) = &args.render {
@@ -98,10 +64,7 @@ pub fn run(args: SimArgs) -> ExitCode {
     }
     let mut scene = match load_sim_scene(&args.scene) {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(EXIT_BAD_INPUT);
-        }
+        Err(e) => return bad_input(e),
     };
     if let Some(k) = args.synctest {
         return synctest(&args, scene.world, k);
@@ -111,7 +74,7 @@ pub fn run(args: SimArgs) -> ExitCode {
     let every = args.hash_every.filter(|&k| k > 0);
     let report = |w: &World, out: &mut dyn Write| {
         if args.json {
-            let _ = writeln!(out, "{}", crate::sim_cmd::state_json(w));
+            let _ = writeln!(out, "{}", state_json(w));
         } else {
             let _ = writeln!(out, "tick {} hash {:016x}", w.tick(), w.state_hash());
         }
@@ -220,7 +183,7 @@ pub fn run(args: SimArgs) -> ExitCode {
         let _ = writeln!(out, "  {:<9} {:8.3} {:8.3}", "step", min, median);
     }
     if let Some(path) = &args.render {
-        if let Err(e) = crate::sim_cmd::render(world, path) {
+        if let Err(e) = crate::render::render_to_file(world, path) {
             eprintln!("error: render {}: {e}", path.display());
             return ExitCode::from(1);
         }
@@ -255,11 +218,6 @@ pub fn state_json(w: &World) -> String {
         "bodies": bodies,
     })
     .to_string()
-}
-
-/// Draws the world to a PNG or SVG file, chosen by extension.
-pub fn render(w: &World, path: &std::path::Path) -> Result<(), String> {
-    crate::render::render_to_file(w, path)
 }
 
 fn synctest(args: &SimArgs, world: World, k: u32) -> ExitCode {

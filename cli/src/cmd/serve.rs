@@ -1,11 +1,13 @@
-//! `bitroom-server serve`: the command-line face of [`crate::serve`].
+//! `bitroom-server serve`: host sandbox rooms with the server library
+//! ([`bitroom_server::Server`]) until SIGINT or SIGTERM.
 
-use crate::monitor::Monitor;
-use crate::serve::{Server, ServerConfig};
-use crate::tls::Identity;
-use bitroom_client::quic::fingerprint_hex;
-use bitroom_client::scene::rules_for_scene;
+use super::{bad_input, runtime};
+use crate::sandbox::{rules_for_scene, SANDBOX_RULES};
 use bitroom_protocol::RoomConfig;
+use bitroom_server::monitor::Monitor;
+use bitroom_server::tls::Identity;
+use bitroom_server::{RecordConfig, Server, ServerConfig};
+use bitroom_transport::fingerprint_hex;
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -13,9 +15,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 use tracing::info;
-
-/// Exit code for bad command-line input.
-pub const EXIT_BAD_INPUT: u8 = 2;
 
 /// Arguments of `serve`.
 #[derive(Args, Debug)]
@@ -71,7 +70,7 @@ pub struct ServeArgs {
     /// socket, capped by net.core.rmem_max / wmem_max; 0 keeps the
     /// kernel's default. Too small drops datagrams in bursts (see the
     /// `udp drops` in the status line).
-    #[arg(long, default_value_t = crate::udp::SOCKET_BUFFER_BYTES, value_name = "BYTES")]
+    #[arg(long, default_value_t = bitroom_server::udp::SOCKET_BUFFER_BYTES, value_name = "BYTES")]
     udp_buffer: usize,
     /// Log a status line (rooms, clients, tick time, lateness, UDP drops,
     /// CPU) this often; 0 for never.
@@ -93,11 +92,6 @@ pub struct ServeArgs {
     keyframe_interval: u32,
 }
 
-fn bad(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {msg}");
-    ExitCode::from(EXIT_BAD_INPUT)
-}
-
 /// Parses a socket address with a one-line error.
 ///
 /// # Errors
@@ -111,46 +105,40 @@ pub fn parse_addr(flag: &str, s: &str) -> Result<SocketAddr, String> {
 pub fn run(args: ServeArgs) -> ExitCode {
     let bind = match parse_addr("--bind", &args.bind) {
         Ok(a) => a,
-        Err(e) => return bad(e),
+        Err(e) => return bad_input(e),
     };
     let metrics_addr = match args.metrics.as_deref().map(|m| parse_addr("--metrics", m)) {
-        Some(Err(e)) => return bad(e),
+        Some(Err(e)) => return bad_input(e),
         Some(Ok(a)) => Some(a),
         None => None,
     };
     let rules = match rules_for_scene(&args.scene) {
         Ok(r) => r,
-        Err(e) => return bad(e),
+        Err(e) => return bad_input(e),
     };
     let (identity, dev_cert) = match (&args.cert, &args.key) {
         (Some(c), Some(k)) => match Identity::load(c, k) {
             Ok(id) => (id, None),
-            Err(e) => return bad(e),
+            Err(e) => return bad_input(e),
         },
         _ => match Identity::development(&args.cert_dir) {
             Ok((id, path, created)) => (id, Some((path, created))),
-            Err(e) => return bad(e),
+            Err(e) => return bad_input(e),
         },
     };
     if args.realtime {
         // Before any thread starts: threads inherit the policy.
-        match crate::realtime::enter() {
+        match bitroom_server::realtime::enter() {
             Ok(()) => println!(
                 "real-time scheduling: SCHED_FIFO priority {}",
-                crate::realtime::PRIORITY
+                bitroom_server::realtime::PRIORITY
             ),
             Err(e) => eprintln!("warning: --realtime refused ({e}); running at normal priority"),
         }
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime() {
         Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
-            return ExitCode::from(1);
-        }
+        Err(code) => return code,
     };
     let mut config = ServerConfig::new(bind, rules, identity);
     config.room = RoomConfig {
@@ -167,10 +155,11 @@ pub fn run(args: ServeArgs) -> ExitCode {
     config.udp_buffer = args.udp_buffer;
     if let Some(dir) = &args.record {
         if let Err(e) = std::fs::create_dir_all(dir) {
-            return bad(format_args!("--record {}: {e}", dir.display()));
+            return bad_input(format_args!("--record {}: {e}", dir.display()));
         }
-        config.record = Some(crate::serve::RecordConfig {
+        config.record = Some(RecordConfig {
             dir: dir.clone(),
+            rules: SANDBOX_RULES.to_string(),
             scene: args.scene.clone(),
             keyframe_interval: args.keyframe_interval,
         });
@@ -178,13 +167,13 @@ pub fn run(args: ServeArgs) -> ExitCode {
     let code = runtime.block_on(async move {
         let metrics = match metrics_addr {
             Some(addr) => {
-                let handle = match crate::metrics_http::install() {
+                let handle = match bitroom_server::metrics_http::install() {
                     Ok(h) => h,
-                    Err(e) => return bad(e),
+                    Err(e) => return bad_input(e),
                 };
-                let listener = match crate::metrics_http::bind(addr).await {
+                let listener = match bitroom_server::metrics_http::bind(addr).await {
                     Ok(l) => l,
-                    Err(e) => return bad(e),
+                    Err(e) => return bad_input(e),
                 };
                 let local = listener.local_addr().unwrap_or(addr);
                 Some((listener, handle, local))
@@ -193,7 +182,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         };
         let server = match Server::bind(config) {
             Ok(s) => s,
-            Err(e) => return bad(e),
+            Err(e) => return bad_input(e),
         };
         let fp = fingerprint_hex(&server.fingerprint());
         println!("listening on {}", server.local_addr());
@@ -211,12 +200,12 @@ pub fn run(args: ServeArgs) -> ExitCode {
         );
         if let Some((listener, handle, local)) = metrics {
             println!("metrics on http://{local}/metrics");
-            tokio::spawn(crate::metrics_http::serve(listener, handle));
+            tokio::spawn(bitroom_server::metrics_http::serve(listener, handle));
         }
         if !args.stats_every.is_zero() {
             tokio::spawn(status_lines(server.monitor(), args.stats_every));
         }
-        server.run(shutdown_signal()).await;
+        server.run_until(shutdown_signal()).await;
         ExitCode::SUCCESS
     });
     runtime.shutdown_timeout(Duration::from_millis(200));
