@@ -5,7 +5,7 @@
 
 use crate::scene::load_scene;
 use bitroom_protocol::replay::{Header, ResimError};
-use bitroom_sim::game::sandbox::{Sandbox, SandboxConfig};
+use bitroom_sim::game::sandbox::{Sandbox, SandboxConfig, Strategy};
 use bitroom_sim::game::GameSnapshot;
 use bitroom_sim::World;
 
@@ -17,6 +17,10 @@ pub const MAX_ARENA_BODIES: u32 = 4000;
 
 /// The sandbox's name in replay headers ([`Header::rules`]).
 pub const SANDBOX_RULES: &str = "sandbox";
+
+/// The bots of the tools that play without a network (`sim --synctest`,
+/// `replay record`): seat `i` plays the strategy `i % 3` of these.
+pub const BOT_STRATEGIES: [Strategy; 3] = [Strategy::Random, Strategy::Chaser, Strategy::Circle];
 
 /// The sandbox rules on a loaded scene (the default arena keeps its own
 /// fingerprint).
@@ -67,13 +71,22 @@ pub fn replay_rules(
     header: &Header,
     initial: &GameSnapshot<Sandbox>,
 ) -> Result<Sandbox, ResimError> {
+    check_recorded_game(header)?;
+    Ok(Sandbox::replaying(initial, header.rules_fingerprint))
+}
+
+/// Whether a recording is of the sandbox (the one game these tools know).
+///
+/// # Errors
+/// [`ResimError::Rules`] for a recording of another game.
+pub fn check_recorded_game(header: &Header) -> Result<(), ResimError> {
     if header.rules != SANDBOX_RULES {
         return Err(ResimError::Rules {
             found: header.rules.clone(),
             known: SANDBOX_RULES,
         });
     }
-    Ok(Sandbox::replaying(initial, header.rules_fingerprint))
+    Ok(())
 }
 
 #[cfg(test)]

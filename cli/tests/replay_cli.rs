@@ -2,10 +2,15 @@
 //! 1 divergence, 2 bad input).
 
 use bitroom_protocol::replay::{
-    encode_header, encode_record, Record, ReplayReader, FORMAT_VERSION,
+    encode_header, encode_record, FORMAT_VERSION, OLDEST_FORMAT_VERSION,
 };
+use bitroom_sim::game::sandbox::PlayerInput;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+/// The replay types for the sandbox's input.
+type Record = bitroom_protocol::replay::Record<PlayerInput>;
+type ReplayReader<Rd> = bitroom_protocol::replay::ReplayReader<Rd, PlayerInput>;
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_bitroom-server"))
@@ -169,7 +174,7 @@ fn bad_files_exit_2_and_the_others_are_still_verified() {
     assert_eq!(code, 2);
     assert!(
         err.contains(&format!(
-            "unsupported replay format version 9 (this build reads version {FORMAT_VERSION})"
+            "unsupported replay format version 9 (this build reads versions {OLDEST_FORMAT_VERSION} to {FORMAT_VERSION})"
         )),
         "{err}"
     );

@@ -1,16 +1,17 @@
 //! Headless bot players: load tests, soak tests, the demo.
 //!
-//! A [`BotFleet`] runs any number of bots on the current tokio runtime,
-//! each a [`connect`]ed session whose input comes from a
-//! [`Bot`] strategy once per tick. The fleet
+//! A [`BotFleet`] runs any number of bots of one game on the current tokio
+//! runtime, each a [`connect`]ed session whose input comes from the game's
+//! bot brain ([`BotRules::bot`]) once per tick, or a load client
+//! ([`crate::load`]) sending the game's [`BotRules::random_input`]s. The
+//! fleet
 //! sums their counters into a [`FleetStatus`] (for a per-second status
 //! line) and a final [`FleetReport`].
 
 use crate::conditioner::ConditionerConfig;
 use crate::{connect, ConnectOptions, Event, HandleStats};
-use bitroom_sim::game::bots::{Bot, Strategy};
-use bitroom_sim::game::sandbox::Sandbox;
-use bitroom_sim::game::Rules;
+use bitroom_protocol::NetRules;
+use bitroom_sim::game::bots::{Bot, BotRules};
 use bitroom_transport::CertPin;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -22,13 +23,13 @@ use tokio::time::Instant;
 
 /// One bot.
 #[derive(Clone, Debug)]
-pub struct BotSpec {
+pub struct BotSpec<S> {
     /// Display name.
     pub name: String,
     /// Room to join.
     pub room: String,
     /// How it plays.
-    pub strategy: Strategy,
+    pub strategy: S,
     /// Seed of its inputs.
     pub seed: u64,
     /// Predict (otherwise follow the confirmed game only: cheaper).
@@ -196,9 +197,9 @@ struct Live {
 
 /// Bots running on the current runtime.
 #[derive(Debug)]
-pub struct BotFleet {
+pub struct BotFleet<R: BotRules> {
     server: SocketAddr,
-    rules: Sandbox,
+    rules: R,
     pin: CertPin,
     started: Instant,
     stop: watch::Sender<bool>,
@@ -217,10 +218,10 @@ pub struct BotFleet {
 /// more of a shared machine to the server under test.
 pub const LOAD_BOTS_PER_ENDPOINT: usize = 32;
 
-impl BotFleet {
+impl<R: BotRules + NetRules> BotFleet<R> {
     /// An empty fleet for `server`, with the rules every bot plays and how
     /// to trust the server.
-    pub fn new(server: SocketAddr, rules: Sandbox, pin: CertPin) -> BotFleet {
+    pub fn new(server: SocketAddr, rules: R, pin: CertPin) -> BotFleet<R> {
         BotFleet {
             server,
             rules,
@@ -235,7 +236,7 @@ impl BotFleet {
     }
 
     /// Starts a bot (it connects in the background).
-    pub fn spawn(&mut self, spec: BotSpec) {
+    pub fn spawn(&mut self, spec: BotSpec<R::Strategy>) {
         let live = Arc::new(Live {
             report: Mutex::new(BotReport {
                 name: spec.name.clone(),
@@ -251,7 +252,7 @@ impl BotFleet {
         let pin = self.pin;
         if spec.load {
             let endpoint = self.load_endpoint();
-            let rules = rules.fingerprint();
+            let fingerprint = rules.fingerprint();
             self.tasks.spawn(async move {
                 let endpoint = match endpoint {
                     Ok(e) => e,
@@ -261,7 +262,7 @@ impl BotFleet {
                         return;
                     }
                 };
-                run_load_bot(endpoint, server, rules, pin, spec, &live, stop).await;
+                run_load_bot(endpoint, server, rules, fingerprint, pin, spec, &live, stop).await;
             });
             return;
         }
@@ -340,18 +341,18 @@ impl BotFleet {
     }
 }
 
-async fn run_bot(
+async fn run_bot<R: BotRules + NetRules>(
     server: SocketAddr,
-    rules: Sandbox,
+    rules: R,
     pin: CertPin,
-    spec: BotSpec,
+    spec: BotSpec<R::Strategy>,
     live: &Live,
     mut stop: watch::Receiver<bool>,
 ) {
     let set = |f: &mut dyn FnMut(&mut BotReport)| {
         f(&mut live.report.lock().unwrap_or_else(|e| e.into_inner()));
     };
-    let mut bot = Bot::new(spec.strategy, spec.seed);
+    let mut bot = rules.bot(&spec.strategy, spec.seed);
     let mut options = ConnectOptions::new(rules, pin);
     options.name = spec.name.clone();
     options.predict = spec.predict;
@@ -412,12 +413,14 @@ async fn run_bot(
     }
 }
 
-async fn run_load_bot(
+#[allow(clippy::too_many_arguments)]
+async fn run_load_bot<R: BotRules + NetRules>(
     endpoint: quinn::Endpoint,
     server: SocketAddr,
-    rules: u64,
+    rules: R,
+    fingerprint: u64,
     pin: CertPin,
-    spec: BotSpec,
+    spec: BotSpec<R::Strategy>,
     live: &Live,
     stop: watch::Receiver<bool>,
 ) {
@@ -438,7 +441,15 @@ async fn run_load_bot(
         }
     };
     let result = crate::load::run(
-        &endpoint, server, &spec.room, rules, pin, spec.seed, publish, stop,
+        &endpoint,
+        server,
+        &spec.room,
+        fingerprint,
+        pin,
+        spec.seed,
+        |bits| rules.random_input(bits),
+        publish,
+        stop,
     )
     .await;
     if let Err(e) = result {
@@ -449,16 +460,16 @@ async fn run_load_bot(
 /// Builds the bots for `bitroom-client bots`: `count` bots, spread over
 /// `rooms` rooms (`ROOM` or `ROOM-0`, `ROOM-1`, …).
 #[allow(clippy::too_many_arguments)]
-pub fn plan(
+pub fn plan<S: Clone>(
     room: &str,
     rooms: u32,
     count: u32,
-    strategy: Strategy,
+    strategy: S,
     seed: u64,
     predict: bool,
     conditioner: Option<ConditionerConfig>,
     load: bool,
-) -> Vec<BotSpec> {
+) -> Vec<BotSpec<S>> {
     (0..count)
         .map(|i| BotSpec {
             name: format!("bot{i}"),
@@ -467,7 +478,7 @@ pub fn plan(
             } else {
                 format!("{room}-{}", i % rooms)
             },
-            strategy,
+            strategy: strategy.clone(),
             seed: seed.wrapping_add(u64::from(i)),
             predict,
             conditioner: conditioner.map(|c| ConditionerConfig {

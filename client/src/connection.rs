@@ -7,7 +7,7 @@ use bitroom_protocol::{
     decode_server_reliable, ClientConfig, ClientEvent, ClientSession, ClientStats, ClientTransmit,
     CodecError, KickReason, Micros, ServerReliable, StreamFramer, Welcome,
 };
-use bitroom_sim::game::{Game, GameSnapshot, PlayerInput};
+use bitroom_sim::game::{Game, GameSnapshot, Rules};
 use bitroom_transport::{client_config, CertPin, TlsError, SERVER_NAME};
 use bytes::Bytes;
 use std::fmt;
@@ -22,7 +22,7 @@ use tracing::{debug, info_span, warn, Instrument};
 
 /// Chooses the player's input once per tick from the game as the client
 /// sees it (predicted, or confirmed with `predict: false`) and its slot.
-pub type InputFn<R> = Box<dyn FnMut(&Game<R>, u8) -> PlayerInput + Send>;
+pub type InputFn<R> = Box<dyn FnMut(&Game<R>, u8) -> <R as Rules>::Input + Send>;
 
 /// How to connect.
 pub struct ConnectOptions<R: NetRules> {
@@ -345,7 +345,7 @@ impl<R: NetRules> ClientHandle<R> {
     }
 
     /// The input from the next tick on (held until changed).
-    pub fn set_input(&self, input: PlayerInput) {
+    pub fn set_input(&self, input: R::Input) {
         self.shared.session().set_input(input);
     }
 

@@ -11,7 +11,7 @@
 //! ```no_run
 //! use bitroom_client::{connect, ConnectOptions, Event};
 //! use bitroom_transport::CertPin;
-//! use bitroom_client::sim::game::{sandbox::Sandbox, PlayerInput};
+//! use bitroom_client::sim::game::sandbox::{PlayerInput, Sandbox};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! // The fingerprint the server printed when it started.

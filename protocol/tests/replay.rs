@@ -5,13 +5,20 @@
 
 use bitroom_protocol::replay::*;
 use bitroom_protocol::*;
-use bitroom_sim::game::bots::{Bot, Strategy};
+use bitroom_sim::game::bots::Bot;
 use bitroom_sim::game::diff::Field;
+use bitroom_sim::game::sandbox::PlayerInput;
 use bitroom_sim::game::sandbox::{Sandbox, SandboxConfig, AVATAR_TAG};
-use bitroom_sim::game::{Game, GameSnapshot, InputSet, PlayerInput, Rules, SlotEvent};
+use bitroom_sim::game::sandbox::{SandboxBot, Strategy};
+use bitroom_sim::game::{Game, GameSnapshot, InputSet, Rules, SlotEvent};
 use bitroom_sim::{fx, Scalar, Vec2};
 use proptest::prelude::*;
 use std::io::{self, Cursor, Write};
+
+/// The replay types for the sandbox's input.
+type Record = bitroom_protocol::replay::Record<PlayerInput>;
+type ReplayIndex = bitroom_protocol::replay::ReplayIndex<PlayerInput>;
+type ReplayReader<Rd> = bitroom_protocol::replay::ReplayReader<Rd, PlayerInput>;
 
 fn rules(loose: u32) -> Sandbox {
     Sandbox::new(SandboxConfig {
@@ -50,21 +57,22 @@ fn record_room(ticks: u64, interval: u32, loose: u32) -> (Vec<u8>, u64) {
     let r = rules(loose);
     let mut room = ServerRoom::new(r.clone(), RoomConfig::default(), 0);
     let mut rec = Recorder::new(Vec::new(), room.game(), meta(interval)).expect("recorder");
-    let mut conns: Vec<(ConnId, u8, Bot)> = Vec::new();
+    let mut conns: Vec<(ConnId, u8, SandboxBot)> = Vec::new();
     let strategies = [Strategy::Random, Strategy::Chaser, Strategy::Circle];
-    let join = |room: &mut ServerRoom<Sandbox>, conns: &mut Vec<(ConnId, u8, Bot)>, conn, now| {
-        room.handle_connect(now, conn);
-        room.handle_reliable(now, conn, &hello(r.fingerprint()));
-        let mut slot = None;
-        while let Some(ev) = room.poll_event() {
-            if let RoomEvent::Joined { slot: s, .. } = ev {
-                slot = s;
+    let join =
+        |room: &mut ServerRoom<Sandbox>, conns: &mut Vec<(ConnId, u8, SandboxBot)>, conn, now| {
+            room.handle_connect(now, conn);
+            room.handle_reliable(now, conn, &hello(r.fingerprint()));
+            let mut slot = None;
+            while let Some(ev) = room.poll_event() {
+                if let RoomEvent::Joined { slot: s, .. } = ev {
+                    slot = s;
+                }
             }
-        }
-        let slot = slot.expect("a seat");
-        let bot = Bot::new(strategies[conn as usize % 3], conn);
-        conns.push((conn, slot, bot));
-    };
+            let slot = slot.expect("a seat");
+            let bot = SandboxBot::new(strategies[conn as usize % 3], conn);
+            conns.push((conn, slot, bot));
+        };
     for c in 1..=4 {
         join(&mut room, &mut conns, c, 0);
     }
@@ -113,7 +121,9 @@ fn record_game(
 ) -> (Vec<u8>, Option<u32>) {
     let mut game = Game::new(rules(loose), 3);
     let mut rec = Recorder::new(Vec::new(), &game, meta(interval)).expect("recorder");
-    let mut bots: Vec<Bot> = (0..3).map(|i| Bot::new(Strategy::Random, 40 + i)).collect();
+    let mut bots: Vec<SandboxBot> = (0..3)
+        .map(|i| SandboxBot::new(Strategy::Random, 40 + i))
+        .collect();
     let mut nudged = None;
     for t in 1..=ticks {
         let mut set = InputSet::with_inputs(
@@ -606,8 +616,9 @@ fn bad_headers_are_errors() {
         "{e}"
     );
     assert!(
-        e.to_string()
-            .contains(&format!("this build reads version {FORMAT_VERSION})")),
+        e.to_string().contains(&format!(
+            "this build reads versions {OLDEST_FORMAT_VERSION} to {FORMAT_VERSION})"
+        )),
         "{e}"
     );
 
@@ -916,7 +927,7 @@ fn the_recorder_rebuilds_recent_states_for_desync_reports() {
     let mut game = Game::new(rules(10), 2);
     let mut rec = Recorder::new(Vec::new(), &game, meta(10)).expect("recorder");
     let mut hashes = vec![game.state_hash()];
-    let mut bot = Bot::new(Strategy::Random, 3);
+    let mut bot = SandboxBot::new(Strategy::Random, 3);
     for t in 1..=45u64 {
         let mut set = InputSet::with_inputs(vec![bot.next_input(&game, 0)]);
         if t == 1 {

@@ -20,7 +20,7 @@
 //! commit message.
 
 use bitroom_protocol::replay::{verify, Record, ReplayReader, VerifyOptions, VerifyReport};
-use bitroom_sim::game::sandbox::Sandbox;
+use bitroom_sim::game::sandbox::{PlayerInput, Sandbox};
 
 /// Format 7: packed snapshots.
 const FIXTURE: &[u8] = include_bytes!("fixtures/arena-4-bots-v7.brr");
@@ -77,7 +77,7 @@ fn golden_replay_fixture_sync_test() {
 #[test]
 fn miri_replay_fixture_prefix() {
     const N: u64 = 8;
-    let mut reader = ReplayReader::open(FIXTURE).expect("the fixture opens");
+    let mut reader = ReplayReader::<_, PlayerInput>::open(FIXTURE).expect("the fixture opens");
     let mut recorded = 0;
     let mut end = 0;
     while let Some(rec) = reader.next() {

@@ -60,7 +60,7 @@ const RECORD_QUEUE: usize = 1024;
 enum RecordMsg<R: NetRules> {
     Tick {
         tick: u64,
-        inputs: InputSet,
+        inputs: InputSet<R::Input>,
         hash: u64,
         /// Boxed: a state is large, and the channel's slots are sized by
         /// the largest message.

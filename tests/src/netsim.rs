@@ -9,7 +9,7 @@ use bitroom_protocol::{
     ClientConfig, ClientEvent, ClientSession, ClientTransmit, ConnId, Micros, NetRules, Output,
     RoomConfig, RoomEvent, ServerRoom,
 };
-use bitroom_sim::game::{PlayerInput, Rules};
+use bitroom_sim::game::Rules;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -184,7 +184,7 @@ enum Delivery {
 }
 
 /// Chooses a client's input each tick.
-pub type InputFn<R> = Box<dyn FnMut(&ClientSession<R>) -> PlayerInput>;
+pub type InputFn<R> = Box<dyn FnMut(&ClientSession<R>) -> <R as Rules>::Input>;
 
 /// A simulated client.
 #[allow(missing_debug_implementations)] // holds an input closure

@@ -12,9 +12,9 @@ use bitroom_protocol::{
     encode_client_datagram, ClientDatagram, FrameAck, InputBatch, KickReason, RoomConfig,
     ServerReliable, StreamFramer, MAX_RELIABLE,
 };
-use bitroom_sim::game::bots::Strategy;
-use bitroom_sim::game::sandbox::{Sandbox, SandboxConfig, SandboxPlayer};
-use bitroom_sim::game::{PlayerInput, Rules, Slot};
+use bitroom_sim::game::sandbox::Strategy;
+use bitroom_sim::game::sandbox::{PlayerInput, Sandbox, SandboxConfig, SandboxPlayer};
+use bitroom_sim::game::{Rules, Slot};
 use bitroom_sim::World;
 use bitroom_tests::loopback::{wait_for, RawClient, TestServer};
 use std::time::Duration;
@@ -25,7 +25,7 @@ fn rules() -> Sandbox {
     Sandbox::new(SandboxConfig { loose_bodies: 60 })
 }
 
-fn bot(name: &str, room: &str, strategy: Strategy, seed: u64) -> BotSpec {
+fn bot(name: &str, room: &str, strategy: Strategy, seed: u64) -> BotSpec<Strategy> {
     BotSpec {
         name: name.into(),
         room: room.into(),
@@ -291,6 +291,7 @@ impl Fragile {
 }
 
 impl Rules for Fragile {
+    type Input = PlayerInput;
     type Player = SandboxPlayer;
     type State = ();
     fn fingerprint(&self) -> u64 {
@@ -309,7 +310,7 @@ impl Rules for Fragile {
         &self,
         world: &mut World,
         state: &mut (),
-        slot: &mut Slot<SandboxPlayer>,
+        slot: &mut Slot<SandboxPlayer, PlayerInput>,
         input: PlayerInput,
     ) {
         if self.armed && input.aim == Fragile::POISON {

@@ -6,7 +6,7 @@ use crate::args::{CertArgs, ConditionerArgs};
 use crate::sandbox::rules_for_scene;
 use crate::status::StatusLine;
 use bitroom_client::bots::{plan, BotFleet, FleetStatus};
-use bitroom_sim::game::bots::Strategy;
+use bitroom_sim::game::sandbox::Strategy;
 use clap::Args;
 use std::net::SocketAddr;
 use std::process::ExitCode;

@@ -7,7 +7,7 @@
 //! missing file).
 
 use super::{bad_input, EXIT_BAD_INPUT};
-use crate::sandbox::{replay_rules, rules_for, SANDBOX_RULES};
+use crate::sandbox::{check_recorded_game, replay_rules, rules_for, BOT_STRATEGIES, SANDBOX_RULES};
 use crate::scene::load_scene;
 use bitroom_protocol::replay::{
     body_json, decode_initial, diff_against_resim, diff_json, diff_replays, diff_table,
@@ -15,10 +15,10 @@ use bitroom_protocol::replay::{
     Side, StartAt, VerifyOptions, VerifyReport,
 };
 use bitroom_protocol::replay::{Record, DEFAULT_KEYFRAME_INTERVAL};
-use bitroom_sim::game::bots::{Bot, Strategy};
+use bitroom_sim::game::bots::LocalBots;
 use bitroom_sim::game::diff::body_fields;
-use bitroom_sim::game::sandbox::{Sandbox, SandboxConfig};
-use bitroom_sim::game::{Game, GameSnapshot, InputSet, SlotEvent};
+use bitroom_sim::game::sandbox::{PlayerInput, Sandbox, SandboxConfig};
+use bitroom_sim::game::{Game, GameSnapshot, SlotEvent};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::fs::File;
@@ -143,14 +143,17 @@ pub fn run(args: ReplayArgs) -> ExitCode {
     }
 }
 
-type FileReader = ReplayReader<BufReader<File>>;
+type FileReader = ReplayReader<BufReader<File>, PlayerInput>;
 
-/// Opens a replay and reads its header; the message names the file.
+/// Opens a sandbox replay and reads its header; the message names the
+/// file.
 fn open(path: &Path) -> Result<(FileReader, u64), String> {
-    let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let named = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let file = File::open(path).map_err(|e| named(&e))?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let reader = ReplayReader::open(BufReader::with_capacity(1 << 16, file))
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let reader =
+        ReplayReader::open(BufReader::with_capacity(1 << 16, file)).map_err(|e| named(&e))?;
+    check_recorded_game(reader.header()).map_err(|e| named(&e))?;
     Ok((reader, size))
 }
 
@@ -280,7 +283,7 @@ fn print_verify(name: &str, rep: &VerifyReport, secs: f64, tick_rate: u32, jobs:
 /// A replay opened for re-simulation.
 struct Opened {
     name: String,
-    index: ReplayIndex,
+    index: ReplayIndex<PlayerInput>,
     src: BufReader<File>,
     initial: GameSnapshot<Sandbox>,
     rules: Sandbox,
@@ -609,23 +612,10 @@ fn record_cmd(args: &RecordArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(&e),
     };
-    let mut bots: Vec<Bot> = (0..args.players)
-        .map(|i| {
-            let strategy =
-                [Strategy::Random, Strategy::Chaser, Strategy::Circle][usize::from(i) % 3];
-            Bot::new(strategy, args.seed.wrapping_add(u64::from(i)))
-        })
-        .collect();
+    // Players join one per tick from tick 1.
+    let mut bots = LocalBots::cycling(game.rules(), args.players, &BOT_STRATEGIES, args.seed);
     for t in 1..=args.ticks {
-        let mut set = InputSet::with_inputs(
-            bots.iter_mut()
-                .enumerate()
-                .map(|(i, b)| b.next_input(&game, i as u8))
-                .collect(),
-        );
-        if t <= u64::from(args.players) {
-            set.events.push(SlotEvent::Join((t - 1) as u8));
-        }
+        let set = bots.inputs(&game);
         game.step(&set);
         if let Err(e) = rec.record_tick(&game, &set, game.state_hash()) {
             return fail(&e);

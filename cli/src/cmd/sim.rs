@@ -2,9 +2,10 @@
 
 use super::{bad_input, EXIT_BAD_INPUT};
 use crate::sandbox::rules_for;
+use crate::sandbox::BOT_STRATEGIES;
 use crate::scene::load_sim_scene;
-use bitroom_sim::game::bots::{Bot, Strategy};
-use bitroom_sim::game::{Game, InputSet, SlotEvent, SyncTest};
+use bitroom_sim::game::bots::LocalBots;
+use bitroom_sim::game::{Game, SyncTest};
 use bitroom_sim::{Stage, World};
 use clap::Args;
 use std::io::Write;
@@ -227,26 +228,12 @@ fn synctest(args: &SimArgs, world: World, k: u32) -> ExitCode {
     }
     let rules = rules_for(&args.scene, world);
     let players = args.players;
+    // Players join one per tick from tick 1.
+    let mut bots = LocalBots::cycling(&rules, players, &BOT_STRATEGIES, args.seed);
     let mut test = SyncTest::new(Game::new(rules, players), k);
-    let mut bots: Vec<Bot> = (0..players)
-        .map(|i| {
-            let strategy =
-                [Strategy::Random, Strategy::Chaser, Strategy::Circle][usize::from(i) % 3];
-            Bot::new(strategy, args.seed.wrapping_add(u64::from(i)))
-        })
-        .collect();
     let start = Instant::now();
-    for t in 1..=args.steps {
-        let mut set = InputSet::with_inputs(
-            bots.iter_mut()
-                .enumerate()
-                .map(|(i, b)| b.next_input(test.game(), i as u8))
-                .collect(),
-        );
-        // Players join one per tick from tick 1.
-        if t <= u64::from(players) {
-            set.events.push(SlotEvent::Join((t - 1) as u8));
-        }
+    for _ in 0..args.steps {
+        let set = bots.inputs(test.game());
         test.step(set);
     }
     let secs = start.elapsed().as_secs_f64();

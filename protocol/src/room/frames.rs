@@ -17,10 +17,10 @@ pub(super) struct Sent {
 }
 
 #[derive(Debug)]
-pub(super) struct HistFrame {
+pub(super) struct HistFrame<I> {
     pub(super) tick: u64,
     pub(super) hash: u64,
-    pub(super) changes: Option<InputChanges>,
+    pub(super) changes: Option<InputChanges<I>>,
     pub(super) events: Option<Vec<SlotEvent>>,
 }
 
@@ -76,7 +76,11 @@ impl<R: NetRules> ServerRoom<R> {
         }
     }
 
-    pub(super) fn frame_msg(&self, h: &HistFrame, c: &Client) -> ServerDatagram {
+    pub(super) fn frame_msg(
+        &self,
+        h: &HistFrame<R::Input>,
+        c: &Client,
+    ) -> ServerDatagram<R::Input> {
         let input_ack = c
             .slot
             .map_or(0, |s| self.seats[usize::from(s)].input_ack as u32);

@@ -5,7 +5,7 @@
 use super::{ConnId, NetRules, Phase, Rejection, ServerRoom};
 use crate::messages::*;
 use crate::{widen_tick, Micros};
-use bitroom_sim::game::{PlayerInput, SlotEvent};
+use bitroom_sim::game::SlotEvent;
 
 impl<R: NetRules> ServerRoom<R> {
     /// Takes a datagram's cost from the rate limit: `None` for an unknown
@@ -45,7 +45,7 @@ impl<R: NetRules> ServerRoom<R> {
             Some(false) => return self.reject(conn, Rejection::RateLimited),
             Some(true) => {}
         }
-        let msg = match decode_client_datagram(bytes) {
+        let msg = match decode_client_datagram::<R::Input>(bytes) {
             Ok(m) => m,
             Err(_) => return self.reject(conn, Rejection::Malformed),
         };
@@ -84,7 +84,7 @@ impl<R: NetRules> ServerRoom<R> {
         }
     }
 
-    pub(super) fn inputs(&mut self, now: Micros, conn: ConnId, b: InputBatch) {
+    pub(super) fn inputs(&mut self, now: Micros, conn: ConnId, b: InputBatch<R::Input>) {
         let current = self.game.tick();
         let Some(c) = self.clients.get(&conn) else {
             return;
@@ -125,14 +125,14 @@ impl<R: NetRules> ServerRoom<R> {
     /// last one again when it is missing (counted), the default input for
     /// free seats, seats waiting for a reconnect, and seats that leave at
     /// `t` (`events`).
-    pub(super) fn collect_inputs(&mut self, t: u64, events: &[SlotEvent]) -> Vec<PlayerInput> {
+    pub(super) fn collect_inputs(&mut self, t: u64, events: &[SlotEvent]) -> Vec<R::Input> {
         let mut inputs = Vec::with_capacity(self.seats.len());
         for seat in &mut self.seats {
             let input = if !seat.taken {
-                PlayerInput::default()
+                R::Input::default()
             } else if seat.owner.is_none() {
                 // Dropped and waiting for a reconnect: stand still.
-                PlayerInput::default()
+                R::Input::default()
             } else {
                 match seat.inputs.remove(&t) {
                     Some(i) => i,
@@ -156,7 +156,7 @@ impl<R: NetRules> ServerRoom<R> {
             if let SlotEvent::Leave(s) = *e {
                 if let Some(i) = inputs.get_mut(usize::from(s)) {
                     if !self.seats[usize::from(s)].taken {
-                        *i = PlayerInput::default();
+                        *i = R::Input::default();
                     }
                 }
             }

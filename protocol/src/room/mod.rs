@@ -27,7 +27,7 @@ pub use snapshot::SnapshotJob;
 
 use crate::messages::*;
 use crate::Micros;
-use bitroom_sim::game::{Game, InputSet, PlayerInput, Rules, SlotEvent};
+use bitroom_sim::game::{Game, Input, InputSet, Rules, SlotEvent};
 use frames::{HistFrame, Sent};
 use seats::Seat;
 use std::collections::{BTreeMap, VecDeque};
@@ -76,11 +76,11 @@ pub struct ServerRoom<R: Rules> {
     game: Game<R>,
     start: Micros,
     clients: BTreeMap<ConnId, Client>,
-    seats: Vec<Seat>,
+    seats: Vec<Seat<R::Input>>,
     queued_events: Vec<SlotEvent>,
-    prev_inputs: Vec<PlayerInput>,
-    history: VecDeque<HistFrame>,
-    last_inputs: InputSet,
+    prev_inputs: Vec<R::Input>,
+    history: VecDeque<HistFrame<R::Input>>,
+    last_inputs: InputSet<R::Input>,
     out: VecDeque<Output>,
     events: VecDeque<RoomEvent>,
     stats: RoomStats,
@@ -103,7 +103,16 @@ impl<R> NetRules for R where
 
 impl<R: NetRules> ServerRoom<R> {
     /// A room whose tick 0 is at `now`.
+    ///
+    /// A game whose [`Input::MAX_ENCODED`] is over [`MAX_INPUT_BYTES`] does
+    /// not compile here: its frames would not fit a datagram.
     pub fn new(rules: R, config: RoomConfig, now: Micros) -> ServerRoom<R> {
+        const {
+            assert!(
+                <R::Input as Input>::MAX_ENCODED <= MAX_INPUT_BYTES,
+                "the game's Input::MAX_ENCODED is over bitroom_protocol::MAX_INPUT_BYTES"
+            )
+        };
         let slots = config.max_players.clamp(1, bitroom_sim::game::MAX_SLOTS);
         let game = Game::new(rules, slots);
         ServerRoom {
@@ -161,7 +170,7 @@ impl<R: NetRules> ServerRoom<R> {
     }
 
     /// The inputs of the latest tick (for recording).
-    pub fn last_inputs(&self) -> &InputSet {
+    pub fn last_inputs(&self) -> &InputSet<R::Input> {
         &self.last_inputs
     }
 
@@ -194,7 +203,7 @@ impl<R: NetRules> ServerRoom<R> {
         self.out.push_back(Output::Reliable { conn, bytes });
     }
 
-    fn send_datagram(&mut self, conn: ConnId, msg: &ServerDatagram) {
+    fn send_datagram(&mut self, conn: ConnId, msg: &ServerDatagram<R::Input>) {
         let bytes = encode_server_datagram(msg);
         self.stats.bytes_out += bytes.len() as u64;
         self.out.push_back(Output::Datagram { conn, bytes });

@@ -5,18 +5,18 @@
 use super::{Client, ConnId, NetRules, Output, Phase, Rejection, RoomEvent, ServerRoom};
 use crate::messages::*;
 use crate::Micros;
-use bitroom_sim::game::{PlayerInput, SlotEvent};
+use bitroom_sim::game::SlotEvent;
 use std::collections::{BTreeMap, VecDeque};
 
 #[derive(Debug, Default)]
-pub(super) struct Seat {
+pub(super) struct Seat<I> {
     pub(super) taken: bool,
     pub(super) owner: Option<ConnId>,
     pub(super) token: u64,
     pub(super) reserved_until: Option<Micros>,
-    pub(super) inputs: BTreeMap<u64, PlayerInput>,
+    pub(super) inputs: BTreeMap<u64, I>,
     pub(super) input_ack: u64,
-    pub(super) last: PlayerInput,
+    pub(super) last: I,
 }
 
 impl<R: NetRules> ServerRoom<R> {

@@ -1,11 +1,22 @@
 //! The default game: every player drives a capsule in an arena of loose
 //! bodies. Move with the horizontal axis, jump when standing on something,
 //! grab the nearest body in the aim direction, carry it, throw it.
+//!
+//! # Layout
+//! - this file: the rules ([`Sandbox`]) and the arena;
+//! - `input.rs`: [`PlayerInput`];
+//! - `bot.rs`: its bots ([`SandboxBot`], [`Strategy`]).
 
-use super::{avatar_user_data, GameSnapshot, PlayerInput, Rules, Slot};
+mod bot;
+mod input;
+
+pub use bot::{SandboxBot, Strategy};
+pub use input::PlayerInput;
+
 use crate::dynamics::{
     BodyDef, BodyId, BodyKind, JointDef, JointId, JointKind, ShapeDef, ShapeId, TargetJoint, World,
 };
+use crate::game::{avatar_user_data, GameSnapshot, Rules, Slot};
 use crate::geometry::{Capsule, Circle, Polygon, ShapeGeometry};
 use crate::math::{fx, sin_cos, Scalar, Vec2};
 use crate::state::Snapshot;
@@ -13,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use xxhash_rust::xxh3::Xxh3;
 
-pub use super::AVATAR_TAG;
+pub use crate::game::AVATAR_TAG;
 
 /// Top speed from the move axis (m/s).
 const RUN_SPEED: Scalar = Scalar::from_int(8);
@@ -197,6 +208,7 @@ fn grounded(world: &World, shape: ShapeId) -> bool {
 }
 
 impl Rules for Sandbox {
+    type Input = PlayerInput;
     type Player = SandboxPlayer;
     type State = ();
 
@@ -251,7 +263,7 @@ impl Rules for Sandbox {
         &self,
         world: &mut World,
         _: &mut (),
-        slot: &mut Slot<SandboxPlayer>,
+        slot: &mut Slot<SandboxPlayer, PlayerInput>,
         input: PlayerInput,
     ) {
         let jump_pressed = slot.pressed(input, PlayerInput::JUMP);
