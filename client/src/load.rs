@@ -10,7 +10,7 @@
 //! so the server does not resend, and pings. It checks nothing; use real
 //! bots for correctness.
 
-use crate::connection::disconnect_reason;
+use crate::driver::disconnect_reason;
 use crate::{ConnectError, Disconnect, HandleStats};
 use bitroom_protocol::{
     decode_server_datagram, decode_server_reliable, encode_client_datagram, encode_client_reliable,
