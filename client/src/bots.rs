@@ -59,6 +59,10 @@ pub struct BotReport {
     pub connected_for: Duration,
     /// Connect → first snapshot applied.
     pub time_to_sync: Option<Duration>,
+    /// Tick of the first snapshot applied: every confirmed tick after it
+    /// can be checked against the server's hash (`stats.session.verified`
+    /// counts those that were).
+    pub synced_at: Option<u64>,
     /// Why it stopped early, or why it never connected.
     pub error: Option<String>,
     /// Whether it used a link conditioner.
@@ -381,9 +385,12 @@ async fn run_bot<R: BotRules + NetRules>(
         tokio::select! {
             ev = handle.next_event() => match ev {
                 Some(Event::Desync { .. }) => set(&mut |r| r.desyncs += 1),
-                Some(Event::Synced { .. }) => {
+                Some(Event::Synced { tick }) => {
                     let dt = t0.elapsed();
-                    set(&mut |r| { r.time_to_sync.get_or_insert(dt); });
+                    set(&mut |r| {
+                        r.time_to_sync.get_or_insert(dt);
+                        r.synced_at.get_or_insert(tick);
+                    });
                 }
                 Some(Event::Disconnected(d)) => {
                     set(&mut |r| r.error = Some(format!("disconnected: {d}")));

@@ -94,6 +94,16 @@ impl<R: Rules> GameSnapshot<R> {
         &self.world
     }
 
+    /// The seats.
+    pub fn slots(&self) -> &[SlotOf<R>] {
+        &self.slots
+    }
+
+    /// The rules' game-wide state.
+    pub fn state(&self) -> &R::State {
+        &self.state
+    }
+
     /// Canonical bytes: the world snapshot's length as `u32` LE, its bytes,
     /// then the slots and rules state (bincode 2, fixed-int, LE).
     pub fn to_bytes(&self) -> Vec<u8> {
