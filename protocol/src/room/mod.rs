@@ -26,7 +26,7 @@ pub use events::{Output, Rejection, RoomEvent, RoomStats};
 pub use snapshot::SnapshotJob;
 
 use crate::messages::*;
-use crate::Micros;
+use crate::{Micros, NetRules};
 use bitroom_sim::game::{Game, Input, InputSet, Rules, SlotEvent};
 use frames::{HistFrame, Sent};
 use seats::Seat;
@@ -88,17 +88,6 @@ pub struct ServerRoom<R: Rules> {
     /// This tick's snapshot job, reused by further joins at the tick;
     /// dropped when the room ticks.
     snapshot: Option<SnapshotJob>,
-}
-
-/// Rules a [`ServerRoom`] and the IO shells can host: snapshots are
-/// packed by the shell, possibly on another thread ([`SnapshotJob`]), and
-/// games move between tokio tasks, so the rules and their state must be
-/// `Send + Sync`. Every `Rules` of plain data is.
-pub trait NetRules: Rules<Player: Send + Sync, State: Send + Sync> + Send + Sync + 'static {}
-
-impl<R> NetRules for R where
-    R: Rules<Player: Send + Sync, State: Send + Sync> + Send + Sync + 'static
-{
 }
 
 impl<R: NetRules> ServerRoom<R> {
