@@ -75,7 +75,7 @@ impl<R: NetRules> fmt::Debug for ConnectOptions<R> {
 }
 
 /// Connects to `addr`, joins `room`, and returns once the server has
-/// welcomed us (the game snapshot follows: [`Event::Synced`]).
+/// welcomed us (the game snapshot follows: [`Event::Synced`](crate::Event::Synced)).
 ///
 /// # Errors
 /// Socket, TLS (including a certificate that is not the pinned one),

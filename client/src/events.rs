@@ -7,7 +7,7 @@ use bitroom_transport::TlsError;
 use std::fmt;
 use std::time::Duration;
 
-/// Why [`connect`] failed.
+/// Why [`connect`](crate::connect) failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
     /// No local socket.
@@ -41,7 +41,7 @@ pub enum Disconnect {
     Kicked(KickReason),
     /// The connection failed or was closed without a reason.
     Lost(String),
-    /// We closed it ([`ClientHandle::close`]).
+    /// We closed it ([`ClientHandle::close`](crate::ClientHandle::close)).
     Closed,
 }
 

@@ -69,7 +69,7 @@ impl<R: NetRules> ClientHandle<R> {
         self.welcome.slot
     }
 
-    /// Present it in [`ConnectOptions::reconnect`] to reclaim this slot.
+    /// Present it in [`ConnectOptions::reconnect`](crate::ConnectOptions::reconnect) to reclaim this slot.
     pub fn token(&self) -> u64 {
         self.welcome.token
     }

@@ -3,8 +3,8 @@
 //! (prediction, rollback, clock sync) — and the replay format with its
 //! recorder and re-simulation tools ([`replay`]).
 //!
-//! Everything is generic over the game: any
-//! [`Rules`](bitroom_sim::game::Rules), whose own input type the per-tick
+//! Everything is generic over the game: any [`Rules`], whose own input
+//! type the per-tick
 //! messages, the input timeline and the replay records carry
 //! ([`NetRules`] adds what the IO shells need: the game can cross
 //! threads).
@@ -61,7 +61,7 @@
 //!   [`PROTOCOL_VERSION`];
 //! - [`room`]: [`ServerRoom`] (split by concern: seats, inputs, frames,
 //!   snapshots);
-//! - [`session`]: [`ClientSession`];
+//! - [`session`]: the client, [`ClientSession`];
 //! - [`replay`]: the replay format, [`replay::Recorder`], re-simulation and
 //!   state diffs;
 //! - this file: [`NetRules`], [`Micros`], [`widen_tick`].

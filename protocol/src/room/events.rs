@@ -8,7 +8,7 @@ use crate::messages::{DesyncReport, KickReason};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Output {
     /// A message for the connection's reliable stream (unframed; frame it
-    /// with [`StreamFramer::frame`]).
+    /// with [`StreamFramer::frame`](crate::StreamFramer::frame)).
     Reliable {
         /// Destination.
         conn: ConnId,

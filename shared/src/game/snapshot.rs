@@ -84,7 +84,7 @@ impl<R: Rules> GameSnapshot<R> {
         self.world.tick()
     }
 
-    /// The same hash [`Game::state_hash`] gives for this state.
+    /// The same hash [`Game::state_hash`](super::Game::state_hash) gives for this state.
     pub fn state_hash(&self) -> u64 {
         hash_parts(self.world.state_hash(), &self.slots, &self.state)
     }
