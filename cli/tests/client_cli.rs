@@ -1,20 +1,13 @@
 //! The `bitroom-client` binary: command-line errors and a run with no
 //! server.
 
-use std::process::{Command, Output};
+use std::process::Command;
+
+mod common;
+use common::assert_bad_input;
 
 fn client() -> Command {
     Command::new(env!("CARGO_BIN_EXE_bitroom-client"))
-}
-
-/// Exit code 2 and a single `error:` line on stderr.
-fn assert_bad_input(out: &Output, needle: &str) {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
-    let lines: Vec<&str> = stderr.lines().collect();
-    assert_eq!(lines.len(), 1, "one line expected: {stderr}");
-    assert!(lines[0].starts_with("error: "), "{stderr}");
-    assert!(lines[0].contains(needle), "{needle:?} not in {stderr}");
 }
 
 #[test]

@@ -7,8 +7,11 @@ use bitroom_sim::game::sandbox::Sandbox;
 use bitroom_transport::{parse_fingerprint, CertPin};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
+
+mod common;
+use common::assert_bad_input;
 
 fn server() -> Command {
     Command::new(env!("CARGO_BIN_EXE_bitroom-server"))
@@ -18,16 +21,6 @@ fn temp_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("bitroom-cli-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&d).expect("temp dir");
     d
-}
-
-/// Exit code 2 and a single `error:` line on stderr.
-fn assert_bad_input(out: &Output, needle: &str) {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
-    let lines: Vec<&str> = stderr.lines().collect();
-    assert_eq!(lines.len(), 1, "one line expected: {stderr}");
-    assert!(lines[0].starts_with("error: "), "{stderr}");
-    assert!(lines[0].contains(needle), "{needle:?} not in {stderr}");
 }
 
 #[test]
