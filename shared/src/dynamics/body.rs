@@ -356,3 +356,6 @@ impl Body {
         self.alive && self.awake && self.kind != BodyKind::Static
     }
 }
+
+/// Largest angular speed: a quarter turn per step at 60 Hz (0.25π·60 rad/s).
+pub(crate) const MAX_ANGULAR_SPEED: Scalar = Scalar::from_bits(202395565568); // 15π = 47.1238898 rad/s, rounded

@@ -85,6 +85,9 @@ impl Shape {
     }
 }
 
+/// Fat-box margin around moving shapes.
+pub(crate) const AABB_MARGIN: Scalar = Scalar::milli(50);
+
 /// The geometry of a free shape slot (what the canonical encoding writes
 /// for it).
 pub(crate) const VACANT_GEOMETRY: ShapeGeometry =
