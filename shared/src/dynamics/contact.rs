@@ -19,8 +19,8 @@ pub struct Contact {
     pub(crate) body_a: u32,
     pub(crate) body_b: u32,
     /// Encoded without its geometry, which the positions determine (see
-    /// `compact::manifold_state`).
-    #[serde(with = "crate::compact::manifold_state")]
+    /// `encoding::compact::manifold_state`).
+    #[serde(with = "crate::encoding::compact::manifold_state")]
     pub(crate) manifold: Manifold,
     /// Mixed friction √(μa·μb).
     pub(crate) friction: Scalar,

@@ -26,5 +26,5 @@ pub use world::{ContactView, QueryFilter, RayHit, Stage, World, WorldDef, WorldE
 
 pub(crate) use body::{Body, BodyConfig};
 pub(crate) use contact::Contact;
-pub(crate) use shape::Shape;
+pub(crate) use shape::{Shape, VACANT_GEOMETRY};
 pub(crate) use world::WorldState;

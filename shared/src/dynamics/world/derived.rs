@@ -9,7 +9,7 @@ use crate::dynamics::recycle;
 impl World {
     /// Recomputes every contact's geometry from its shapes at their current
     /// transforms (after decoding, which does not carry it; see
-    /// `compact::manifold_state`). The decoded feature ids, impulses and
+    /// `encoding::compact::manifold_state`). The decoded feature ids, impulses and
     /// persisted flags are kept; a manifold whose recomputed points do not
     /// carry the stored ids, or whose touching flag disagrees, makes the
     /// state inconsistent.

@@ -21,7 +21,7 @@ impl World {
     pub fn event_hash(&self) -> u64 {
         let bytes = bincode::serde::encode_to_vec(
             (&self.events.contact, &self.events.sensor),
-            crate::state::CONFIG,
+            crate::encoding::canonical::CONFIG,
         )
         .expect("events encode");
         xxhash_rust::xxh3::xxh3_64(&bytes)

@@ -1,7 +1,7 @@
 //! The packed encoding: a columnar, delta-coded, deflated form of any serde
 //! value, used for snapshots on the wire (see [`crate::Snapshot::to_packed`]).
 //!
-//! The canonical encoding (`state.rs`) writes a state field after field, so
+//! The canonical encoding (`canonical`) writes a state field after field, so
 //! a body's 28 fields sit next to each other and the same field of the next
 //! body is 229 bytes further on. Most of those fields are the same for every
 //! body (masses, damping, switches) or change little from one body to the
@@ -1119,7 +1119,7 @@ mod tests {
         // 50 records of mostly constant or slowly changing fields.
         let d = doc();
         let packed = pack(&d).unwrap().len();
-        let canonical = bincode::serde::encode_to_vec(&d, crate::state::CONFIG)
+        let canonical = bincode::serde::encode_to_vec(&d, crate::encoding::canonical::CONFIG)
             .unwrap()
             .len();
         assert!(
@@ -1252,7 +1252,7 @@ mod tests {
                 )
             })
             .collect();
-        let canonical = bincode::serde::encode_to_vec(&rows, crate::state::CONFIG)
+        let canonical = bincode::serde::encode_to_vec(&rows, crate::encoding::canonical::CONFIG)
             .unwrap()
             .len();
         let packed = pack(&rows).unwrap();
