@@ -29,7 +29,11 @@ pub trait Input:
     /// Bytes this input takes in the canonical encoding.
     fn encoded_len(&self) -> usize {
         let mut size = bincode::enc::write::SizeWriter::default();
-        match bincode::serde::encode_into_writer(self, &mut size, crate::state::CONFIG) {
+        match bincode::serde::encode_into_writer(
+            self,
+            &mut size,
+            crate::encoding::canonical::CONFIG,
+        ) {
             Ok(()) => size.bytes_written,
             // A value serde cannot encode counts as too large.
             Err(_) => usize::MAX,

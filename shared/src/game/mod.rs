@@ -220,7 +220,7 @@ impl<R: Rules> Game<R> {
 
     /// XXH3-64 (seed 0) of: the world's state hash as 8 little-endian bytes,
     /// then the slots and the rules state in the canonical encoding (see
-    /// `state.rs`: bincode 2, fixed-int, little-endian).
+    /// `encoding::canonical`: bincode 2, fixed-int, little-endian).
     pub fn state_hash(&self) -> u64 {
         hash_parts(self.world.state_hash(), &self.slots, &self.state)
     }

@@ -3,7 +3,7 @@
 //! the state hash they share with [`Game`](super::Game).
 
 use super::{Rules, SlotOf, MAX_SLOTS};
-use crate::state::{Snapshot, SnapshotError, CONFIG};
+use crate::encoding::{canonical::CONFIG, Snapshot, SnapshotError};
 use serde::Serialize;
 use xxhash_rust::xxh3::Xxh3;
 
@@ -73,7 +73,8 @@ pub(super) fn hash_parts<T: Serialize, S: Serialize>(
     let mut h = Xxh3::new();
     h.update(&world_hash.to_le_bytes());
     let mut extra = Vec::new();
-    crate::canon::encode_into(&(slots, state), &mut extra).expect("game state encodes");
+    crate::encoding::canonical::encode_into(&(slots, state), &mut extra)
+        .expect("game state encodes");
     h.update(&extra);
     h.digest()
 }
@@ -132,7 +133,8 @@ impl<R: Rules> GameSnapshot<R> {
         // (packed, it is smaller still).
         let world_len = (out.len() - at - 4) as u32;
         out[at..at + 4].copy_from_slice(&world_len.to_le_bytes());
-        crate::canon::encode_into(&(&self.slots, &self.state), out).expect("game state encodes");
+        crate::encoding::canonical::encode_into(&(&self.slots, &self.state), out)
+            .expect("game state encodes");
     }
 
     /// Decodes and validates untrusted bytes.
