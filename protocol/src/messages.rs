@@ -530,15 +530,23 @@ impl StreamFramer {
     /// # Errors
     /// A declared length above [`MAX_RELIABLE`].
     pub fn next_message(&mut self) -> Result<Option<Vec<u8>>, CodecError> {
+        self.next_message_within(MAX_RELIABLE)
+    }
+
+    /// [`StreamFramer::next_message`] with a tighter limit (a hello must
+    /// be small): a declared length above `limit` (or above
+    /// [`MAX_RELIABLE`]) is an error as soon as the length has arrived.
+    ///
+    /// # Errors
+    /// A declared length above the limit.
+    pub fn next_message_within(&mut self, limit: usize) -> Result<Option<Vec<u8>>, CodecError> {
+        let limit = limit.min(MAX_RELIABLE);
         let Some(head) = self.buf.first_chunk::<4>() else {
             return Ok(None);
         };
         let len = u32::from_le_bytes(*head) as usize;
-        if len > MAX_RELIABLE {
-            return Err(CodecError::TooLarge {
-                len,
-                limit: MAX_RELIABLE,
-            });
+        if len > limit {
+            return Err(CodecError::TooLarge { len, limit });
         }
         if self.buf.len() < 4 + len {
             return Ok(None);

@@ -2,6 +2,7 @@
 //! limits, certificate, recording), and why it may fail to start.
 
 use crate::tls::Identity;
+use crate::web::WebConfig;
 use bitroom_protocol::RoomConfig;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -36,6 +37,9 @@ pub struct ServerConfig<R> {
     /// UDP receive and send buffer asked of the kernel (bytes; 0 keeps the
     /// kernel's default). See [`crate::udp::SOCKET_BUFFER_BYTES`].
     pub udp_buffer: usize,
+    /// Serve browsers too: the page, its API, WebTransport and WebSocket
+    /// (see [`crate::web`]).
+    pub web: Option<WebConfig>,
 }
 
 /// How long joins stay refused after a room ran [`ServerConfig::shed_lateness`] late.
@@ -72,6 +76,7 @@ impl<R> ServerConfig<R> {
             record: None,
             shed_lateness: Some(Duration::from_millis(100)),
             udp_buffer: crate::udp::SOCKET_BUFFER_BYTES,
+            web: None,
         }
     }
 }
@@ -93,4 +98,7 @@ pub enum ServeError {
     /// The tick timer thread could not be started.
     #[error("cannot start the tick timer thread: {0}")]
     Ticker(std::io::Error),
+    /// The web page's files are missing or unreadable.
+    #[error("web page: {0}")]
+    Web(String),
 }

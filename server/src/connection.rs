@@ -1,15 +1,19 @@
-//! One connection from its first packet to its end: the QUIC handshake,
-//! the hello (one stream, one framed message, in time, in at most
-//! [`MAX_HELLO`] bytes), routing to the room it names (created on first
-//! join), then forwarding its stream messages and datagrams to that room
-//! while a writer task ([`crate::writer`]) sends the room's messages back.
+//! One connection from its first packet to its end, the same for every
+//! transport ([`crate::link`]): the hello (the first reliable message, in
+//! time, in at most [`MAX_HELLO`] bytes), routing to the room it names
+//! (created on first join), then forwarding its reliable messages and
+//! datagrams to that room while a writer task ([`crate::writer`]) sends the
+//! room's messages back. [`handle_incoming`] is the native QUIC entry; the
+//! browser transports enter at [`serve`] (`crate::web`).
 
 use crate::context::{micros, shutting_down, Context};
+use crate::link::quic::{QuicLink, QuicReader, QuicWriter};
+use crate::link::{FramedReader, Inbound, Link, LinkError, LinkReader, LinkWriter};
 use crate::registry::{Peer, RoomCmd, ROOM_QUEUE};
 use crate::room_task;
-use crate::writer::{self, close_now, kick_and_close, WRITER_QUEUE};
+use crate::writer::{self, kick_and_close, WRITER_QUEUE};
 use bitroom_protocol::{
-    decode_client_reliable, ClientReliable, ConnId, KickReason, NetRules, StreamFramer,
+    decode_client_reliable, ClientReliable, ConnId, KickReason, NetRules, MAX_RELIABLE,
 };
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -20,108 +24,116 @@ use tracing::{debug, info, info_span, Instrument};
 /// Largest hello accepted (bytes): names are short.
 pub const MAX_HELLO: usize = 4096;
 
-/// Serves one incoming connection until it ends.
+/// Serves one incoming QUIC connection until it ends: the QUIC handshake
+/// and the client's stream, in time, then [`serve`].
 pub(crate) async fn handle_incoming<R: NetRules>(incoming: quinn::Incoming, cx: &Arc<Context<R>>) {
     let conn: ConnId = cx.next_conn.fetch_add(1, Ordering::Relaxed);
     let span = info_span!("conn", id = conn, remote = %incoming.remote_address());
-    handle_connection(conn, incoming, cx).instrument(span).await;
+    async move {
+        let deadline = Instant::now() + cx.hello_timeout;
+        let connection = match tokio::time::timeout_at(deadline, incoming).await {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => {
+                debug!("handshake failed: {e}");
+                cx.monitor.refused("handshake_failed");
+                return;
+            }
+            Err(_) => {
+                info!("QUIC handshake not finished in time");
+                cx.monitor.refused("handshake_timeout");
+                return;
+            }
+        };
+        debug!("connected");
+        let link = QuicLink(connection.clone());
+        // The client opens the one stream with its hello.
+        let mut shutdown = cx.shutdown.subscribe();
+        let opened = tokio::select! {
+            r = tokio::time::timeout_at(deadline, connection.accept_bi()) => r,
+            _ = shutting_down(&mut shutdown) => {
+                link.close(&KickReason::ServerShutdown);
+                return;
+            }
+        };
+        let (send, recv) = match opened {
+            Ok(Ok(streams)) => streams,
+            Ok(Err(e)) => {
+                debug!("no stream: {e}");
+                cx.monitor.refused("bad_hello");
+                return;
+            }
+            Err(_) => {
+                info!("refused: {}", KickReason::HandshakeTimeout);
+                cx.monitor.refused("hello_timeout");
+                link.close(&KickReason::HandshakeTimeout);
+                return;
+            }
+        };
+        let reader = QuicReader {
+            connection,
+            stream: FramedReader::new(recv),
+        };
+        serve(conn, Arc::new(link), reader, QuicWriter(send), deadline, cx).await;
+    }
+    .instrument(span)
+    .await;
 }
 
-/// Reads the first framed message (the hello), refusing lengths above
-/// [`MAX_HELLO`] before reading them. Returns it and the framer holding
-/// whatever followed it.
-async fn read_hello(recv: &mut quinn::RecvStream) -> Result<(Vec<u8>, StreamFramer), String> {
-    let mut framer = StreamFramer::default();
-    let mut head: Vec<u8> = Vec::with_capacity(4);
-    let mut buf = [0u8; 2048];
+/// Reads the hello: the first reliable message (datagrams before it have
+/// no room to go to and are dropped).
+async fn read_hello(reader: &mut impl LinkReader) -> Result<Vec<u8>, LinkError> {
     loop {
-        let n = match recv.read(&mut buf).await {
-            Ok(Some(n)) => n,
-            Ok(None) => return Err("stream ended before the hello".into()),
-            Err(e) => return Err(format!("stream failed before the hello: {e}")),
-        };
-        if head.len() < 4 {
-            let take = (4 - head.len()).min(n);
-            head.extend_from_slice(&buf[..take]);
-            if head.len() == 4 {
-                let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
-                if len > MAX_HELLO {
-                    return Err(format!(
-                        "hello of {len} bytes exceeds the limit of {MAX_HELLO}"
-                    ));
-                }
+        match reader.next(MAX_HELLO).await? {
+            Inbound::Reliable(m) => return Ok(m),
+            Inbound::Datagram(_) => {}
+            Inbound::ReliableEnd => {
+                return Err(LinkError::Bad("stream ended before the hello".into()))
             }
         }
-        framer.push(&buf[..n]);
-        match framer.next_message() {
-            Ok(Some(m)) => return Ok((m, framer)),
-            Ok(None) => {}
-            Err(e) => return Err(e.to_string()),
-        }
     }
 }
 
-/// Refuses a connection that has not joined a room: kick on the stream
-/// (if there is one), then close with the reason.
-async fn refuse(
-    connection: &quinn::Connection,
-    send: Option<&mut quinn::SendStream>,
-    reason: KickReason,
-) {
+/// Refuses a connection that has not joined a room: the kick on its
+/// stream, then the close with the reason.
+async fn refuse(link: &dyn Link, writer: &mut impl LinkWriter, reason: KickReason) {
     info!("refused: {reason}");
-    match send {
-        Some(send) => kick_and_close(connection, send, &reason).await,
-        None => close_now(connection, &reason),
-    }
+    kick_and_close(link, writer, &reason).await;
 }
 
-async fn handle_connection<R: NetRules>(
+/// Serves one connection of any transport from its hello (due by
+/// `deadline`) to its end.
+pub(crate) async fn serve<R: NetRules>(
     conn: ConnId,
-    incoming: quinn::Incoming,
+    link: Arc<dyn Link>,
+    mut reader: impl LinkReader,
+    mut writer: impl LinkWriter,
+    deadline: Instant,
     cx: &Arc<Context<R>>,
 ) {
     let _done = cx.done.clone();
     let mut shutdown = cx.shutdown.subscribe();
-    let deadline = Instant::now() + cx.hello_timeout;
-    let connection = match tokio::time::timeout_at(deadline, incoming).await {
-        Ok(Ok(c)) => c,
-        Ok(Err(e)) => {
-            debug!("handshake failed: {e}");
-            cx.monitor.refused("handshake_failed");
-            return;
-        }
-        Err(_) => {
-            info!("QUIC handshake not finished in time");
-            cx.monitor.refused("handshake_timeout");
-            return;
-        }
-    };
-    debug!("connected");
-    // The hello: one stream, one framed message, in time.
-    let opened = tokio::select! {
-        r = tokio::time::timeout_at(deadline, async {
-            let (send, mut recv) = connection.accept_bi().await.map_err(|e| (None, e.to_string()))?;
-            match read_hello(&mut recv).await {
-                Ok((hello, framer)) => Ok((send, recv, hello, framer)),
-                Err(e) => Err((Some(send), e)),
-            }
-        }) => r,
+    let hello = tokio::select! {
+        r = tokio::time::timeout_at(deadline, read_hello(&mut reader)) => r,
         _ = shutting_down(&mut shutdown) => {
-            refuse(&connection, None, KickReason::ServerShutdown).await;
+            refuse(&*link, &mut writer, KickReason::ServerShutdown).await;
             return;
         }
     };
-    let (mut send, recv, hello, framer) = match opened {
-        Ok(Ok(x)) => x,
-        Ok(Err((send, e))) => {
+    let hello = match hello {
+        Ok(Ok(hello)) => hello,
+        Ok(Err(LinkError::Bad(e))) => {
             cx.monitor.refused("bad_hello");
-            let mut send = send;
-            refuse(&connection, send.as_mut(), KickReason::BadMessage(e)).await;
+            refuse(&*link, &mut writer, KickReason::BadMessage(e)).await;
+            return;
+        }
+        Ok(Err(LinkError::Lost(e))) => {
+            debug!("gone before the hello: {e}");
+            cx.monitor.refused("bad_hello");
             return;
         }
         Err(_) => {
             cx.monitor.refused("hello_timeout");
-            refuse(&connection, None, KickReason::HandshakeTimeout).await;
+            refuse(&*link, &mut writer, KickReason::HandshakeTimeout).await;
             return;
         }
     };
@@ -130,19 +142,18 @@ async fn handle_connection<R: NetRules>(
         Ok(_) => {
             cx.monitor.refused("bad_hello");
             let reason = KickReason::BadMessage("the first message must be a hello".into());
-            refuse(&connection, Some(&mut send), reason).await;
+            refuse(&*link, &mut writer, reason).await;
             return;
         }
         Err(e) => {
             cx.monitor.refused("bad_hello");
-            let reason = KickReason::BadMessage(e.to_string());
-            refuse(&connection, Some(&mut send), reason).await;
+            refuse(&*link, &mut writer, KickReason::BadMessage(e.to_string())).await;
             return;
         }
     };
     let (writer_tx, writer_rx) = mpsc::channel(WRITER_QUEUE);
     let peer = Peer {
-        connection: connection.clone(),
+        link: link.clone(),
         writer: writer_tx,
     };
     let room = match join_room(cx, &room_name, conn, peer, hello) {
@@ -153,21 +164,21 @@ async fn handle_connection<R: NetRules>(
                 _ => "room_refused",
             };
             cx.monitor.refused(what);
-            refuse(&connection, Some(&mut send), reason).await;
+            refuse(&*link, &mut writer, reason).await;
             return;
         }
     };
     tokio::spawn(
         writer::run(
-            connection.clone(),
-            send,
+            link,
+            writer,
             writer_rx,
             cx.monitor.clone(),
             cx.done.clone(),
         )
         .instrument(tracing::Span::current()),
     );
-    forward(conn, &connection, recv, framer, &room, cx.base).await;
+    forward(conn, &mut reader, &room, cx.base).await;
     let _ = room.send(RoomCmd::Gone { conn }).await;
     debug!("connection over");
 }
@@ -221,58 +232,43 @@ fn join_room<R: NetRules>(
     Ok(tx)
 }
 
-/// Forwards a joined connection's stream messages and datagrams to its
+/// Forwards a joined connection's reliable messages and datagrams to its
 /// room until the connection ends.
 async fn forward(
     conn: ConnId,
-    connection: &quinn::Connection,
-    mut recv: quinn::RecvStream,
-    mut framer: StreamFramer,
+    reader: &mut impl LinkReader,
     room: &mpsc::Sender<RoomCmd>,
     base: Instant,
 ) {
-    let mut buf = vec![0u8; 64 << 10];
-    let mut stream_open = true;
     loop {
-        // Messages already framed go first (the hello may have company).
-        loop {
-            match framer.next_message() {
-                Ok(Some(bytes)) => {
-                    if room.send(RoomCmd::Reliable { conn, bytes }).await.is_err() {
-                        return;
-                    }
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    let reason = KickReason::BadMessage(e.to_string());
-                    let _ = room.send(RoomCmd::Kick { conn, reason }).await;
-                    // Wait for the room's close.
-                    connection.closed().await;
+        match reader.next(MAX_RELIABLE).await {
+            Ok(Inbound::Reliable(bytes)) => {
+                if room.send(RoomCmd::Reliable { conn, bytes }).await.is_err() {
                     return;
                 }
             }
-        }
-        tokio::select! {
-            r = recv.read(&mut buf), if stream_open => match r {
-                Ok(Some(n)) => framer.push(&buf[..n]),
-                // The client finished its side (a leave was sent before).
-                Ok(None) => stream_open = false,
-                Err(_) => return,
-            },
-            d = connection.read_datagram() => match d {
-                Ok(bytes) => {
-                    let at = micros(base);
-                    if let Err(e) = room.try_send(RoomCmd::Datagram { conn, bytes, at }) {
-                        match e {
-                            mpsc::error::TrySendError::Full(_) => {
-                                metrics::counter!(crate::monitor::names::QUEUE_DROPS).increment(1);
-                            }
-                            mpsc::error::TrySendError::Closed(_) => return,
+            Ok(Inbound::Datagram(bytes)) => {
+                let at = micros(base);
+                if let Err(e) = room.try_send(RoomCmd::Datagram { conn, bytes, at }) {
+                    match e {
+                        mpsc::error::TrySendError::Full(_) => {
+                            metrics::counter!(crate::monitor::names::QUEUE_DROPS).increment(1);
                         }
+                        mpsc::error::TrySendError::Closed(_) => return,
                     }
                 }
-                Err(_) => return,
-            },
+            }
+            // The client finished its side (a leave was sent before).
+            Ok(Inbound::ReliableEnd) => {}
+            Err(LinkError::Bad(e)) => {
+                let reason = KickReason::BadMessage(e);
+                let _ = room.send(RoomCmd::Kick { conn, reason }).await;
+                // Wait for the room's close (datagrams until then are
+                // dropped).
+                while !matches!(reader.next(MAX_RELIABLE).await, Err(LinkError::Lost(_))) {}
+                return;
+            }
+            Err(LinkError::Lost(_)) => return,
         }
     }
 }

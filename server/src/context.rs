@@ -9,7 +9,7 @@ use crate::monitor::Monitor;
 use crate::registry::Registry;
 use crate::ticker::Ticker;
 use bitroom_protocol::{Micros, RoomConfig};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
@@ -38,12 +38,45 @@ pub(crate) struct Context<R> {
     pub shed_until: AtomicU64,
     pub rooms: Registry,
     pub next_conn: AtomicU64,
+    /// Connections of every transport (at most `max_connections`).
+    pub connections: Arc<AtomicUsize>,
+    pub max_connections: usize,
     /// Held by every task; `recv` on the other end returns `None` once
     /// all have finished.
     pub done: mpsc::Sender<()>,
 }
 
+/// A connection's place in [`crate::ServerConfig::max_connections`],
+/// given back when dropped.
+#[derive(Debug)]
+pub(crate) struct ConnSlot {
+    count: Arc<AtomicUsize>,
+    monitor: Arc<Monitor>,
+}
+
+impl Drop for ConnSlot {
+    fn drop(&mut self) {
+        self.count.fetch_sub(1, Ordering::Relaxed);
+        self.monitor.connection(false);
+    }
+}
+
 impl<R> Context<R> {
+    /// A place for a new connection of any transport, or `None` (counted
+    /// as refused) when the server has `max_connections` already.
+    pub(crate) fn admit(&self) -> Option<ConnSlot> {
+        if self.connections.fetch_add(1, Ordering::Relaxed) >= self.max_connections {
+            self.connections.fetch_sub(1, Ordering::Relaxed);
+            self.monitor.refused("too_many_connections");
+            return None;
+        }
+        self.monitor.connection(true);
+        Some(ConnSlot {
+            count: self.connections.clone(),
+            monitor: self.monitor.clone(),
+        })
+    }
+
     /// A room started a tick `lateness` late: past the shedding threshold,
     /// refuse joins for [`SHED_FOR`] from now.
     pub(crate) fn tick_lateness(&self, lateness: Duration) {

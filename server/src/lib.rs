@@ -59,6 +59,7 @@
 pub mod config;
 mod connection;
 mod context;
+mod link;
 mod desync_report;
 pub mod metrics_http;
 pub mod monitor;
@@ -70,6 +71,7 @@ mod server;
 mod ticker;
 pub mod tls;
 pub mod udp;
+pub mod web;
 mod writer;
 
 pub use config::{RecordConfig, ServeError, ServerConfig, SHED_FOR};
@@ -77,3 +79,4 @@ pub use connection::MAX_HELLO;
 pub use desync_report::{write_desync_report, DesyncContext};
 pub use recording::{safe_file_stem, REPLAY_EXTENSION};
 pub use server::{Server, ShutdownHandle};
+pub use web::WebConfig;

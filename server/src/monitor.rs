@@ -114,6 +114,8 @@ pub struct Snapshot {
     pub clients: u32,
     /// Per room: its counters.
     pub room_stats: BTreeMap<String, RoomStats>,
+    /// Per room: its players' seats and names.
+    pub room_seats: BTreeMap<String, BTreeMap<u8, String>>,
     /// Tick duration since start (µs).
     pub tick: Quantiles,
     /// Tick lateness since start (µs).
@@ -133,6 +135,7 @@ pub struct Monitor {
     total: Mutex<TickHistograms>,
     interval: Mutex<TickHistograms>,
     rooms: Mutex<BTreeMap<String, RoomStats>>,
+    seats: Mutex<BTreeMap<String, BTreeMap<u8, String>>>,
     connections: AtomicU64,
     room_panics: AtomicU64,
     refused: Mutex<BTreeMap<&'static str, u64>>,
@@ -145,6 +148,7 @@ impl Default for Monitor {
             total: Mutex::new(TickHistograms::new()),
             interval: Mutex::new(TickHistograms::new()),
             rooms: Mutex::new(BTreeMap::new()),
+            seats: Mutex::new(BTreeMap::new()),
             connections: AtomicU64::new(0),
             room_panics: AtomicU64::new(0),
             refused: Mutex::new(BTreeMap::new()),
@@ -208,8 +212,14 @@ impl Monitor {
         gauge!(names::ROOMS).set(rooms.len() as f64);
     }
 
+    /// A room's players now: seat and name.
+    pub fn room_seats(&self, name: &str, seats: BTreeMap<u8, String>) {
+        lock(&self.seats).insert(name.to_string(), seats);
+    }
+
     /// A room closed (`panicked`: by a panic).
     pub fn room_closed(&self, name: &str, panicked: bool) {
+        lock(&self.seats).remove(name);
         let mut rooms = lock(&self.rooms);
         rooms.remove(name);
         gauge!(names::ROOMS).set(rooms.len() as f64);
@@ -252,6 +262,7 @@ impl Monitor {
             connections: self.connections.load(Ordering::Relaxed),
             clients: rooms.values().map(|s| s.players + s.spectators).sum(),
             room_stats: rooms,
+            room_seats: lock(&self.seats).clone(),
             tick: Quantiles::of(&total.duration),
             lateness: Quantiles::of(&total.lateness),
             room_panics: self.room_panics.load(Ordering::Relaxed),

@@ -1,18 +1,19 @@
 //! The rooms by name, each reached through its inbox ([`RoomCmd`]): what
 //! connections send their room.
 
+use crate::link::Link;
 use crate::writer::WriterMsg;
 use bitroom_protocol::{ConnId, KickReason, Micros};
 use bytes::Bytes;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::mpsc;
 
-/// A connection as its room sees it.
+/// A connection as its room sees it (whatever the transport).
 #[derive(Debug)]
 pub(crate) struct Peer {
-    pub connection: quinn::Connection,
+    pub link: Arc<dyn Link>,
     pub writer: mpsc::Sender<WriterMsg>,
 }
 

@@ -13,7 +13,7 @@ use crate::context::{micros, shutting_down, Context};
 use crate::monitor::Monitor;
 use crate::recording::Recording;
 use crate::registry::{Peer, RoomCmd};
-use crate::writer::{close_now, WriterMsg};
+use crate::writer::WriterMsg;
 use bitroom_protocol::{
     ConnId, KickReason, NetRules, Output, RoomConfig, RoomEvent, RoomStats, ServerRoom,
 };
@@ -51,6 +51,8 @@ pub(crate) async fn run<R: NetRules>(
         .as_ref()
         .and_then(|rc| Recording::start(rc, &name, &room, cx.done.clone()));
     let mut timer = cx.ticker.timer();
+    // Who sits where (for the web API): slot → (connection, name).
+    let mut seats: BTreeMap<u8, (ConnId, String)> = BTreeMap::new();
     let outcome: Result<(), String> = loop {
         let due = base + Duration::from_micros(room.deadline(room.tick_number() + 1));
         let ticked_before = room.tick_number();
@@ -105,11 +107,38 @@ pub(crate) async fn run<R: NetRules>(
             }
             dispatch(&mut room, &mut peers);
         }
+        let mut seated = false;
         while let Some(e) = room.poll_event() {
             log_event(&e);
+            match &e {
+                RoomEvent::Joined {
+                    conn,
+                    slot: Some(slot),
+                    name,
+                    ..
+                } => {
+                    seats.insert(*slot, (*conn, name.clone()));
+                    seated = true;
+                }
+                RoomEvent::Left {
+                    conn,
+                    slot: Some(slot),
+                    ..
+                } => {
+                    if seats.get(slot).is_some_and(|(c, _)| c == conn) {
+                        seats.remove(slot);
+                        seated = true;
+                    }
+                }
+                _ => {}
+            }
             if let (Some(rec), RoomEvent::Desync { conn, slot, report }) = (&recording, &e) {
                 rec.desync_report(&name, *conn, *slot, report);
             }
+        }
+        if seated {
+            let names = seats.iter().map(|(&s, (_, n))| (s, n.clone())).collect();
+            monitor.room_seats(&name, names);
         }
         // Close a room nobody has used for a while, unless a join is on
         // its way (joins are queued under the registry lock).
@@ -208,10 +237,7 @@ fn dispatch<R: NetRules>(
         match o {
             Output::Datagram { conn, bytes } => {
                 if let Some(p) = peers.get(&conn) {
-                    match p.connection.send_datagram(Bytes::from(bytes)) {
-                        Ok(()) | Err(quinn::SendDatagramError::ConnectionLost(_)) => {}
-                        Err(e) => warn!(conn, "datagram not sent: {e}"),
-                    }
+                    p.link.send_datagram(Bytes::from(bytes));
                 }
             }
             Output::Reliable { conn, bytes } => {
@@ -244,8 +270,7 @@ fn to_writer(
     if p.writer.try_send(msg).is_err() {
         warn!(conn, "client does not read its stream: dropping it");
         if let Some(p) = peers.remove(&conn) {
-            p.connection
-                .close(1u8.into(), b"too slow to read the stream");
+            p.link.abort("too slow to read the stream");
         }
         slow.push(conn);
     }
@@ -259,7 +284,7 @@ fn close_peer(p: &Peer, reason: KickReason, kick: bool) {
             WriterMsg::Close { reason, .. } => reason,
             WriterMsg::Data(_) | WriterMsg::Snapshot(_) => KickReason::Left,
         };
-        close_now(&p.connection, &reason);
+        p.link.close(&reason);
     }
 }
 

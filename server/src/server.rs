@@ -15,7 +15,8 @@ use bitroom_protocol::{KickReason, NetRules};
 use bitroom_transport::server_config;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use crate::web::BoundWeb;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
@@ -29,8 +30,8 @@ pub struct Server<R: NetRules> {
     cx: Arc<Context<R>>,
     done_rx: mpsc::Receiver<()>,
     fingerprint: [u8; 32],
-    max_connections: usize,
-    connections: Arc<AtomicUsize>,
+    /// The browsers' side (`--web`), bound.
+    web: Option<BoundWeb>,
     /// The UDP socket's inode, for the kernel's drop count (Linux).
     udp_inode: Option<u64>,
     stop: Arc<watch::Sender<bool>>,
@@ -80,6 +81,17 @@ impl<R: NetRules> Server<R> {
             runtime,
         )
         .map_err(bind_error)?;
+        let web = config
+            .web
+            .map(|w| {
+                BoundWeb::bind(
+                    w,
+                    config.room.tick_rate,
+                    config.room.max_players,
+                    config.udp_buffer,
+                )
+            })
+            .transpose()?;
         let ticker = Ticker::start().map_err(ServeError::Ticker)?;
         let (done, done_rx) = mpsc::channel(1);
         let cx = Arc::new(Context {
@@ -97,6 +109,8 @@ impl<R: NetRules> Server<R> {
             shed_until: AtomicU64::new(0),
             rooms: Registry::default(),
             next_conn: AtomicU64::new(1),
+            connections: Arc::new(AtomicUsize::new(0)),
+            max_connections: config.max_connections,
             done,
         });
         Ok(Server {
@@ -104,8 +118,7 @@ impl<R: NetRules> Server<R> {
             cx,
             done_rx,
             fingerprint,
-            max_connections: config.max_connections,
-            connections: Arc::new(AtomicUsize::new(0)),
+            web,
             udp_inode,
             stop: Arc::new(watch::channel(false).0),
         })
@@ -121,6 +134,17 @@ impl<R: NetRules> Server<R> {
     /// SHA-256 of the server's certificate (for clients to pin).
     pub fn fingerprint(&self) -> [u8; 32] {
         self.fingerprint
+    }
+
+    /// The web address (HTTP on TCP, WebTransport on UDP, one port), with
+    /// `--web`.
+    pub fn web_addr(&self) -> Option<SocketAddr> {
+        self.web.as_ref().map(BoundWeb::local_addr)
+    }
+
+    /// SHA-256 of the WebTransport certificate now (hex), with `--web`.
+    pub fn web_cert_sha256(&self) -> Option<String> {
+        self.web.as_ref().map(BoundWeb::cert_sha256)
     }
 
     /// Live measurements.
@@ -141,9 +165,15 @@ impl<R: NetRules> Server<R> {
 
     /// [`Server::run`], also stopping when `signal` completes (SIGINT, a
     /// test's oneshot).
-    pub async fn run_until(self, signal: impl Future<Output = ()>) {
+    pub async fn run_until(mut self, signal: impl Future<Output = ()>) {
         tokio::pin!(signal);
         let mut stop = self.stop.subscribe();
+        // The browsers' side stops accepting at shutdown like the endpoint.
+        let (web_stop, web_stop_rx) = watch::channel(false);
+        let web_endpoint = self
+            .web
+            .take()
+            .map(|w| w.start(self.cx.clone(), web_stop_rx));
         // The kernel's count of datagrams dropped on our socket, once a
         // second (a rising count means the endpoint falls behind).
         let drops = self.udp_inode.map(|inode| {
@@ -168,19 +198,14 @@ impl<R: NetRules> Server<R> {
                 _ = stop.wait_for(|&s| s) => break,
                 incoming = self.endpoint.accept() => {
                     let Some(incoming) = incoming else { break };
-                    if self.connections.load(Ordering::Relaxed) >= self.max_connections {
-                        self.cx.monitor.refused("too_many_connections");
+                    let Some(slot) = self.cx.admit() else {
                         incoming.refuse();
                         continue;
-                    }
+                    };
                     let cx = self.cx.clone();
-                    let count = self.connections.clone();
-                    count.fetch_add(1, Ordering::Relaxed);
                     tokio::spawn(async move {
-                        cx.monitor.connection(true);
                         handle_incoming(incoming, &cx).await;
-                        cx.monitor.connection(false);
-                        count.fetch_sub(1, Ordering::Relaxed);
+                        drop(slot);
                     });
                 }
             }
@@ -190,6 +215,7 @@ impl<R: NetRules> Server<R> {
         }
         info!("shutting down: kicking every client");
         self.endpoint.set_server_config(None);
+        web_stop.send_replace(true);
         let _ = self.cx.shutdown.send(true);
         // Our own handle on `done` must go for `recv` to end.
         let Server {
@@ -206,6 +232,9 @@ impl<R: NetRules> Server<R> {
             warn!("some connections did not finish closing in time");
         }
         endpoint.close(0u8.into(), &close_reason(&KickReason::ServerShutdown));
+        if let Some(web) = &web_endpoint {
+            web.close(0u8.into(), KickReason::ServerShutdown.to_string().as_bytes());
+        }
         let _ = tokio::time::timeout(Duration::from_millis(300), endpoint.wait_idle()).await;
         info!("shut down");
     }

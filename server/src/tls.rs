@@ -10,6 +10,9 @@ use std::path::{Path, PathBuf};
 pub const DEV_CERT: &str = "bitroom-dev-cert.der";
 /// File name of the development key (PKCS#8 DER).
 pub const DEV_KEY: &str = "bitroom-dev-key.der";
+/// Validity of [`Identity::short_lived`] certificates (days; Chromium's
+/// limit for certificates trusted by hash is 14).
+pub const WEB_CERT_DAYS: i64 = 13;
 
 /// A certificate chain and its private key.
 pub struct Identity {
@@ -61,6 +64,34 @@ impl Identity {
         })
     }
 
+    /// A certificate for browsers that trust it by its hash
+    /// (WebTransport's `serverCertificateHashes`): Chromium takes such a
+    /// certificate only with an ECDSA P-256 key and a validity of at most
+    /// 14 days that covers `now`. This one is valid from a day before `now`
+    /// for [`WEB_CERT_DAYS`] days in all, for `localhost` and the loopback
+    /// addresses (browsers do not check names against hashes; the names
+    /// are for tools).
+    ///
+    /// # Errors
+    /// Key generation failed.
+    pub fn short_lived(now: time::OffsetDateTime) -> Result<Identity, TlsError> {
+        let fail = |e: rcgen::Error| TlsError::Config(format!("cannot generate a certificate: {e}"));
+        let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).map_err(fail)?;
+        let mut params = rcgen::CertificateParams::new(vec![
+            "localhost".to_string(),
+            "127.0.0.1".to_string(),
+            "::1".to_string(),
+        ])
+        .map_err(fail)?;
+        params.not_before = now - time::Duration::days(1);
+        params.not_after = params.not_before + time::Duration::days(WEB_CERT_DAYS);
+        let cert = params.self_signed(&key).map_err(fail)?;
+        Ok(Identity {
+            chain: vec![cert.der().clone()],
+            key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+        })
+    }
+
     /// Loads a certificate chain and key (PEM or DER).
     ///
     /// # Errors
@@ -105,6 +136,20 @@ impl Identity {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_lived_certificates_suit_browsers_that_pin_them() {
+        let now = time::OffsetDateTime::now_utc();
+        let id = Identity::short_lived(now).unwrap();
+        let key = rcgen::KeyPair::try_from(id.key.secret_der()).unwrap();
+        assert!(std::ptr::eq(key.algorithm(), &rcgen::PKCS_ECDSA_P256_SHA256));
+        let params = rcgen::CertificateParams::from_ca_cert_der(&id.chain[0]).unwrap();
+        let validity = params.not_after - params.not_before;
+        assert!(validity <= time::Duration::days(14), "{validity}");
+        assert!(params.not_before <= now && now < params.not_after);
+        // A fresh key every time.
+        assert_ne!(id.fingerprint(), Identity::short_lived(now).unwrap().fingerprint());
+    }
 
     #[test]
     fn development_certificate_is_written_once_and_reloaded() {

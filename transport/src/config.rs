@@ -12,6 +12,9 @@ use std::time::Duration;
 /// ALPN protocol id: both sides must agree on it.
 pub const ALPN: &[u8] = b"bitroom/1";
 
+/// ALPN of HTTP/3, which WebTransport runs over (browsers).
+pub const ALPN_H3: &[u8] = b"h3";
+
 /// The server name clients put in the TLS handshake (the development
 /// certificate is issued for it; pinning ignores names).
 pub const SERVER_NAME: &str = "localhost";
@@ -100,6 +103,36 @@ pub fn server_config(
     let mut transport = transport_config();
     // Clients open the one stream; the server opens none.
     transport.max_concurrent_bidi_streams(1u8.into());
+    config.transport_config(Arc::new(transport));
+    Ok(config)
+}
+
+/// A quinn server configuration for browsers: WebTransport over HTTP/3
+/// (ALPN `h3`) with the same datagram, idle and ACK settings as the native
+/// path. HTTP/3 needs more streams than our one: the session's CONNECT
+/// request and the page's stream (bidirectional), and each side's control
+/// and two QPACK streams (unidirectional).
+///
+/// # Errors
+/// The key does not match the certificate, or is of an unsupported kind.
+pub fn webtransport_server_config(
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+) -> Result<quinn::ServerConfig, TlsError> {
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(|e| TlsError::Config(e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(|e| TlsError::Config(e.to_string()))?;
+    tls.alpn_protocols = vec![ALPN_H3.to_vec()];
+    tls.max_early_data_size = 0;
+    let quic = QuicServerConfig::try_from(tls).map_err(|e| TlsError::Config(e.to_string()))?;
+    let mut config = quinn::ServerConfig::with_crypto(Arc::new(quic));
+    let mut transport = transport_config();
+    transport
+        .max_concurrent_bidi_streams(2u8.into())
+        .max_concurrent_uni_streams(4u8.into());
     config.transport_config(Arc::new(transport));
     Ok(config)
 }

@@ -6,6 +6,8 @@
 //! - the transport configuration (datagrams on, idle timeout, keep-alive,
 //!   ACK frequency, one bidirectional stream): [`transport_config`],
 //!   [`client_config`], [`server_config`];
+//! - the browsers' WebTransport (HTTP/3) server configuration
+//!   ([`webtransport_server_config`], ALPN [`ALPN_H3`]);
 //! - certificate pinning: a bitroom server usually runs with a self-signed
 //!   certificate, and clients trust it by comparing the SHA-256 of the
 //!   certificate it presents with a fingerprint they were given
@@ -35,7 +37,10 @@ mod config;
 mod pin;
 
 pub use certs::{load_certs, load_key};
-pub use config::{client_config, server_config, transport_config, ALPN, SERVER_NAME};
+pub use config::{
+    client_config, server_config, transport_config, webtransport_server_config, ALPN, ALPN_H3,
+    SERVER_NAME,
+};
 pub use pin::{fingerprint, fingerprint_hex, parse_fingerprint, CertPin};
 
 /// A TLS or certificate problem.
