@@ -3,13 +3,14 @@
 //!
 //! ```sh
 //! cargo run --release -p bitroom-sim --example box2d_compare -- \
-//!     [--reference FILE] [--before FILE] [--json OUT]
+//!     [--only GROUP,...] [--reference FILE] [--before FILE] [--json OUT]
 //! ```
 //!
 //! `--reference` reads Box2D's figures from FILE instead of the committed
 //! `shared/tests/data/box2d_reference.json`; `--before` adds a column of
 //! bitroom figures saved earlier with `--json` (e.g. from another commit).
-//! Exits 1 when a figure is outside its bound.
+//! `--only` runs some groups of scenarios (columns, pyramids, ramp, pendulum,
+//! chain, bounce, ragdolls, car, dominoes). Exits 1 when a figure is outside its bound.
 
 #[path = "../tests/fidelity/mod.rs"]
 mod fidelity;
@@ -30,7 +31,11 @@ fn main() {
     };
     let reference = opt("--reference").map_or_else(fidelity::reference, |p| read(&p));
     let before = opt("--before").map(|p| read(&p));
-    let ours = fidelity::all();
+    let only: Vec<&str> = opt("--only").map_or(Vec::new(), |o| {
+        let o: &'static str = Box::leak(o.into_boxed_str());
+        o.split(',').collect()
+    });
+    let ours = fidelity::figures(&only);
     if let Some(out) = opt("--json") {
         let text = serde_json::to_string_pretty(&ours).expect("figures serialize");
         std::fs::write(&out, text).unwrap_or_else(|e| panic!("{out}: {e}"));
@@ -55,10 +60,13 @@ fn main() {
     }
     println!("---:|---|---|");
     let mut failed = 0;
-    for (i, c) in checks.iter().enumerate() {
+    for c in checks.iter() {
         print!("| {} | {} | {} |", c.scenario, c.figure, fmt(c.box2d));
         if let Some(b) = &before_checks {
-            let mark = b.get(i).map_or(String::new(), |b| {
+            let same = b
+                .iter()
+                .find(|b| b.scenario == c.scenario && b.figure == c.figure);
+            let mark = same.map_or(String::new(), |b| {
                 format!("{}{}", fmt(b.bitroom), if b.pass { "" } else { " ✗" })
             });
             print!(" {mark} |");
