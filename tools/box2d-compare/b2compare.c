@@ -74,6 +74,29 @@ static void PrintNumber( double v )
 }
 
 // ------------------------------------------------------------------ columns
+// The largest |x| of any box over 10 s, the boxes created top-down: Box2D's
+// own spread (its contacts are coloured in the order its broad phase finds
+// them, which follows creation order).
+static double ColumnDriftReversed( int count, float gap )
+{
+	b2WorldId w = NewWorld( true );
+	Ground( w, 20.0f );
+	b2ShapeDef sd = b2DefaultShapeDef();
+	b2BodyId* boxes = malloc( sizeof( b2BodyId ) * count );
+	for ( int i = count - 1; i >= 0; --i )
+		boxes[i] = DynamicBox( w, 0.0f, 0.5f + i * ( 1.0f + gap ), 0.5f, 0.5f, &sd );
+	double drift = 0.0;
+	for ( int s = 1; s <= 600; ++s )
+	{
+		Step( w );
+		for ( int i = 0; i < count; ++i )
+			drift = fmax( drift, fabs( b2Body_GetPosition( boxes[i] ).x ) );
+	}
+	free( boxes );
+	b2DestroyWorld( w );
+	return drift;
+}
+
 static void Column( int count, float gapMm, bool first )
 {
 	b2WorldId w = NewWorld( true );
@@ -101,6 +124,8 @@ static void Column( int count, float gapMm, bool first )
 	double topDrop = ( count - 0.5 ) - b2Body_GetPosition( boxes[count - 1] ).y;
 	printf( "%s\n    {\"boxes\": %d, \"gap_mm\": %g, \"drift\": ", first ? "" : ",", count, gapMm );
 	PrintNumber( drift );
+	printf( ", \"drift_reversed\": " );
+	PrintNumber( ColumnDriftReversed( count, gap ) );
 	printf( ", \"side_v10\": " );
 	PrintNumber( sideV10 );
 	printf( ", \"top_drop\": " );

@@ -1642,7 +1642,7 @@ impl World {
         ];
         sc.links.clear();
         sc.solve_order.clear();
-        sc.graph.begin(sc.states.len());
+        sc.graph.begin(sc.states.len(), st.tick & 1 == 1);
         let moves = |states: &[BodyState], s: u32| {
             let b = &states[s as usize];
             !(b.inv_mass.is_zero() && b.inv_inertia.is_zero())

@@ -10,11 +10,11 @@
 
 #![allow(dead_code)]
 
-use bitroom_sim::dynamics::{DistanceJoint, RevoluteJoint, WheelJoint};
+use bitroom_sim::dynamics::{DistanceJoint, RevoluteJoint};
 use bitroom_sim::scene::human::add_human;
 use bitroom_sim::{
     BodyDef, BodyId, BodyKind, Capsule, Circle, Filter, JointDef, JointId, JointKind, Polygon, Rot,
-    Scalar, Segment, ShapeDef, ShapeGeometry, Vec2, World, WorldDef,
+    Scalar, ShapeDef, ShapeGeometry, Vec2, World, WorldDef,
 };
 use serde_json::{json, Value};
 
@@ -578,8 +578,20 @@ pub fn check(reference: &Value, ours: &Value) -> Vec<Check> {
         let name = format!("column {} boxes, {} mm gaps", o["boxes"], get(&o, "gap_mm"));
         let mut c = scenario(&mut out, name, &r, &o);
         // Stands as Box2D's does: drift within 1.5× Box2D's (+2 mm so that
-        // millimetre figures are not flaky), never over 3 cm.
-        c.at_most("drift", 1.5, 0.002, 0.03);
+        // millimetre figures are not flaky), never over 3 cm. Box2D's own
+        // drift depends on the order its broad phase finds the contacts
+        // (boxes created top-down drift up to 4× as far: `drift_reversed`),
+        // so the larger of its two figures is the reference.
+        let envelope = get(&r, "drift").max(get(&r, "drift_reversed"));
+        let ours = get(&o, "drift");
+        let limit = (1.5 * envelope + 0.002).min(0.03);
+        c.push(
+            "drift",
+            get(&r, "drift"),
+            ours,
+            format!("≤ 1.5×max(B2, B2 top-down {envelope:.4}) + 0.002, ≤ 0.03"),
+            ours <= limit,
+        );
         c.at_most("side_v10", 2.0, 0.02, 1.0);
         // Settles as far (soft contacts compress a tall column).
         c.near("top_drop", 0.1, 0.01);
@@ -616,8 +628,10 @@ pub fn check(reference: &Value, ours: &Value) -> Vec<Check> {
             .expect("reference pendulum");
         let name = format!("pendulum 2 m at 10°, {} joint, 60 s", o["joint"].as_str().unwrap_or("?"));
         let mut c = scenario(&mut out, name, &r, &o);
-        // Box2D loses about 0.001 % of the amplitude a period.
-        c.at_most("loss_per_period_pct", 1.0, 0.005, 0.01);
+        // Box2D loses about 0.0006 % of the amplitude a period (bitroom's
+        // revolute joint lost 0.034 % before its relax pass turned the
+        // anchors).
+        c.at_most("loss_per_period_pct", 1.0, 0.002, 0.005);
         c.near("period_s", 0.01, 0.0);
     }
     if let (Some(r), Some(o)) = (reference.get("chain"), ours.get("chain")) {
