@@ -32,10 +32,17 @@ use std::fmt;
 /// coloured bundles of contacts (a new simulation: the same encodings, but
 /// every state after a step with contacts differs from 6's). 8: contacts
 /// between thick shapes are recycled (manifolds at reference poses carried
-/// by the bodies' motion; a new simulation, the same encodings).
+/// by the bodies' motion; a new simulation, the same encodings). 9: the
+/// physics checked against Box2D v3 (`tools/box2d-compare`): recycled
+/// contacts keep their lever arms and normal fixed at the bodies' reference
+/// rotations and follow the pair's relative pose, polygons clip before
+/// trying a vertex pair, friction is solved in the relax pass only, the
+/// contact colouring alternates direction on odd ticks, fat boxes include
+/// the speculative distance, and the revolute joint's relax pass turns its
+/// anchors (a new simulation, the same encodings).
 ///
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
-pub const PROTOCOL_VERSION: u32 = 8;
+pub const PROTOCOL_VERSION: u32 = 9;
 /// Largest datagram we send or accept (quinn's initial max is 1162).
 pub const MAX_DATAGRAM: usize = 1150;
 /// Largest reliable message (a snapshot chunk, a desync report).
