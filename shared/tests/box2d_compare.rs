@@ -74,6 +74,9 @@ fn bounds_reject_the_old_figures() {
     assert!(checks.iter().filter(|c| !c.pass).count() >= 4, "{checks:?}");
     // And today's figures for the same two pass.
     old["pendulum"][0]["loss_per_period_pct"] = serde_json::json!(0.0005);
-    let pend = check(&r, &serde_json::json!({"pendulum": old["pendulum"].clone()}));
+    let pend = check(
+        &r,
+        &serde_json::json!({"pendulum": old["pendulum"].clone()}),
+    );
     assert!(pend.iter().all(|c| c.pass), "{pend:?}");
 }

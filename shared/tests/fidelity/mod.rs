@@ -231,7 +231,8 @@ pub fn pendulum(distance: bool) -> Value {
     })
     .expect("joint");
     let (mut prev2, mut prev) = (0.0, a0);
-    let (mut first, mut last, mut first_t, mut last_t, mut peaks) = (f64::NAN, f64::NAN, 0.0, 0.0, 0);
+    let (mut first, mut last, mut first_t, mut last_t, mut peaks) =
+        (f64::NAN, f64::NAN, 0.0, 0.0, 0);
     for step in 1..=3600 {
         w.step();
         let p = pos(&w, bob);
@@ -279,7 +280,8 @@ pub fn chain() -> Value {
         },
         ..ShapeDef::default()
     };
-    let link = ShapeGeometry::Capsule(Capsule::new(v(-0.5, 0.0), v(0.5, 0.0), s(0.05)).expect("link"));
+    let link =
+        ShapeGeometry::Capsule(Capsule::new(v(-0.5, 0.0), v(0.5, 0.0), s(0.05)).expect("link"));
     let mut links = Vec::new();
     for i in 0..10 {
         let b = body(&mut w, BodyKind::Dynamic, v(0.5 + i as f64, 20.0));
@@ -372,7 +374,12 @@ pub fn ragdolls() -> Value {
     let g = ground(&mut w, 20.0);
     for side in [-1.0, 1.0] {
         let wall = Polygon::make_offset_box(s(0.5), s(5.0), v(3.5 * side, 6.0), Rot::IDENTITY);
-        shape(&mut w, g, &ShapeDef::default(), ShapeGeometry::Polygon(wall));
+        shape(
+            &mut w,
+            g,
+            &ShapeDef::default(),
+            ShapeGeometry::Polygon(wall),
+        );
     }
     let mut bodies = Vec::new();
     for i in 0..20 {
@@ -533,7 +540,13 @@ impl Checks<'_> {
         let (b2, ours) = self.pair(key);
         let limit = (factor * b2 + slack).min(cap);
         let pass = ours <= limit;
-        self.push(key, b2, ours, format!("≤ {factor}×B2 + {slack}, ≤ {cap}"), pass);
+        self.push(
+            key,
+            b2,
+            ours,
+            format!("≤ {factor}×B2 + {slack}, ≤ {cap}"),
+            pass,
+        );
     }
 
     /// Within `rel` × |Box2D's| + `abs` of Box2D's.
@@ -547,7 +560,13 @@ impl Checks<'_> {
     fn sleeps(&mut self, key: &str, factor: f64, slack: f64) {
         let (b2, ours) = self.pair(key);
         let pass = b2.is_nan() || (!ours.is_nan() && ours <= factor * b2 + slack);
-        self.push(key, b2, ours, format!("sleeps, ≤ {factor}×B2 + {slack} s"), pass);
+        self.push(
+            key,
+            b2,
+            ours,
+            format!("sleeps, ≤ {factor}×B2 + {slack} s"),
+            pass,
+        );
     }
 }
 
@@ -569,7 +588,12 @@ fn scenario<'a>(
 /// against the same scenarios of `reference`.
 pub fn check(reference: &Value, ours: &Value) -> Vec<Check> {
     let mut out = Vec::new();
-    let list = |v: &Value, k: &str| v.get(k).and_then(Value::as_array).cloned().unwrap_or_default();
+    let list = |v: &Value, k: &str| {
+        v.get(k)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
     for o in list(ours, "columns") {
         let r = list(reference, "columns")
             .into_iter()
@@ -612,7 +636,12 @@ pub fn check(reference: &Value, ours: &Value) -> Vec<Check> {
             .into_iter()
             .find(|r| get(r, "friction") == get(&o, "friction"))
             .expect("reference ramp");
-        let mut c = scenario(&mut out, format!("ramp 20°, friction {}", get(&o, "friction")), &r, &o);
+        let mut c = scenario(
+            &mut out,
+            format!("ramp 20°, friction {}", get(&o, "friction")),
+            &r,
+            &o,
+        );
         let (b2, _) = c.pair("slid");
         if b2 < 0.01 {
             // Box2D's box holds: so must ours.
@@ -626,7 +655,10 @@ pub fn check(reference: &Value, ours: &Value) -> Vec<Check> {
             .into_iter()
             .find(|r| r["joint"] == o["joint"])
             .expect("reference pendulum");
-        let name = format!("pendulum 2 m at 10°, {} joint, 60 s", o["joint"].as_str().unwrap_or("?"));
+        let name = format!(
+            "pendulum 2 m at 10°, {} joint, 60 s",
+            o["joint"].as_str().unwrap_or("?")
+        );
         let mut c = scenario(&mut out, name, &r, &o);
         // Box2D loses about 0.0006 % of the amplitude a period (bitroom's
         // revolute joint lost 0.034 % before its relax pass turned the
@@ -649,7 +681,12 @@ pub fn check(reference: &Value, ours: &Value) -> Vec<Check> {
             .find(|r| get(r, "restitution") == e)
             .expect("reference bounce");
         let (rs, os) = (bounce_summary(&r), bounce_summary(&o));
-        let mut c = scenario(&mut out, format!("bounce e = {e}, 40 drops 0.25-10 m"), &rs, &os);
+        let mut c = scenario(
+            &mut out,
+            format!("bounce e = {e}, 40 drops 0.25-10 m"),
+            &rs,
+            &os,
+        );
         c.at_most("sink_over_1cm", 1.0, 3.0, 40.0);
         c.at_most("penetration_mean", 1.5, 0.002, 0.05);
         c.at_most("penetration_max", 1.5, 0.01, 0.15);
