@@ -169,14 +169,8 @@ pub(crate) async fn serve<R: NetRules>(
         }
     };
     tokio::spawn(
-        writer::run(
-            link,
-            writer,
-            writer_rx,
-            cx.monitor.clone(),
-            cx.done.clone(),
-        )
-        .instrument(tracing::Span::current()),
+        writer::run(link, writer, writer_rx, cx.monitor.clone(), cx.done.clone())
+            .instrument(tracing::Span::current()),
     );
     forward(conn, &mut reader, &room, cx.base).await;
     let _ = room.send(RoomCmd::Gone { conn }).await;
@@ -247,6 +241,9 @@ async fn forward(
                     return;
                 }
             }
+            // Oversized datagrams never reach the room, whichever transport
+            // they came by.
+            Ok(Inbound::Datagram(bytes)) if !crate::link::datagram_fits(&bytes) => {}
             Ok(Inbound::Datagram(bytes)) => {
                 let at = micros(base);
                 if let Err(e) = room.try_send(RoomCmd::Datagram { conn, bytes, at }) {

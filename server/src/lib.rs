@@ -59,8 +59,8 @@
 pub mod config;
 mod connection;
 mod context;
-mod link;
 mod desync_report;
+mod link;
 pub mod metrics_http;
 pub mod monitor;
 pub mod realtime;

@@ -10,12 +10,12 @@ use crate::monitor::Monitor;
 use crate::registry::Registry;
 use crate::ticker::Ticker;
 use crate::tls::Identity;
+use crate::web::BoundWeb;
 use crate::writer::close_reason;
 use bitroom_protocol::{KickReason, NetRules};
 use bitroom_transport::server_config;
 use std::future::Future;
 use std::net::SocketAddr;
-use crate::web::BoundWeb;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::Arc;
 use std::time::Duration;
@@ -233,7 +233,10 @@ impl<R: NetRules> Server<R> {
         }
         endpoint.close(0u8.into(), &close_reason(&KickReason::ServerShutdown));
         if let Some(web) = &web_endpoint {
-            web.close(0u8.into(), KickReason::ServerShutdown.to_string().as_bytes());
+            web.close(
+                0u8.into(),
+                KickReason::ServerShutdown.to_string().as_bytes(),
+            );
         }
         let _ = tokio::time::timeout(Duration::from_millis(300), endpoint.wait_idle()).await;
         info!("shut down");

@@ -75,7 +75,8 @@ impl Identity {
     /// # Errors
     /// Key generation failed.
     pub fn short_lived(now: time::OffsetDateTime) -> Result<Identity, TlsError> {
-        let fail = |e: rcgen::Error| TlsError::Config(format!("cannot generate a certificate: {e}"));
+        let fail =
+            |e: rcgen::Error| TlsError::Config(format!("cannot generate a certificate: {e}"));
         let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).map_err(fail)?;
         let mut params = rcgen::CertificateParams::new(vec![
             "localhost".to_string(),
@@ -142,13 +143,19 @@ mod tests {
         let now = time::OffsetDateTime::now_utc();
         let id = Identity::short_lived(now).unwrap();
         let key = rcgen::KeyPair::try_from(id.key.secret_der()).unwrap();
-        assert!(std::ptr::eq(key.algorithm(), &rcgen::PKCS_ECDSA_P256_SHA256));
+        assert!(std::ptr::eq(
+            key.algorithm(),
+            &rcgen::PKCS_ECDSA_P256_SHA256
+        ));
         let params = rcgen::CertificateParams::from_ca_cert_der(&id.chain[0]).unwrap();
         let validity = params.not_after - params.not_before;
         assert!(validity <= time::Duration::days(14), "{validity}");
         assert!(params.not_before <= now && now < params.not_after);
         // A fresh key every time.
-        assert_ne!(id.fingerprint(), Identity::short_lived(now).unwrap().fingerprint());
+        assert_ne!(
+            id.fingerprint(),
+            Identity::short_lived(now).unwrap().fingerprint()
+        );
     }
 
     #[test]

@@ -47,7 +47,11 @@ pub(crate) fn close_reason(reason: &KickReason) -> Vec<u8> {
 
 /// Finishes the stream, gives the client a moment to read it, and closes
 /// the link.
-pub(crate) async fn close_after(link: &dyn Link, writer: &mut impl LinkWriter, reason: &KickReason) {
+pub(crate) async fn close_after(
+    link: &dyn Link,
+    writer: &mut impl LinkWriter,
+    reason: &KickReason,
+) {
     writer.finish(CLOSE_LINGER).await;
     link.close(reason);
 }

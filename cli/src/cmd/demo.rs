@@ -32,6 +32,10 @@ pub struct DemoArgs {
     /// Seed of the bots' inputs and of the conditioner.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Serve the page too, on this address (default 127.0.0.1:8080), and
+    /// print the URL of the demo room; with a longer --duration to watch.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8080")]
+    web: Option<String>,
 }
 
 /// The room the demo plays in.
@@ -72,6 +76,12 @@ async fn demo(args: DemoArgs, rules: Sandbox) -> ExitCode {
     };
     // The demo's four bots must all get in, even on a busy machine.
     config.shed_lateness = None;
+    if let Some(web) = &args.web {
+        match super::web::web_config(web, &args.scene, None) {
+            Ok(w) => config.web = Some(w),
+            Err(e) => return bad_input(e),
+        }
+    }
     let server = match Server::bind(config) {
         Ok(s) => s,
         Err(e) => {
@@ -80,6 +90,7 @@ async fn demo(args: DemoArgs, rules: Sandbox) -> ExitCode {
         }
     };
     let addr = server.local_addr();
+    let web_addr = server.web_addr();
     let pin = CertPin::Sha256(server.fingerprint());
     let monitor = server.monitor();
     let stop = server.shutdown_handle();
@@ -98,6 +109,13 @@ async fn demo(args: DemoArgs, rules: Sandbox) -> ExitCode {
         args.duration.as_secs_f64()
     );
     println!("bot3 plays through a link conditioner: {conditioner}");
+    if let Some(web) = web_addr {
+        println!(
+            "in a browser: {}  (watch: &spectate=1; the room closes after {:.0} s, --duration to change)",
+            super::web::room_url(web, ROOM),
+            args.duration.as_secs_f64()
+        );
+    }
     let mut fleet = BotFleet::new(addr, rules, pin);
     let strategies = [
         Strategy::Random,

@@ -10,6 +10,7 @@ pub mod demo;
 pub mod replay;
 pub mod serve;
 pub mod sim;
+pub mod web;
 
 use std::process::ExitCode;
 

@@ -87,6 +87,14 @@ pub struct ServeArgs {
     /// a warning is printed and the server runs at normal priority.
     #[arg(long)]
     realtime: bool,
+    /// Serve browsers on this address too: the page, its API and the
+    /// WebSocket transport over HTTP on TCP, WebTransport on UDP at the
+    /// same port (e.g. 127.0.0.1:8080; see docs/web.md).
+    #[arg(long, value_name = "ADDR")]
+    web: Option<String>,
+    /// The page's folder for --web (default: web/dist of this repository).
+    #[arg(long, value_name = "DIR", requires = "web")]
+    web_assets: Option<PathBuf>,
     /// Ticks between keyframe snapshots in recordings.
     #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u32).range(1..))]
     keyframe_interval: u32,
@@ -153,6 +161,12 @@ pub fn run(args: ServeArgs) -> ExitCode {
     config.room_idle = args.room_idle;
     config.shed_lateness = (!args.shed_lateness.is_zero()).then_some(args.shed_lateness);
     config.udp_buffer = args.udp_buffer;
+    if let Some(web) = &args.web {
+        match super::web::web_config(web, &args.scene, args.web_assets.clone()) {
+            Ok(w) => config.web = Some(w),
+            Err(e) => return bad_input(e),
+        }
+    }
     if let Some(dir) = &args.record {
         if let Err(e) = std::fs::create_dir_all(dir) {
             return bad_input(format_args!("--record {}: {e}", dir.display()));
@@ -198,6 +212,12 @@ pub fn run(args: ServeArgs) -> ExitCode {
             "clients: bitroom-client bots --server {} --cert-sha256 {fp}",
             server.local_addr()
         );
+        if let Some(web) = server.web_addr() {
+            println!(
+                "browsers: http://{web}/ (a room: {})",
+                super::web::room_url(web, "NAME")
+            );
+        }
         if let Some((listener, handle, local)) = metrics {
             println!("metrics on http://{local}/metrics");
             tokio::spawn(bitroom_server::metrics_http::serve(listener, handle));

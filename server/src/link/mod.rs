@@ -21,10 +21,10 @@
 //! | `websocket.rs` | browsers without WebTransport | binary messages tagged [`WS_RELIABLE`] | binary messages tagged [`WS_DATAGRAM`] (delivered reliably: TCP) |
 
 pub(crate) mod quic;
-pub(crate) mod webtransport;
 pub(crate) mod websocket;
+pub(crate) mod webtransport;
 
-use bitroom_protocol::{CodecError, KickReason, StreamFramer, MAX_DATAGRAM};
+use bitroom_protocol::{KickReason, StreamFramer, MAX_DATAGRAM};
 use bytes::Bytes;
 use std::fmt;
 use std::future::Future;

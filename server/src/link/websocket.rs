@@ -168,7 +168,9 @@ impl LinkReader for WsReader {
                         continue;
                     }
                     self.broken = true;
-                    return Err(LinkError::Bad("text messages are not part of the protocol".into()));
+                    return Err(LinkError::Bad(
+                        "text messages are not part of the protocol".into(),
+                    ));
                 }
             };
             match bytes.first() {

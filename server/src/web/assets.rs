@@ -77,6 +77,7 @@ impl Assets {
     }
 
     /// Whether a file of that name is served.
+    #[cfg(test)]
     pub(crate) fn contains(&self, name: &str) -> bool {
         self.files.contains_key(name)
     }
@@ -122,7 +123,14 @@ mod tests {
         std::os::unix::fs::symlink(root.join("outside.js"), dir.join("link.js")).unwrap();
         let assets = Assets::scan(&dir).unwrap();
         assert!(assets.contains("index.html") && assets.contains("app.js"));
-        for bad in ["../outside.js", ".secret.js", "notes.md", "link.js", "", "dist/app.js"] {
+        for bad in [
+            "../outside.js",
+            ".secret.js",
+            "notes.md",
+            "link.js",
+            "",
+            "dist/app.js",
+        ] {
             assert!(assets.read(bad, false).is_none(), "{bad}");
         }
         let js = assets.read("app.js", false).unwrap();

@@ -175,11 +175,7 @@ async fn rooms<R: NetRules>(State(app): State<App<R>>) -> Json<serde_json::Value
 
 async fn scene<R>(State(app): State<App<R>>) -> Response {
     match &app.web.scene_json {
-        Some(text) => (
-            [(header::CONTENT_TYPE, "application/json")],
-            text.clone(),
-        )
-            .into_response(),
+        Some(text) => ([(header::CONTENT_TYPE, "application/json")], text.clone()).into_response(),
         None => (StatusCode::NOT_FOUND, "the scene is not a file\n").into_response(),
     }
 }

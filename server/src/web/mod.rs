@@ -101,8 +101,8 @@ impl BoundWeb {
         // taken, so try a few.
         let mut tries = if config.bind.port() == 0 { 8 } else { 1 };
         let (tcp, udp) = loop {
-            let tcp = std::net::TcpListener::bind(config.bind)
-                .map_err(|e| bind_err(config.bind, e))?;
+            let tcp =
+                std::net::TcpListener::bind(config.bind).map_err(|e| bind_err(config.bind, e))?;
             let addr = tcp.local_addr().map_err(|e| bind_err(config.bind, e))?;
             match crate::udp::bind_udp(addr, udp_buffer) {
                 Ok(udp) => break (tcp, udp),
@@ -116,7 +116,10 @@ impl BoundWeb {
         };
         tcp.set_nonblocking(true)
             .map_err(|e| bind_err(config.bind, e))?;
-        let wt_port = udp.local_addr().map_err(|e| bind_err(config.bind, e))?.port();
+        let wt_port = udp
+            .local_addr()
+            .map_err(|e| bind_err(config.bind, e))?
+            .port();
         let identity = Identity::short_lived(time::OffsetDateTime::now_utc())?;
         let cert_sha256 = identity.fingerprint_hex();
         let Identity { chain, key } = identity;
