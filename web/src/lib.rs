@@ -435,8 +435,14 @@ mod tests {
                 }
             }
         }
-        assert!(events.iter().any(|e| e.contains("\"welcomed\"")), "{events:?}");
-        assert!(events.iter().any(|e| e.contains("\"synced\"")), "{events:?}");
+        assert!(
+            events.iter().any(|e| e.contains("\"welcomed\"")),
+            "{events:?}"
+        );
+        assert!(
+            events.iter().any(|e| e.contains("\"synced\"")),
+            "{events:?}"
+        );
         for c in &mut clients {
             let s = c.stats();
             assert_eq!(s.desyncs, 0.0);

@@ -59,6 +59,8 @@ mod tests {
         assert!(missing.contains("no scene file"), "{missing}");
         let bad = rules_for("x.json", Some("{")).unwrap_err();
         assert!(bad.contains("x.json"), "{bad}");
-        assert!(rules_for("arena:lots", None).unwrap_err().contains("arena:N"));
+        assert!(rules_for("arena:lots", None)
+            .unwrap_err()
+            .contains("arena:N"));
     }
 }

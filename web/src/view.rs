@@ -80,7 +80,11 @@ impl Pose {
         let l = |a: f32, b: f32| a + (b - a) * t;
         let (c, s) = (l(self.c, to.c), l(self.s, to.s));
         let n = (c * c + s * s).sqrt();
-        let (c, s) = if n > 1e-6 { (c / n, s / n) } else { (to.c, to.s) };
+        let (c, s) = if n > 1e-6 {
+            (c / n, s / n)
+        } else {
+            (to.c, to.s)
+        };
         Pose {
             generation: to.generation,
             valid: true,
@@ -375,13 +379,21 @@ mod tests {
         let recs = records(&list.data);
         let shapes = recs.iter().filter(|(k, _)| *k <= kind::SEGMENT).count();
         assert_eq!(shapes as u32, list.shapes);
-        assert_eq!(shapes, rules.build_world().body_count() + 1, "one shape per body");
+        assert_eq!(
+            shapes,
+            rules.build_world().body_count() + 1,
+            "one shape per body"
+        );
         let players: Vec<_> = recs.iter().filter(|(k, _)| *k == kind::PLAYER).collect();
         assert_eq!(players, vec![&(kind::PLAYER, 2.0)]);
         // Statics first.
         assert_eq!(recs[0].1, style::STATIC);
         // The arena is 84 m wide.
-        assert!(list.bounds[0] < -41.0 && list.bounds[2] > 41.0, "{:?}", list.bounds);
+        assert!(
+            list.bounds[0] < -41.0 && list.bounds[2] > 41.0,
+            "{:?}",
+            list.bounds
+        );
     }
 
     #[test]
