@@ -194,7 +194,6 @@ async fn watch_page(page: &Client, url: &str, who: &str) -> Value {
 }
 
 fn check(who: &str, s: &Value, errs: &Value) {
-    eprintln!("{who}: {s}");
     let f = |k: &str| s.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
     assert_eq!(
         errs.as_array().map(Vec::len),
@@ -283,6 +282,7 @@ async fn a_browser_plays_and_one_watches_with_three_bots() {
     let report = fleet.finish().await;
     server.shutdown().await;
 
+    eprintln!("player: {p}\nspectator: {s}");
     check("player", &p, &pe);
     check("spectator", &s, &se);
     assert_eq!(p["transport"], json!(transport), "player transport: {p}");
