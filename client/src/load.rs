@@ -73,14 +73,7 @@ impl Acks {
     }
 
     fn ack(&self) -> FrameAck {
-        let mut later = 0u32;
-        for &t in self.held.range(self.through + 2..self.through + 34) {
-            later |= 1 << (t - self.through - 2);
-        }
-        FrameAck {
-            through: self.through as u32,
-            later,
-        }
+        FrameAck::new(self.through, self.held.iter().copied())
     }
 }
 
@@ -159,6 +152,7 @@ pub async fn run(
                 udp_tx: q.udp_tx.bytes,
                 udp_rx: q.udp_rx.bytes,
                 dropped_events: 0,
+                quic: q,
             },
             end,
         });
@@ -326,11 +320,11 @@ mod tests {
         a.add(14);
         let ack = a.ack();
         assert_eq!(ack.through, 11);
-        // 13 and 14 are through + 2 and through + 3.
-        assert_eq!(ack.later, 0b11);
+        // 14 is the newest; 13 is the first before it.
+        assert_eq!((ack.newest, ack.recent), (14, 0b1));
         a.add(12);
         assert_eq!(a.ack().through, 14);
-        assert_eq!(a.ack().later, 0);
+        assert_eq!((a.ack().newest, a.ack().recent), (14, 0));
         a.add(5);
         assert_eq!(a.ack().through, 14);
     }

@@ -79,7 +79,8 @@ impl BotRoom {
                     inputs: vec![bot.next_input(game, *slot)],
                     ack: FrameAck {
                         through: t as u32 - 1,
-                        later: 0,
+                        newest: t as u32 - 1,
+                        recent: 0,
                     },
                 });
                 (*conn, encode_client_datagram(&batch))

@@ -32,10 +32,13 @@ use std::fmt;
 /// coloured bundles of contacts (a new simulation: the same encodings, but
 /// every state after a step with contacts differs from 6's). 8: contacts
 /// between thick shapes are recycled (manifolds at reference poses carried
-/// by the bodies' motion; a new simulation, the same encodings).
+/// by the bodies' motion; a new simulation, the same encodings). 9: frame
+/// acks name the newest frame held and the 32 before it
+/// ([`FrameAck::newest`], [`FrameAck::recent`]) instead of the 32 after the
+/// first gap.
 ///
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
-pub const PROTOCOL_VERSION: u32 = 8;
+pub const PROTOCOL_VERSION: u32 = 9;
 /// Largest datagram we send or accept (quinn's initial max is 1162).
 pub const MAX_DATAGRAM: usize = 1150;
 /// Largest reliable message (a snapshot chunk, a desync report).
@@ -124,14 +127,52 @@ pub enum ClientReliable {
     Leave,
 }
 
-/// Which frames a client holds: every tick up to `through`, plus tick
-/// `through + 2 + i` for every set bit `i` of `later`.
+/// Which frames a client holds: every tick up to `through`, tick `newest`
+/// (the newest it has), and tick `newest - 1 - i` for every set bit `i` of
+/// `recent`. Anchored at the newest frame, not at the first gap, so the
+/// server always learns what arrived last: that is what its round-trip
+/// samples and its loss detection are measured from, however long a gap
+/// before it lasts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FrameAck {
     /// Newest tick received with all before it.
     pub through: u32,
-    /// Receipt of the 32 ticks after `through + 1`.
-    pub later: u32,
+    /// Newest tick received (`through` when nothing later arrived).
+    pub newest: u32,
+    /// Receipt of the 32 ticks before `newest`.
+    pub recent: u32,
+}
+
+impl FrameAck {
+    /// The ack of a receiver that holds every tick up to `through` and the
+    /// ticks in `held` (each above `through`).
+    pub fn new(through: u64, held: impl DoubleEndedIterator<Item = u64>) -> FrameAck {
+        let mut held = held.rev().take_while(|&t| t > through).peekable();
+        let newest = held.peek().copied().unwrap_or(through);
+        let mut recent = 0u32;
+        for t in held.skip(1) {
+            let back = newest - 1 - t;
+            if back >= 32 {
+                break;
+            }
+            recent |= 1 << back;
+        }
+        FrameAck {
+            through: through as u32,
+            newest: newest as u32,
+            recent,
+        }
+    }
+
+    /// Whether the ack reports `tick` held, given `through` and `newest`
+    /// widened to full ticks ([`crate::widen_tick`]).
+    pub fn holds(&self, tick: u64, through: u64, newest: u64) -> bool {
+        tick <= through
+            || tick == newest
+            || (tick < newest
+                && newest - 1 - tick < 32
+                && self.recent & (1 << (newest - 1 - tick)) != 0)
+    }
 }
 
 /// A player's recent inputs, sent every tick, redundantly until acked.

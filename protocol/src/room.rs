@@ -296,10 +296,15 @@ struct Client {
     slot: Option<u8>,
     /// Every frame up to this tick is held by the client.
     acked: u64,
-    later: u32,
     /// Frames `acked + 1 ..` sent so far.
     sent: VecDeque<Sent>,
+    /// Newest tick the client has reported holding.
+    newest_acked: u64,
+    /// Latest first-send time of a frame the client has reported holding:
+    /// a frame last sent well before it and still missing was lost.
+    ack_horizon: Micros,
     srtt: Micros,
+    rttvar: Micros,
     input_lead: i16,
     tokens: u32,
     refilled: Micros,
@@ -320,12 +325,17 @@ struct Client {
 /// the previous one (µs).
 const SNAPSHOT_RETRY: Micros = 2_000_000;
 
+/// Ticks of later frames that must have arrived before a missing frame
+/// counts as lost and is resent (reordering tolerance).
+const LOSS_GAP: u64 = 3;
+
 /// Send record of one frame.
 #[derive(Clone, Copy, Debug)]
 struct Sent {
     first: Micros,
     last: Micros,
-    sampled: bool,
+    /// Reported held by the client (beyond its first gap).
+    received: bool,
 }
 
 #[derive(Debug, Default)]
@@ -509,9 +519,11 @@ impl<R: RoomRules> ServerRoom<R> {
                 phase: Phase::Hello { since: now },
                 slot: None,
                 acked: 0,
-                later: 0,
                 sent: VecDeque::new(),
+                newest_acked: 0,
+                ack_horizon: 0,
                 srtt: 100_000,
+                rttvar: 50_000,
                 input_lead: 0,
                 tokens: rate * 2,
                 refilled: now,
@@ -734,8 +746,8 @@ impl<R: RoomRules> ServerRoom<R> {
         self.stats.snapshots += 1;
         if let Some(c) = self.clients.get_mut(&conn) {
             c.acked = tick;
-            c.later = 0;
             c.sent.clear();
+            c.newest_acked = tick;
             c.awaiting_ack = true;
             c.snapshot_at = now;
             c.refilled = now.max(c.refilled);
@@ -849,36 +861,51 @@ impl<R: RoomRules> ServerRoom<R> {
             // are relative to an older base.
             return;
         }
-        // RTT samples come from the first ack covering a frame sent once
-        // (Karn); a frame held in the `later` bits is sampled when its bit
-        // first shows, not when the gap before it closes.
-        let mut samples = Vec::new();
-        let advanced = through > c.acked;
+        // What the ack newly shows as received: frames up to `through`,
+        // `newest` and those its `recent` bits name. Remember the newest of
+        // them and the latest time any of them was first sent.
+        let newest_tick = widen_tick(a.newest, current).clamp(through, current);
+        let mut newest: Option<(u64, Sent)> = None;
+        let mut horizon = c.ack_horizon;
         while c.acked < through {
             c.acked += 1;
             if let Some(f) = c.sent.pop_front() {
-                if !f.sampled && f.first == f.last {
-                    samples.push(now.saturating_sub(f.first));
-                }
+                horizon = horizon.max(f.first);
+                newest = Some((c.acked, f));
             }
         }
-        // Received frames stay received: merge reordered acks.
-        c.later = if advanced { a.later } else { c.later | a.later };
-        for j in 0..32 {
-            if c.later & (1 << j) == 0 {
+        // Frames stay received once reported: reordered acks merge.
+        let from = newest_tick.saturating_sub(32).max(through + 1);
+        for tick in from..=newest_tick {
+            if !a.holds(tick, through, newest_tick) {
                 continue;
             }
-            if let Some(f) = c.sent.get_mut(j + 1) {
-                if !f.sampled {
-                    f.sampled = true;
-                    if f.first == f.last {
-                        samples.push(now.saturating_sub(f.first));
-                    }
+            if let Some(f) = c.sent.get_mut((tick - through - 1) as usize) {
+                if !f.received {
+                    f.received = true;
+                    horizon = horizon.max(f.first);
+                    newest = Some((tick, *f));
                 }
             }
         }
-        for s in samples {
-            c.srtt = (c.srtt * 7 + s.min(2_000_000)) / 8;
+        c.ack_horizon = horizon;
+        // One RTT sample per ack, from the newest frame it shows, and only
+        // when that frame is newly acknowledged and was sent once (QUIC's
+        // rule, RFC 9002 section 5.1). Sampling every frame an ack covers,
+        // as before, also measured frames that had waited behind a lost
+        // one (received long ago, acknowledged in order only once the gap
+        // closed): under 20 % loss the estimate grew to seconds, which
+        // slowed retransmissions, which widened the gaps.
+        if let Some((tick, f)) = newest {
+            if tick > c.newest_acked {
+                c.newest_acked = tick;
+                if f.first == f.last {
+                    let sample = now.saturating_sub(f.first).min(2_000_000);
+                    // RFC 6298 smoothing.
+                    c.rttvar = (c.rttvar * 3 + c.srtt.abs_diff(sample)) / 4;
+                    c.srtt = (c.srtt * 7 + sample) / 8;
+                }
+            }
         }
     }
 
@@ -890,25 +917,41 @@ impl<R: RoomRules> ServerRoom<R> {
         if c.slot != Some(b.slot) {
             return self.reject(conn, Rejection::WrongSlot);
         }
-        let first = widen_tick(b.first_tick, current);
-        let newest = first + b.inputs.len() as u64;
         if b.inputs.is_empty() {
             return;
         }
-        let newest = newest - 1;
-        if newest > current + u64::from(self.config.max_input_ahead) {
-            return self.reject(conn, Rejection::TooFarAhead);
+        let first = widen_tick(b.first_tick, current);
+        let newest = first + b.inputs.len() as u64 - 1;
+        let limit = current + u64::from(self.config.max_input_ahead);
+        let held = self.seats[usize::from(b.slot)].input_ack;
+        // Clock feedback: how early the earliest input this batch brings
+        // arrived before its tick was due. Measured on the first input the
+        // room did not hold yet (not the newest in the batch), so a lost
+        // batch shows as the tick later its inputs arrived, and the
+        // client's margin grows with the loss. A batch that brings nothing
+        // (a duplicate, a reordered older one) says nothing new.
+        let fresh = first.max(held + 1);
+        if fresh <= newest {
+            let lead = (self.deadline(fresh) as i64 - now as i64) / 100;
+            if let Some(c) = self.clients.get_mut(&conn) {
+                c.input_lead = lead.clamp(i64::from(i16::MIN), i64::from(i16::MAX)) as i16;
+            }
         }
-        let deadline = self.deadline(newest);
-        let lead = (deadline as i64 - now as i64) / 100;
-        if let Some(c) = self.clients.get_mut(&conn) {
-            c.input_lead = lead.clamp(i64::from(i16::MIN), i64::from(i16::MAX)) as i16;
+        if newest > limit {
+            // Counted, but the feedback above was still given and the
+            // inputs in range are kept: refusing the whole batch without
+            // telling the client left it steering by a stale (late) lead,
+            // jumping further ahead, and every later batch was refused.
+            self.reject(conn, Rejection::TooFarAhead);
         }
         let seat = &mut self.seats[usize::from(b.slot)];
         for (i, input) in b.inputs.into_iter().enumerate() {
             let t = first + i as u64;
             if t <= seat.input_ack {
                 continue;
+            }
+            if t > limit {
+                break;
             }
             seat.input_ack = t;
             if t <= current {
@@ -1039,7 +1082,17 @@ impl<R: RoomRules> ServerRoom<R> {
             }
             return self.send_snapshot(now, conn);
         }
-        let rto = (c.srtt + c.srtt / 2 + 2 * period).min(1_000_000);
+        // A frame is resent when frames first sent at least `LOSS_GAP`
+        // ticks after its last send have arrived and it has not (lost, like
+        // QUIC's packet threshold: about a round trip after it was sent),
+        // or, when no later frame's receipt has been reported (the last
+        // frames before a pause), after a retransmission timeout. The timeout alone, as
+        // before (1.5 × a smoothed RTT that loss inflated, up to 1 s),
+        // left a client at 20 % loss waiting for a lost frame long enough
+        // that its acknowledgements fell out of the frame history now and
+        // then, and each time it was started over from a snapshot.
+        let rto = (c.srtt + 4 * c.rttvar + 2 * period).min(1_000_000);
+        let loss_gap = LOSS_GAP * period;
         let mut msgs = Vec::new();
         let mut resent = 0;
         for (i, tick) in (c.acked + 1..=t).enumerate() {
@@ -1047,10 +1100,11 @@ impl<R: RoomRules> ServerRoom<R> {
                 break;
             };
             let fresh = i >= c.sent.len();
-            let held = tick >= c.acked + 2
-                && tick - c.acked - 2 < 32
-                && c.later & (1 << (tick - c.acked - 2)) != 0;
-            let due = !fresh && !held && !c.awaiting_ack && now >= c.sent[i].last + rto;
+            let held = !fresh && c.sent[i].received;
+            let due = !fresh
+                && !held
+                && !c.awaiting_ack
+                && (c.ack_horizon >= c.sent[i].last + loss_gap || now >= c.sent[i].last + rto);
             if fresh || (due && resent < 8) {
                 if !fresh {
                     resent += 1;
@@ -1064,7 +1118,7 @@ impl<R: RoomRules> ServerRoom<R> {
                 c.sent.push_back(Sent {
                     first: now,
                     last: now,
-                    sampled: false,
+                    received: false,
                 });
             } else {
                 c.sent[*i].last = now;

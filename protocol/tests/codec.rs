@@ -34,7 +34,8 @@ fn samples() -> Samples {
             inputs: vec![PlayerInput::default(); 5],
             ack: FrameAck {
                 through: 90,
-                later: 5,
+                newest: 95,
+                recent: 5,
             },
         })),
         encode_client_datagram(&ClientDatagram::Ping { time: 5 }),
@@ -270,6 +271,25 @@ fn stream_framer_checks_lengths_before_buffering() {
     let mut g = StreamFramer::default();
     g.push(&((MAX_RELIABLE as u32) + 1).to_le_bytes());
     assert!(g.next_message().is_err());
+}
+
+/// A frame ack names what the receiver holds: everything up to the first
+/// gap, the newest frame, and the 32 before the newest (older ones beyond
+/// a long gap are simply not named).
+#[test]
+fn frame_acks_name_the_newest_and_those_before_it() {
+    let held = [13u64, 14, 60, 62, 70];
+    let a = FrameAck::new(11, held.iter().copied());
+    assert_eq!((a.through, a.newest), (11, 70));
+    let (through, newest) = (11, 70);
+    for t in 0..=80u64 {
+        let want = t <= 11 || t == 60 || t == 62 || t == 70;
+        assert_eq!(a.holds(t, through, newest), want, "tick {t}");
+    }
+    // Nothing after the gap: newest is through.
+    let b = FrameAck::new(20, std::iter::empty());
+    assert_eq!((b.through, b.newest, b.recent), (20, 20, 0));
+    assert!(b.holds(20, 20, 20) && !b.holds(21, 20, 20));
 }
 
 proptest! {
