@@ -9,9 +9,13 @@
 //! and resynchronises from a fresh snapshot.
 //!
 //! Clock sync: the server tells the client how early its inputs arrive
-//! (`input_lead`). The session keeps that lead near a small margin derived
-//! from the measured jitter by stretching or shrinking its tick period by
-//! at most ±10 %, and jumps only when far off (a stall, a pause).
+//! (`input_lead`, measured on the first input each batch brings, so a lost
+//! batch shows as the tick later its inputs arrived). The session keeps
+//! the lowest 1 % of those leads over the last 4 s just above zero, by
+//! stretching or shrinking its tick period by at most ±10 %, and jumps
+//! only when far off (a stall, a pause). So the lead rides out the link's
+//! jitter and loss: about the jitter's spread plus a tick per loss in a
+//! row that happens more than 1 % of the time.
 
 use crate::messages::*;
 use crate::{widen_tick, Micros};
@@ -166,6 +170,15 @@ pub struct ClientSession<R: Rules> {
     period: Micros,
     lead: Option<i64>,
     lead_dev: i64,
+    /// Recent lead samples, each plus the schedule shift when its input
+    /// was sent (so they stay comparable while the period is adjusted).
+    leads: VecDeque<i64>,
+    /// How far (µs) the tick schedule has been stretched so far in total:
+    /// every µs makes inputs arrive a µs later.
+    shift: i64,
+    /// `(time, shift)` at recent ticks, to look up the shift an input
+    /// was sent with.
+    shift_log: VecDeque<(Micros, i64)>,
     settle_until: Micros,
     next_ping: Micros,
     srtt: Option<Micros>,
@@ -182,6 +195,15 @@ pub struct ClientSession<R: Rules> {
 const MAX_PENDING: u64 = 1024;
 /// Most ticks processed in one `handle_timeout` before the clock jumps.
 const MAX_CATCH_UP: u64 = 240;
+/// Lead samples kept (4 s of frames at 60 Hz).
+const LEAD_WINDOW: usize = 240;
+/// Samples before the low quantile steers (until then, the mean does).
+const LEAD_MIN_SAMPLES: usize = 30;
+/// Where the lowest 1 % of input leads is kept (µs).
+const LEAD_SAFETY: i64 = 2_000;
+/// Ticks of schedule shifts remembered (longer than any round trip that
+/// still plays).
+const SHIFT_LOG: usize = 240;
 
 impl<R: Rules> ClientSession<R> {
     /// Starts a session: the hello is queued at once.
@@ -214,6 +236,9 @@ impl<R: Rules> ClientSession<R> {
             period: 16_667,
             lead: None,
             lead_dev: 0,
+            leads: VecDeque::new(),
+            shift: 0,
+            shift_log: VecDeque::new(),
             settle_until: 0,
             next_ping: now,
             srtt: None,
@@ -429,6 +454,7 @@ impl<R: Rules> ClientSession<R> {
         self.sent_inputs.retain(|&(t, _)| t > s);
         self.input_ack = self.input_ack.max(s);
         self.lead = None;
+        self.leads.clear();
         self.settle_until = now + rtt + 4 * self.period;
         if !matches!(self.phase, Phase::Playing) {
             self.next_tick_at = now + self.period;
@@ -509,12 +535,12 @@ impl<R: Rules> ClientSession<R> {
             }
         };
         self.lead = Some(avg);
-        let err = avg - self.margin() as i64;
         let period = self.period as i64;
-        if err.abs() > 12 * period.max(1) + 100_000 {
+        let far = avg - self.margin() as i64;
+        if far.abs() > 12 * period.max(1) + 100_000 {
             // Far off (a stall, a pause, a changed route): jump, then let
             // new reports settle before steering again.
-            let ticks = err / period.max(1);
+            let ticks = far / period.max(1);
             if ticks < 0 {
                 for _ in 0..ticks.unsigned_abs() {
                     self.push_tick_input();
@@ -524,10 +550,34 @@ impl<R: Rules> ClientSession<R> {
             }
             self.stats.clock_jumps += 1;
             self.lead = None;
+            self.leads.clear();
             self.settle_until = now + self.srtt.unwrap_or(100_000) + 4 * self.period;
             self.stats.rate_adjust = 0;
             return;
         }
+        // The report is about an input sent about a round trip ago, under
+        // the schedule shift of then.
+        let sent = now.saturating_sub(self.srtt.unwrap_or(0));
+        let then = self
+            .shift_log
+            .iter()
+            .rev()
+            .find(|&&(t, _)| t <= sent)
+            .or(self.shift_log.front())
+            .map_or(self.shift, |&(_, s)| s);
+        if self.leads.len() == LEAD_WINDOW {
+            self.leads.pop_front();
+        }
+        self.leads.push_back(lead + then);
+        let err = if self.leads.len() >= LEAD_MIN_SAMPLES {
+            // The lowest 1 %, as it would be under today's shift.
+            let mut sorted: Vec<i64> = self.leads.iter().copied().collect();
+            let k = sorted.len() / 100;
+            let (_, low, _) = sorted.select_nth_unstable(k);
+            *low - self.shift - LEAD_SAFETY
+        } else {
+            far
+        };
         // ±10 % at most: 20 ms of error asks for the full 10 %.
         self.stats.rate_adjust = (err / 200).clamp(-100, 100) as i32;
     }
@@ -697,7 +747,13 @@ impl<R: Rules> ClientSession<R> {
         while now >= self.next_tick_at && ticked < MAX_CATCH_UP {
             ticked += 1;
             let adj = 1000 + i64::from(self.stats.rate_adjust);
-            self.next_tick_at += (self.period as i64 * adj / 1000) as u64;
+            let step = self.period as i64 * adj / 1000;
+            self.next_tick_at += step as u64;
+            self.shift += step - self.period as i64;
+            if self.shift_log.len() == SHIFT_LOG {
+                self.shift_log.pop_front();
+            }
+            self.shift_log.push_back((self.next_tick_at, self.shift));
             self.push_tick_input();
         }
         if ticked == MAX_CATCH_UP {
