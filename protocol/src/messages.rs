@@ -35,10 +35,13 @@ use std::fmt;
 /// by the bodies' motion; a new simulation, the same encodings). 9: frame
 /// acks name the newest frame held and the 32 before it
 /// ([`FrameAck::newest`], [`FrameAck::recent`]) instead of the 32 after the
-/// first gap.
+/// first gap, and a frame's input lead is [`NO_INPUT_YET`] until the
+/// client's first input arrives.
 ///
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
 pub const PROTOCOL_VERSION: u32 = 9;
+/// [`TickFrame::input_lead`] of a client whose inputs have not arrived yet.
+pub const NO_INPUT_YET: i16 = i16::MIN;
 /// Largest datagram we send or accept (quinn's initial max is 1162).
 pub const MAX_DATAGRAM: usize = 1150;
 /// Largest reliable message (a snapshot chunk, a desync report).
@@ -230,7 +233,8 @@ pub struct TickFrame {
     /// Newest input tick the server holds from this client.
     pub input_ack: u32,
     /// How early this client's latest inputs arrived before they were
-    /// needed, in units of 100 µs (negative: late).
+    /// needed, in units of 100 µs (negative: late); [`NO_INPUT_YET`]
+    /// before the first.
     pub input_lead: i16,
     /// Inputs that differ from the previous tick's.
     pub changes: Option<InputChanges>,

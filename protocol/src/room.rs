@@ -524,7 +524,7 @@ impl<R: RoomRules> ServerRoom<R> {
                 ack_horizon: 0,
                 srtt: 100_000,
                 rttvar: 50_000,
-                input_lead: 0,
+                input_lead: NO_INPUT_YET,
                 tokens: rate * 2,
                 refilled: now,
                 dropped_window: 0,
@@ -934,7 +934,7 @@ impl<R: RoomRules> ServerRoom<R> {
         if fresh <= newest {
             let lead = (self.deadline(fresh) as i64 - now as i64) / 100;
             if let Some(c) = self.clients.get_mut(&conn) {
-                c.input_lead = lead.clamp(i64::from(i16::MIN), i64::from(i16::MAX)) as i16;
+                c.input_lead = lead.clamp(i64::from(NO_INPUT_YET) + 1, i64::from(i16::MAX)) as i16;
             }
         }
         if newest > limit {
@@ -1047,15 +1047,25 @@ impl<R: RoomRules> ServerRoom<R> {
         }
     }
 
-    fn frame_msg(&self, h: &HistFrame, c: &Client) -> ServerDatagram {
-        let input_ack = c
-            .slot
-            .map_or(0, |s| self.seats[usize::from(s)].input_ack as u32);
+    fn frame_msg(&self, now: Micros, h: &HistFrame, c: &Client) -> ServerDatagram {
+        let held = c.slot.map_or(0, |s| self.seats[usize::from(s)].input_ack);
+        // The lead of the next input, not yet here, can only be lower than
+        // the time left until its tick: report that when it is lower, so a
+        // client whose inputs stopped coming (paused, jumped back too far,
+        // cut off) learns it at once instead of steering by the last lead
+        // measured, which stays as it was for as long as nothing arrives.
+        let mut input_lead = c.input_lead;
+        if input_lead != NO_INPUT_YET {
+            let bound = (self.deadline(held + 1) as i64 - now as i64) / 100;
+            if bound < i64::from(input_lead) {
+                input_lead = bound.max(i64::from(NO_INPUT_YET) + 1) as i16;
+            }
+        }
         ServerDatagram::Frame(TickFrame {
             tick: h.tick as u32,
             hash: h.hash,
-            input_ack,
-            input_lead: c.input_lead,
+            input_ack: held as u32,
+            input_lead,
             changes: h.changes.clone(),
             events: h.events.clone(),
         })
@@ -1109,7 +1119,7 @@ impl<R: RoomRules> ServerRoom<R> {
                 if !fresh {
                     resent += 1;
                 }
-                msgs.push((i, self.frame_msg(h, c)));
+                msgs.push((i, self.frame_msg(now, h, c)));
             }
         }
         let c = self.clients.get_mut(&conn).expect("client exists");

@@ -167,6 +167,8 @@ pub struct ClientSession<R: Rules> {
     input_ack: u64,
     clock_tick: u64,
     next_tick_at: Micros,
+    /// When inputs and acks were last sent.
+    inputs_sent_at: Micros,
     period: Micros,
     lead: Option<i64>,
     lead_dev: i64,
@@ -183,6 +185,8 @@ pub struct ClientSession<R: Rules> {
     next_ping: Micros,
     srtt: Option<Micros>,
     rttvar: Micros,
+    /// `srtt` is the handshake's sample only.
+    rtt_from_handshake: bool,
     out: VecDeque<ClientTransmit>,
     events: VecDeque<ClientEvent>,
     stats: ClientStats,
@@ -199,6 +203,8 @@ const MAX_CATCH_UP: u64 = 240;
 const LEAD_WINDOW: usize = 240;
 /// Samples before the low quantile steers (until then, the mean does).
 const LEAD_MIN_SAMPLES: usize = 30;
+/// Samples before the clock may jump.
+const LEAD_MIN_JUMP: usize = 4;
 /// Where the lowest 1 % of input leads is kept (µs).
 const LEAD_SAFETY: i64 = 2_000;
 /// Ticks of schedule shifts remembered (longer than any round trip that
@@ -233,6 +239,7 @@ impl<R: Rules> ClientSession<R> {
             input_ack: 0,
             clock_tick: 0,
             next_tick_at: now,
+            inputs_sent_at: now,
             period: 16_667,
             lead: None,
             lead_dev: 0,
@@ -243,6 +250,7 @@ impl<R: Rules> ClientSession<R> {
             next_ping: now,
             srtt: None,
             rttvar: 0,
+            rtt_from_handshake: false,
             out: VecDeque::new(),
             events: VecDeque::new(),
             stats: ClientStats::default(),
@@ -279,7 +287,11 @@ impl<R: Rules> ClientSession<R> {
     pub fn poll_timeout(&self) -> Option<Micros> {
         match self.phase {
             Phase::Closed => None,
-            Phase::Playing => Some(self.next_tick_at.min(self.next_ping)),
+            Phase::Playing => Some(
+                self.next_tick_at
+                    .min(self.next_ping)
+                    .min(self.inputs_sent_at + self.period),
+            ),
             _ => Some(self.next_ping),
         }
     }
@@ -352,15 +364,19 @@ impl<R: Rules> ClientSession<R> {
     }
 
     fn rtt_sample(&mut self, sample: Micros) {
-        // RFC 6298 smoothing.
+        // RFC 6298 smoothing. The handshake's sample (hello → welcome) only
+        // stands in until the first pong: on a lossy link it includes the
+        // hello's retransmissions, and as a first sample it would set the
+        // variation (and the jitter margin) to half of that for seconds.
+        let handshake = std::mem::take(&mut self.rtt_from_handshake);
         match self.srtt {
-            None => {
-                self.srtt = Some(sample);
-                self.rttvar = sample / 2;
-            }
-            Some(s) => {
+            Some(s) if !handshake => {
                 self.rttvar = (self.rttvar * 3 + s.abs_diff(sample)) / 4;
                 self.srtt = Some((s * 7 + sample) / 8);
+            }
+            _ => {
+                self.srtt = Some(sample);
+                self.rttvar = sample / 2;
             }
         }
     }
@@ -377,6 +393,7 @@ impl<R: Rules> ClientSession<R> {
             ServerReliable::Welcome(w) => {
                 if let Phase::Connecting { sent } = self.phase {
                     self.rtt_sample(now.saturating_sub(sent));
+                    self.rtt_from_handshake = true;
                     self.period = 1_000_000 / u64::from(w.tick_rate);
                     self.events.push_back(ClientEvent::Welcomed {
                         slot: w.slot,
@@ -514,7 +531,9 @@ impl<R: Rules> ClientSession<R> {
         self.input_ack = self.input_ack.max(widen_tick(f.input_ack, self.clock_tick));
         if tick > self.newest_frame {
             self.newest_frame = tick;
-            self.lead_sample(now, i64::from(f.input_lead) * 100);
+            if f.input_lead != NO_INPUT_YET {
+                self.lead_sample(now, i64::from(f.input_lead) * 100);
+            }
         }
         self.pending.insert(tick, f);
         if matches!(self.phase, Phase::Playing) && !self.resyncing {
@@ -535,26 +554,6 @@ impl<R: Rules> ClientSession<R> {
             }
         };
         self.lead = Some(avg);
-        let period = self.period as i64;
-        let far = avg - self.margin() as i64;
-        if far.abs() > 12 * period.max(1) + 100_000 {
-            // Far off (a stall, a pause, a changed route): jump, then let
-            // new reports settle before steering again.
-            let ticks = far / period.max(1);
-            if ticks < 0 {
-                for _ in 0..ticks.unsigned_abs() {
-                    self.push_tick_input();
-                }
-            } else {
-                self.next_tick_at = now + (ticks as u64) * self.period;
-            }
-            self.stats.clock_jumps += 1;
-            self.lead = None;
-            self.leads.clear();
-            self.settle_until = now + self.srtt.unwrap_or(100_000) + 4 * self.period;
-            self.stats.rate_adjust = 0;
-            return;
-        }
         // The report is about an input sent about a round trip ago, under
         // the schedule shift of then.
         let sent = now.saturating_sub(self.srtt.unwrap_or(0));
@@ -569,15 +568,47 @@ impl<R: Rules> ClientSession<R> {
             self.leads.pop_front();
         }
         self.leads.push_back(lead + then);
-        let err = if self.leads.len() >= LEAD_MIN_SAMPLES {
+        let low = (self.leads.len() >= LEAD_MIN_SAMPLES).then(|| {
             // The lowest 1 %, as it would be under today's shift.
             let mut sorted: Vec<i64> = self.leads.iter().copied().collect();
             let k = sorted.len() / 100;
             let (_, low, _) = sorted.select_nth_unstable(k);
-            *low - self.shift - LEAD_SAFETY
-        } else {
-            far
+            *low - self.shift
+        });
+        let err = match low {
+            Some(low) => low - LEAD_SAFETY,
+            None => avg - self.margin() as i64,
         };
+        // Far off (a stall, a pause, a changed route): jump, then let new
+        // reports settle before steering again. Late: when the mean says
+        // so (one delayed batch does not); early: when even the lowest
+        // leads say so.
+        let far = 12 * (self.period as i64).max(1) + 100_000;
+        let jump = if avg - LEAD_SAFETY < -far {
+            avg - LEAD_SAFETY
+        } else if err > far {
+            err
+        } else {
+            0
+        };
+        if jump != 0 && self.leads.len() >= LEAD_MIN_JUMP {
+            let ticks = jump / (self.period as i64).max(1);
+            if ticks < 0 {
+                for _ in 0..ticks.unsigned_abs() {
+                    self.push_tick_input();
+                }
+            } else {
+                // Pause; acks keep going out meanwhile (`handle_timeout`).
+                self.next_tick_at = now + (ticks as u64) * self.period;
+            }
+            self.stats.clock_jumps += 1;
+            self.lead = None;
+            self.lead_dev = 0;
+            self.leads.clear();
+            self.settle_until = now + self.srtt.unwrap_or(100_000) + 4 * self.period;
+            self.stats.rate_adjust = 0;
+            return;
+        }
         // ±10 % at most: 20 ms of error asks for the full 10 %.
         self.stats.rate_adjust = (err / 200).clamp(-100, 100) as i32;
     }
@@ -762,6 +793,12 @@ impl<R: Rules> ClientSession<R> {
         }
         if ticked > 0 {
             self.catch_up();
+        }
+        // Every tick, and at the tick rate while the clock is paused (a
+        // jump back): acks and unacknowledged inputs keep flowing, or the
+        // room would think the client gone and start it over.
+        if ticked > 0 || now >= self.inputs_sent_at + self.period {
+            self.inputs_sent_at = now;
             self.send_inputs();
         }
     }
