@@ -38,12 +38,15 @@
 //! # Layout
 //! - [`quic`]: ALPN, transport settings, certificate pinning.
 //! - [`conditioner`]: a userspace link conditioner under quinn's socket.
+//! - [`congestion`]: the congestion controller (Cubic with a floor sized
+//!   for a 60 Hz stream).
 //! - [`bots`]: headless bot players (the `bitroom-client bots` command).
 //! - [`load`]: load clients: a player's traffic without its simulation.
 //! - [`scene`]: the rules for a scene name or file (matches the server).
 
 pub mod bots;
 pub mod conditioner;
+pub mod congestion;
 mod connection;
 pub mod load;
 pub mod quic;
