@@ -38,6 +38,8 @@
 //! # Layout
 //! - [`quic`]: ALPN, transport settings, certificate pinning.
 //! - [`conditioner`]: a userspace link conditioner under quinn's socket.
+//! - [`link_model`]: the link model behind the conditioner (and the
+//!   simulated network in the tests).
 //! - [`congestion`]: the congestion controller (Cubic with a floor sized
 //!   for a 60 Hz stream).
 //! - [`bots`]: headless bot players (the `bitroom-client bots` command).
@@ -48,6 +50,7 @@ pub mod bots;
 pub mod conditioner;
 pub mod congestion;
 mod connection;
+pub mod link_model;
 pub mod load;
 pub mod quic;
 pub mod scene;
