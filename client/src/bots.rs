@@ -141,6 +141,30 @@ pub struct BotSpec {
     pub load: bool,
 }
 
+/// When a bot counts as failed (besides desyncs and lost connections).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FailRule {
+    /// Longest time without a newly confirmed tick while the link is up
+    /// (a conditioner's scheduled outage does not count).
+    pub stall: Duration,
+    /// Most snapshots after the join (resyncs).
+    pub max_resyncs: u64,
+    /// Least share of the ticks it was in the room for whose hash it
+    /// checked (ppm).
+    pub min_verified_ppm: u32,
+}
+
+impl Default for FailRule {
+    /// 2 s, 3 resyncs, 90 %.
+    fn default() -> FailRule {
+        FailRule {
+            stall: Duration::from_secs(2),
+            max_resyncs: 3,
+            min_verified_ppm: 900_000,
+        }
+    }
+}
+
 /// A bot's counters, live and at the end.
 #[derive(Clone, Debug, Default)]
 pub struct BotReport {
@@ -164,6 +188,64 @@ pub struct BotReport {
     pub error: Option<String>,
     /// Whether it used a link conditioner.
     pub conditioned: bool,
+    /// Whether it was a load client (no simulation: nothing verified).
+    pub load: bool,
+    /// The room's tick rate (from the welcome).
+    pub tick_rate: u32,
+    /// Longest time without a newly confirmed tick while the link was up.
+    pub stall: Duration,
+}
+
+impl BotReport {
+    /// Snapshots after the join.
+    pub fn resyncs(&self) -> u64 {
+        self.stats
+            .map_or(0, |s| s.session.snapshots.saturating_sub(1))
+    }
+
+    /// Ticks the room stepped while the bot was in it.
+    pub fn ticks_in_room(&self) -> u64 {
+        (self.connected_for.as_micros() * u128::from(self.tick_rate) / 1_000_000) as u64
+    }
+
+    /// Share of [`BotReport::ticks_in_room`] hash-checked (ppm; 0 before
+    /// the first tick).
+    pub fn verified_ppm(&self) -> u32 {
+        let verified = self.stats.map_or(0, |s| s.session.verified);
+        let ticks = self.ticks_in_room();
+        if ticks == 0 {
+            return 0;
+        }
+        (u128::from(verified) * 1_000_000 / u128::from(ticks)).min(1_000_000) as u32
+    }
+
+    /// Why the bot failed (empty: it did not).
+    pub fn failures(&self, rule: &FailRule) -> Vec<String> {
+        let mut why = Vec::new();
+        if let Some(e) = &self.error {
+            why.push(e.clone());
+        }
+        if self.desyncs > 0 {
+            why.push(format!("{} desyncs", self.desyncs));
+        }
+        if self.load || self.slot.is_none() {
+            return why;
+        }
+        if self.stall >= rule.stall {
+            why.push(format!("stalled {:.1} s", self.stall.as_secs_f64()));
+        }
+        if self.resyncs() > rule.max_resyncs {
+            why.push(format!("{} resyncs", self.resyncs()));
+        }
+        if self.verified_ppm() < rule.min_verified_ppm {
+            why.push(format!(
+                "verified {:.1} % of {} ticks",
+                f64::from(self.verified_ppm()) / 1e4,
+                self.ticks_in_room()
+            ));
+        }
+        why
+    }
 }
 
 /// What the fleet sees right now (sums over bots).
@@ -225,6 +307,8 @@ pub struct FleetReport {
     pub elapsed: Duration,
     /// Every bot.
     pub bots: Vec<BotReport>,
+    /// What counts as failed.
+    pub rule: FailRule,
 }
 
 impl FleetReport {
@@ -233,28 +317,36 @@ impl FleetReport {
         self.bots.iter().map(|b| b.desyncs).sum()
     }
 
-    /// Bots that never connected or dropped before the end.
+    /// Bots that failed by [`FleetReport::rule`]: never connected,
+    /// dropped, desynced, stalled, resynced too often or verified too few
+    /// ticks.
     pub fn failures(&self) -> usize {
-        self.bots.iter().filter(|b| b.error.is_some()).count()
+        self.bots
+            .iter()
+            .filter(|b| !b.failures(&self.rule).is_empty())
+            .count()
     }
 
-    /// A table: one line per bot.
+    /// A table: one line per bot, with why it failed.
     pub fn table(&self) -> String {
         let mut out = String::new();
         let secs = self.elapsed.as_secs_f64().max(1e-3);
         let _ = writeln!(
             out,
-            "{:<10} {:<10} {:>4} {:>7} {:>9} {:>5} {:>8} {:>9} {:>9} {:>8} {:>8}",
+            "{:<8} {:<8} {:>4} {:>7} {:>7} {:>9} {:>5} {:>7} {:>9} {:>8} {:>8} {:>6} {:>7} {:>7}",
             "bot",
             "room",
             "slot",
             "desyncs",
+            "resyncs",
             "rollbacks",
             "depth",
             "rtt ms",
             "down kb/s",
             "up kb/s",
             "verified",
+            "%",
+            "stall s",
             "sync ms"
         );
         for b in &self.bots {
@@ -266,25 +358,31 @@ impl FleetReport {
                     s.udp_tx as f64 * 8.0 / 1000.0 / conn,
                 )
             });
+            let why = b.failures(&self.rule);
             let _ = writeln!(
                 out,
-                "{:<10} {:<10} {:>4} {:>7} {:>9} {:>5} {:>8.1} {:>9.1} {:>9.1} {:>8} {:>8}{}{}",
+                "{:<8} {:<8} {:>4} {:>7} {:>7} {:>9} {:>5} {:>7.1} {:>9.1} {:>8.1} {:>8} {:>6.1} {:>7.1} {:>7}{}{}",
                 b.name,
                 b.room,
                 b.slot.map_or("-".into(), |s| s.to_string()),
                 b.desyncs,
+                b.resyncs(),
                 s.rollbacks,
                 s.max_rollback,
                 b.stats.map_or(0.0, |s| s.rtt().as_secs_f64() * 1e3),
                 down,
                 up,
                 s.verified,
+                f64::from(b.verified_ppm()) / 1e4,
+                b.stall.as_secs_f64(),
                 b.time_to_sync
                     .map_or("-".into(), |t| format!("{:.0}", t.as_secs_f64() * 1e3)),
                 if b.conditioned { "  (conditioned)" } else { "" },
-                b.error
-                    .as_ref()
-                    .map_or(String::new(), |e| format!("  error: {e}"))
+                if why.is_empty() {
+                    String::new()
+                } else {
+                    format!("  FAILED: {}", why.join("; "))
+                }
             );
         }
         out
@@ -310,6 +408,7 @@ pub struct BotFleet {
     /// each (created as needed).
     load_endpoints: Vec<quinn::Endpoint>,
     load_bots: usize,
+    rule: FailRule,
 }
 
 /// Load bots sharing one client endpoint (one UDP socket and one endpoint
@@ -333,7 +432,13 @@ impl BotFleet {
             tasks: JoinSet::new(),
             load_endpoints: Vec::new(),
             load_bots: 0,
+            rule: FailRule::default(),
         }
+    }
+
+    /// Sets what counts as a failed bot in the report.
+    pub fn set_rule(&mut self, rule: FailRule) {
+        self.rule = rule;
     }
 
     /// Starts a bot (it connects in the background).
@@ -343,6 +448,7 @@ impl BotFleet {
                 name: spec.name.clone(),
                 room: spec.room.clone(),
                 conditioned: spec.conditioner.is_some(),
+                load: spec.load,
                 ..BotReport::default()
             }),
         });
@@ -427,6 +533,7 @@ impl BotFleet {
         self.tasks.abort_all();
         FleetReport {
             elapsed,
+            rule: self.rule,
             bots: self
                 .bots
                 .iter()
@@ -472,11 +579,15 @@ async fn run_bot(
         }
     };
     let slot = handle.slot();
+    let tick_rate = handle.welcome().tick_rate;
     set(&mut |r| {
         r.connected = true;
         r.slot = slot;
+        r.tick_rate = tick_rate;
     });
     let connected_at = Instant::now();
+    let outage = handle.conditioner().and_then(|c| c.outage());
+    let mut stall = StallWatch::new(connected_at, outage);
     let mut publish = tokio::time::interval(Duration::from_millis(250));
     let stopped = loop {
         tokio::select! {
@@ -495,22 +606,80 @@ async fn run_bot(
             },
             _ = publish.tick() => {
                 let stats = handle.stats();
+                let longest = stall.observe(Instant::now(), stats.session.confirmed);
                 set(&mut |r| {
                     r.stats = Some(stats);
                     r.connected_for = connected_at.elapsed();
+                    r.stall = longest;
                 });
             }
             _ = stop.wait_for(|&s| s) => break true,
         }
     };
     let stats = handle.stats();
+    let longest = stall.observe(Instant::now(), stats.session.confirmed);
+    tracing::debug!(
+        bot = %spec.name,
+        cwnd = stats.quic.path.cwnd,
+        lost = stats.quic.path.lost_packets,
+        sent = stats.quic.path.sent_packets,
+        congestion = stats.quic.path.congestion_events,
+        path_rtt_ms = stats.path_rtt.as_millis() as u64,
+        snapshots = stats.session.snapshots,
+        "transport"
+    );
     set(&mut |r| {
         r.connected = false;
         r.stats = Some(stats);
         r.connected_for = connected_at.elapsed();
+        r.stall = longest;
     });
     if stopped {
         handle.leave(Duration::from_secs(1)).await;
+    }
+}
+
+/// Watches a bot's confirmed tick for stalls: the longest time it did not
+/// move while the link was up. A scheduled outage is the link's doing:
+/// the clock restarts when it ends, so what counts is how long the bot
+/// takes to recover.
+#[derive(Debug)]
+struct StallWatch {
+    confirmed: u64,
+    since: Instant,
+    outage: Option<(Instant, Instant)>,
+    longest: Duration,
+}
+
+impl StallWatch {
+    fn new(start: Instant, outage: Option<(Instant, Instant)>) -> StallWatch {
+        StallWatch {
+            confirmed: 0,
+            since: start,
+            outage,
+            longest: Duration::ZERO,
+        }
+    }
+
+    /// Records the confirmed tick at `now`; returns the longest stall so
+    /// far.
+    fn observe(&mut self, now: Instant, confirmed: u64) -> Duration {
+        if confirmed > self.confirmed {
+            self.confirmed = confirmed;
+            self.since = now;
+            return self.longest;
+        }
+        let mut since = self.since;
+        if let Some((start, end)) = self.outage {
+            if now >= start && now < end {
+                return self.longest;
+            }
+            if now >= end && since < end {
+                since = end;
+            }
+        }
+        self.longest = self.longest.max(now.saturating_duration_since(since));
+        self.longest
     }
 }
 

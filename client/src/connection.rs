@@ -169,6 +169,9 @@ pub struct HandleStats {
     pub udp_rx: u64,
     /// Events dropped because nobody read them.
     pub dropped_events: u64,
+    /// QUIC's own counters: congestion window, packets lost, congestion
+    /// events, frames.
+    pub quic: quinn::ConnectionStats,
 }
 
 impl HandleStats {
@@ -374,6 +377,7 @@ impl<R: NetRules> ClientHandle<R> {
             udp_tx: q.udp_tx.bytes,
             udp_rx: q.udp_rx.bytes,
             dropped_events: self.shared.dropped_events.load(Ordering::Relaxed),
+            quic: q,
         }
     }
 

@@ -2,7 +2,8 @@
 //!
 //! Thin by design: parse the arguments, run a [`BotFleet`], print.
 
-use bitroom_client::bots::{plan, BotFleet, CertArgs, ConditionerArgs, FleetStatus};
+use bitroom_client::bots::{plan, BotFleet, CertArgs, ConditionerArgs, FailRule, FleetStatus};
+use bitroom_client::link_model::Percent;
 use bitroom_client::scene::rules_for_scene;
 use bitroom_sim::game::bots::Strategy;
 use clap::{Args, Parser, Subcommand};
@@ -65,6 +66,17 @@ struct BotsArgs {
     /// Bots started per second.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     spawn_rate: u32,
+    /// A bot that hash-checked fewer of the ticks it was in the room for
+    /// fails.
+    #[arg(long, value_name = "PERCENT", default_value = "90%")]
+    min_verified: Percent,
+    /// A bot whose confirmed tick did not move for this long while its
+    /// link was up fails.
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = humantime::parse_duration)]
+    max_stall: Duration,
+    /// A bot resynced (sent a snapshot after its join) more often fails.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    max_resyncs: u64,
     #[command(flatten)]
     cert: CertArgs,
     #[command(flatten)]
@@ -136,8 +148,14 @@ fn bots(args: BotsArgs) -> ExitCode {
     if let Some(c) = args.sim.config() {
         eprintln!("link conditioner: {c}");
     }
+    let rule = FailRule {
+        stall: args.max_stall,
+        max_resyncs: args.max_resyncs,
+        min_verified_ppm: args.min_verified.ppm,
+    };
     let report = runtime.block_on(async move {
         let mut fleet = BotFleet::new(server, rules, pin);
+        fleet.set_rule(rule);
         let spawn_gap = Duration::from_secs(1) / args.spawn_rate;
         let end = tokio::time::Instant::now() + args.duration;
         let mut specs = specs.into_iter();
