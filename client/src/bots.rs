@@ -640,7 +640,7 @@ async fn run_bot(
 }
 
 /// Watches a bot's confirmed tick for stalls: the longest time it did not
-/// move while the link was up. A scheduled outage is the link's doing:
+/// move while the link was up, from its join on. A scheduled outage is the link's doing:
 /// the clock restarts when it ends, so what counts is how long the bot
 /// takes to recover.
 #[derive(Debug)]
@@ -664,6 +664,10 @@ impl StallWatch {
     /// Records the confirmed tick at `now`; returns the longest stall so
     /// far.
     fn observe(&mut self, now: Instant, confirmed: u64) -> Duration {
+        if self.confirmed == 0 && confirmed == 0 {
+            // Still joining: the join's time is shown apart (`sync ms`).
+            return self.longest;
+        }
         if confirmed > self.confirmed {
             self.confirmed = confirmed;
             self.since = now;

@@ -8,6 +8,7 @@
 //! or `--cert FILE`, whose fingerprint is computed on load). Skipping the
 //! check takes an explicit [`CertPin::Insecure`].
 
+use crate::congestion::FlooredCubicConfig;
 use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
@@ -18,6 +19,10 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// Bytes of datagrams quinn may hold while the congestion window is full
+/// (see [`transport_config`]).
+pub const DATAGRAM_SEND_BUFFER: usize = 2400;
 
 /// ALPN protocol id: both sides must agree on it.
 pub const ALPN: &[u8] = b"bitroom/1";
@@ -243,7 +248,8 @@ impl ServerCertVerifier for PinVerifier {
 }
 
 /// Transport settings for both sides: datagrams on (our per-tick
-/// traffic), a 10 s idle timeout, keep-alives every 2 s.
+/// traffic) with a small send buffer, a congestion window floor for the
+/// tick stream, a 10 s idle timeout, keep-alives every 2 s.
 pub fn transport_config() -> quinn::TransportConfig {
     let mut t = quinn::TransportConfig::default();
     t.max_idle_timeout(Some(
@@ -251,11 +257,17 @@ pub fn transport_config() -> quinn::TransportConfig {
     ))
     .keep_alive_interval(Some(Duration::from_secs(2)))
     .datagram_receive_buffer_size(Some(1 << 20))
-    // Datagrams go out before stream data in every packet: a deep send
-    // queue on a congested path would starve the reliable stream (a
-    // snapshot) and deliver stale frames late. Keep ~0.1 s of frames;
-    // quinn drops the oldest when full, and the room resends what matters.
-    .datagram_send_buffer_size(16 << 10)
+    // Datagrams wait in this buffer while the congestion window is full,
+    // and a datagram that waits is stale: a tick frame a newer one
+    // follows, an input batch the next one repeats. quinn drops the oldest
+    // when a new one does not fit, so keep it small: room for one datagram
+    // of the largest size (plus quinn's per-datagram accounting), about
+    // 100 ms of a 60 Hz stream of small ones. The room resends frames that
+    // matter; the next input batch carries the inputs.
+    .datagram_send_buffer_size(DATAGRAM_SEND_BUFFER)
+    // A window floor for the tick stream (see `congestion`): random loss
+    // must not make quinn hold the stream back.
+    .congestion_controller_factory(Arc::new(FlooredCubicConfig::default()))
     // Both sides send a datagram every tick, and ACKs ride on those; by
     // default a receiver still sends an ACK-only packet after every second
     // packet it gets when its own datagram is not yet due.
