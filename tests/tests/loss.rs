@@ -16,7 +16,8 @@
 //!
 //! Each profile is soaked for 10 minutes of virtual time (a debug build
 //! takes about 30 s of CPU per profile). The first two fail on the code
-//! before issue 23's fixes (see `docs/netcode.md`).
+//! before issue 23's fixes (late inputs at 10 %; resync loops at 20 %; see
+//! `docs/netcode.md`).
 
 use bitroom_client::link_model::{GilbertElliott, LinkProfile, Outage, RateLimit};
 use bitroom_protocol::{ClientConfig, ClientEvent, RoomConfig};
@@ -194,6 +195,19 @@ fn run(profile: LinkProfile, length: u64, seed: u64) -> (Vec<Outcome>, NetSim<Sa
     (out, sim)
 }
 
+/// Inputs that reached the room after their tick (the room repeated the
+/// slot's previous input instead) must stay rare: at most 3 % of the
+/// players' ticks. Before issue 23's clock-sync fix: 10.6 % at 10 % loss.
+fn check_late_inputs(sim: &NetSim<Sandbox>) {
+    let r = sim.server.stats();
+    assert!(
+        r.late_inputs * 100 <= r.ticks * PLAYERS * 3,
+        "{} late inputs in {} player-ticks",
+        r.late_inputs,
+        r.ticks * PLAYERS
+    );
+}
+
 fn print(name: &str, out: &[Outcome], sim: &NetSim<Sandbox>) {
     let r = sim.server.stats();
     println!(
@@ -217,6 +231,7 @@ fn print(name: &str, out: &[Outcome], sim: &NetSim<Sandbox>) {
 fn check_ten_percent(length: u64, seed: u64) {
     let (out, sim) = run(ten_percent(), length, seed);
     print("10 % loss, 100 + 30 ms", &out, &sim);
+    check_late_inputs(&sim);
     for (i, o) in out.iter().enumerate() {
         assert_eq!(o.desyncs, 0, "bot{i}: {o:?}");
         assert!(o.verified * 100 >= o.ticks * 95, "bot{i}: {o:?}");
@@ -229,18 +244,21 @@ fn check_ten_percent(length: u64, seed: u64) {
 fn check_twenty_percent(length: u64, seed: u64) {
     let (out, sim) = run(twenty_percent(), length, seed);
     print("20 % loss, 150 + 50 ms", &out, &sim);
+    check_late_inputs(&sim);
     for (i, o) in out.iter().enumerate() {
         assert_eq!(o.desyncs, 0, "bot{i}: {o:?}");
         assert!(o.verified * 100 >= o.ticks * 80, "bot{i}: {o:?}");
         assert!(o.rtt <= 450 * MS, "bot{i}: round trip {} ms", o.rtt / MS);
         assert!(o.snapshots <= 2, "bot{i}: resync loop: {o:?}");
-        assert!(o.stall < 2 * SEC, "bot{i} stalled: {o:?}");
+        // A frame lost five times in a row costs five round trips.
+        assert!(o.stall < 3 * SEC, "bot{i} stalled: {o:?}");
     }
 }
 
 fn check_bursty(length: u64, seed: u64) {
     let (out, sim) = run(bursty(length), length, seed);
     print("bursty loss, 256 kbit/s, 2 s outage", &out, &sim);
+    check_late_inputs(&sim);
     for (i, o) in out.iter().enumerate() {
         assert_eq!(o.desyncs, 0, "bot{i}: {o:?}");
         assert_eq!(o.connections, 1, "bot{i} reconnected");
