@@ -194,6 +194,27 @@ pub struct BotReport {
     pub tick_rate: u32,
     /// Longest time without a newly confirmed tick while the link was up.
     pub stall: Duration,
+    /// Time connected and stats when the steady state began
+    /// ([`STEADY_AFTER`] after the join): bandwidth is measured from then.
+    pub steady_from: Option<(Duration, HandleStats)>,
+}
+
+/// Bandwidth is measured from this long after a bot's join on, so the
+/// join snapshot does not count.
+pub const STEADY_AFTER: Duration = Duration::from_secs(3);
+
+/// IPv4 and UDP headers per datagram (what a data plan pays on top of
+/// the UDP payload quinn counts).
+const IP_UDP_HEADER: u64 = 28;
+
+/// Bytes received and sent on the wire (UDP payloads plus IP and UDP
+/// headers).
+fn wire_bytes(s: &HandleStats) -> (u64, u64) {
+    let q = &s.quic;
+    (
+        q.udp_rx.bytes + IP_UDP_HEADER * q.udp_rx.datagrams,
+        q.udp_tx.bytes + IP_UDP_HEADER * q.udp_tx.datagrams,
+    )
 }
 
 impl BotReport {
@@ -217,6 +238,33 @@ impl BotReport {
             return 0;
         }
         (u128::from(verified) * 1_000_000 / u128::from(ticks)).min(1_000_000) as u32
+    }
+
+    /// Bandwidth down and up on the wire (kbit/s, IP and UDP headers
+    /// included) in the steady state (from [`STEADY_AFTER`] after the
+    /// join), or over the whole connection for short runs.
+    pub fn wire_kbps(&self) -> (f64, f64) {
+        let Some(end) = &self.stats else {
+            return (0.0, 0.0);
+        };
+        let (rx, tx) = wire_bytes(end);
+        let (t0, rx0, tx0) = match &self.steady_from {
+            Some((t, s)) if self.connected_for > *t + Duration::from_secs(1) => {
+                let (rx0, tx0) = wire_bytes(s);
+                (*t, rx0, tx0)
+            }
+            _ => (Duration::ZERO, 0, 0),
+        };
+        let secs = self
+            .connected_for
+            .saturating_sub(t0)
+            .as_secs_f64()
+            .max(1e-3);
+        // Floats at the report's edge only.
+        (
+            (rx - rx0) as f64 * 8.0 / 1000.0 / secs,
+            (tx - tx0) as f64 * 8.0 / 1000.0 / secs,
+        )
     }
 
     /// Why the bot failed (empty: it did not).
@@ -330,7 +378,6 @@ impl FleetReport {
     /// A table: one line per bot, with why it failed.
     pub fn table(&self) -> String {
         let mut out = String::new();
-        let secs = self.elapsed.as_secs_f64().max(1e-3);
         let _ = writeln!(
             out,
             "{:<8} {:<8} {:>4} {:>7} {:>7} {:>9} {:>5} {:>7} {:>9} {:>8} {:>8} {:>6} {:>7} {:>7}",
@@ -351,13 +398,7 @@ impl FleetReport {
         );
         for b in &self.bots {
             let s = b.stats.map(|s| s.session).unwrap_or_default();
-            let conn = b.connected_for.as_secs_f64().max(1e-3).min(secs);
-            let (down, up) = b.stats.map_or((0.0, 0.0), |s| {
-                (
-                    s.udp_rx as f64 * 8.0 / 1000.0 / conn,
-                    s.udp_tx as f64 * 8.0 / 1000.0 / conn,
-                )
-            });
+            let (down, up) = b.wire_kbps();
             let why = b.failures(&self.rule);
             let _ = writeln!(
                 out,
@@ -611,6 +652,9 @@ async fn run_bot(
                     r.stats = Some(stats);
                     r.connected_for = connected_at.elapsed();
                     r.stall = longest;
+                    if r.steady_from.is_none() && r.time_to_sync.is_some_and(|t| t0.elapsed() >= t + STEADY_AFTER) {
+                        r.steady_from = Some((r.connected_for, stats));
+                    }
                 });
             }
             _ = stop.wait_for(|&s| s) => break true,
