@@ -263,7 +263,7 @@ pub async fn connect<R: NetRules>(
             let (e, s) = conditioned_endpoint(bind, c)?;
             (e, Some(s))
         }
-        (None, None) => (quinn::Endpoint::client(bind)?, None),
+        (None, None) => (crate::quic::single_connection_endpoint(bind)?, None),
     };
     let config = client_config(pin)?;
     let deadline = Instant::now() + timeout;
