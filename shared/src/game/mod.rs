@@ -70,7 +70,7 @@ pub use rollback::{RollbackStats, Timeline, TimelineError};
 pub use synctest::{SyncTest, SyncTestMismatch, SyncTestReport};
 
 use crate::dynamics::World;
-use crate::state::{Snapshot, SnapshotError, CONFIG};
+use crate::encoding::{canonical::CONFIG, Snapshot, SnapshotError};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::fmt::Debug;
@@ -388,7 +388,7 @@ impl<R: Rules> Game<R> {
 
     /// XXH3-64 (seed 0) of: the world's state hash as 8 little-endian bytes,
     /// then the slots and the rules state in the canonical encoding (see
-    /// `state.rs`: bincode 2, fixed-int, little-endian).
+    /// `encoding::canonical`: bincode 2, fixed-int, little-endian).
     pub fn state_hash(&self) -> u64 {
         hash_parts(self.world.state_hash(), &self.slots, &self.state)
     }
@@ -431,7 +431,8 @@ fn hash_parts<P: Serialize, S: Serialize>(world_hash: u64, slots: &[Slot<P>], st
     let mut h = Xxh3::new();
     h.update(&world_hash.to_le_bytes());
     let mut extra = Vec::new();
-    crate::canon::encode_into(&(slots, state), &mut extra).expect("game state encodes");
+    crate::encoding::canonical::encode_into(&(slots, state), &mut extra)
+        .expect("game state encodes");
     h.update(&extra);
     h.digest()
 }
@@ -480,7 +481,8 @@ impl<R: Rules> GameSnapshot<R> {
         // (packed, it is smaller still).
         let world_len = (out.len() - at - 4) as u32;
         out[at..at + 4].copy_from_slice(&world_len.to_le_bytes());
-        crate::canon::encode_into(&(&self.slots, &self.state), out).expect("game state encodes");
+        crate::encoding::canonical::encode_into(&(&self.slots, &self.state), out)
+            .expect("game state encodes");
     }
 
     /// Decodes and validates untrusted bytes.

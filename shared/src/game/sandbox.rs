@@ -87,8 +87,8 @@ impl Sandbox {
         h.update(b"bitroom-sandbox/1\0");
         h.update(name.as_bytes());
         h.update(&[0]);
-        let p =
-            bincode::serde::encode_to_vec(params, crate::state::CONFIG).expect("parameters encode");
+        let p = bincode::serde::encode_to_vec(params, crate::encoding::canonical::CONFIG)
+            .expect("parameters encode");
         h.update(&p);
         h.update(&base.state_hash().to_le_bytes());
         Sandbox {

@@ -2,7 +2,7 @@
 //!
 //! A polygon keeps room for eight vertices and a manifold for two points,
 //! but only the first `count` are used. The canonical encoding (see
-//! `state.rs`) writes just those: the used prefix as a sequence (its length
+//! `canonical`) writes just those: the used prefix as a sequence (its length
 //! as `u64`, then the elements), which also stands for the `count` field.
 //! A contact's manifold is written in its state form ([`manifold_state`]:
 //! ids and impulses, no geometry); `Manifold`'s own `Serialize` (normal and
@@ -70,7 +70,7 @@ impl Serialize for Manifold {
 /// The geometry (normal, points, separations) is left out: a step ends by
 /// colliding every contact of a body that moved, so a manifold is always
 /// `collide` of its shapes at their current transforms, and the decoder
-/// recomputes it from them (`state.rs`, which also checks that the
+/// recomputes it from them (`snapshot`, which also checks that the
 /// recomputed points carry the stored feature ids). A decoded manifold
 /// holds zero geometry until then.
 pub(crate) mod manifold_state {
@@ -156,8 +156,8 @@ impl<'de> Deserialize<'de> for Polygon {
 mod tests {
     use super::*;
     use crate::collision::ManifoldPoint;
+    use crate::encoding::canonical::CONFIG;
     use crate::math::fx;
-    use crate::state::CONFIG;
 
     fn encode<T: Serialize>(v: &T) -> Vec<u8> {
         bincode::serde::encode_to_vec(v, CONFIG).expect("encodes")

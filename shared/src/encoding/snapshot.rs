@@ -1,73 +1,9 @@
-//! State hash and snapshots.
-//!
-//! # Canonical encoding
-//!
-//! The world state is encoded with bincode 2 in its *fixed-int,
-//! little-endian* configuration (the `CONFIG` constant below): every integer
-//! is written at its full width in little-endian byte order (`u32` → 4 bytes,
-//! `u64` → 8, `bool` → 1, a `Scalar` → its 8-byte Q32.32 bits, a `Vec` → its
-//! length as `u64` then its elements, an enum → its variant index as `u32`
-//! then its fields), fields in declaration order. Two fixed-capacity arrays
-//! are written as their used prefix only, as a `Vec` (length, elements): a
-//! polygon's vertices and normals (then centroid and radius; the vertex
-//! count is the length), and a manifold's points (the point count is the
-//! length) — see `compact.rs`. The state is, in order:
-//!
-//! 1. `settings` — gravity, tick rate, substeps, contact hertz, damping
-//!    ratio, push-out speed, restitution threshold, speed limit, sleep switch,
-//!    time to sleep, continuous-collision switch, hit-event threshold,
-//!    joint stiffness (hertz) and joint damping ratio;
-//! 2. `tick` — steps taken (`u64`);
-//! 3. `bodies` — every body slot, live or free: generation, alive, kind,
-//!    transform, centre of mass (world and local), velocities, pending force
-//!    and torque, mass and inertia (and inverses), damping, gravity scale,
-//!    sleep threshold, sleep timer, extent, awake, sleep switch, fixed
-//!    rotation, sleeping-island id, user data, first shape, bullet flag,
-//!    smallest shape extent;
-//! 4. `free_bodies` — the body id pool (order matters: the last is reused first);
-//! 5. `shapes` — every shape slot: generation, alive, body, geometry,
-//!    material (density, friction, restitution, filter, user data, sensor
-//!    flag, contact/hit/sensor event switches), fat box, next shape,
-//!    pending-pair flag;
-//! 6. `free_shapes` — the shape id pool;
-//! 7. `contacts` — sorted by shape pair: shapes, bodies, manifold points
-//!    (feature id, warm-start normal and tangent impulses, persisted flag),
-//!    mixed friction and restitution, touching flag, sensor flag,
-//!    contact-event and hit-event switches. The manifold's geometry (normal,
-//!    world points, separations) is not written: a step ends by colliding
-//!    every contact of a body that moved, so it is `collide` of the two
-//!    shapes at their current transforms. Decoding recomputes it and refuses
-//!    a state whose recomputed points do not carry the stored feature ids,
-//!    or whose touching flag disagrees (`World::refresh_manifolds`);
-//! 8. `moved` — shapes waiting for the next pair search;
-//! 9. `joints` — every joint slot, live or free: generation, alive, body A
-//!    and B slots, local anchors A and B, reference rotation (cos, sin),
-//!    collide-connected flag, break force and torque, user data, the type
-//!    (variant index as `u32`: revolute 0, prismatic 1, weld 2, wheel 3,
-//!    distance 4, pulley 5, angle 6, motor 7, target 8, friction 9) with its
-//!    parameters in declaration order (an `Option` is one byte, 0 or 1, then
-//!    the value if present), and the accumulated impulses (linear, angular,
-//!    axial, spring, motor, lower, upper) used for warm starting;
-//! 10. `free_joints` — the joint id pool.
-//!
-//! The broad-phase trees and the joint pair filter are not state (they are
-//! derived and rebuilt) and are skipped. Neither are the event buffers
-//! (`World::contact_events`, `World::sensor_events`): they report the last
-//! step and are derived from the contacts' touching flags, which are state.
-//! [`World::state_hash`] is XXH3-64 (seed 0) of exactly these bytes, so the
-//! hash is defined byte for byte and is the same on every platform. The bytes
-//! are encoded into a buffer kept per thread (it grows to the largest state
-//! hashed on that thread and is reused) and hashed in one pass: streaming
-//! them into the hasher a few bytes at a time was 40 % slower. A snapshot's bytes are the same encoding.
+//! Snapshots: a saved world state, restored bit for bit, and its canonical
+//! and packed bytes, decoded from untrusted input with every index checked.
 
+use super::canonical::CONFIG;
 use crate::dynamics::{World, WorldState};
 use crate::math::{Scalar, Vec2, WORLD_BOUND};
-use bincode::config::{Configuration, Fixint, LittleEndian, NoLimit};
-
-/// The canonical encoding (no size limit; decoding adds one).
-pub(crate) const CONFIG: Configuration<LittleEndian, Fixint, NoLimit> = bincode::config::standard()
-    .with_fixed_int_encoding()
-    .with_little_endian();
 
 /// Largest snapshot accepted by [`Snapshot::from_bytes`]: 64 MiB.
 pub const MAX_SNAPSHOT_BYTES: usize = 64 << 20;
@@ -92,7 +28,7 @@ pub enum SnapshotError {
     Decode(#[from] bincode::error::DecodeError),
     /// The packed form does not decode (see [`Snapshot::from_packed`]).
     #[error("packed snapshot does not decode: {0}")]
-    Packed(#[from] crate::packed::PackError),
+    Packed(#[from] super::packed::PackError),
     /// Bytes left over after the state.
     #[error("snapshot has {0} trailing bytes")]
     Trailing(usize),
@@ -102,11 +38,6 @@ pub enum SnapshotError {
 }
 
 impl World {
-    /// XXH3-64 of the canonical encoding of the state (see the module docs).
-    pub fn state_hash(&self) -> u64 {
-        hash_state(&self.state)
-    }
-
     /// Saves into an existing snapshot, reusing its allocations.
     pub fn snapshot_into(&self, into: &mut Snapshot) {
         into.state.clone_from(&self.state);
@@ -135,27 +66,7 @@ impl World {
     }
 }
 
-fn hash_state(state: &WorldState) -> u64 {
-    HASH_BUF.with(|buf| {
-        let mut buf = buf.borrow_mut();
-        buf.clear();
-        // Encoding plain data into a vector cannot fail.
-        crate::canon::encode_into(state, &mut buf).expect("state encodes");
-        xxhash_rust::xxh3::xxh3_64(&buf)
-    })
-}
-
-std::thread_local! {
-    /// Scratch for [`hash_state`]; never state.
-    static HASH_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
 impl Snapshot {
-    /// The state hash of the saved state (equal to the world's at the time).
-    pub fn state_hash(&self) -> u64 {
-        hash_state(&self.state)
-    }
-
     /// Tick at which the snapshot was taken.
     pub fn tick(&self) -> u64 {
         self.state.tick
@@ -176,7 +87,7 @@ impl Snapshot {
     /// Appends the canonical bytes to `out`.
     pub(crate) fn encode_into(&self, out: &mut Vec<u8>) {
         // Plain data in a vector: encoding cannot fail.
-        crate::canon::encode_into(&self.state, out).expect("state encodes");
+        super::canonical::encode_into(&self.state, out).expect("state encodes");
     }
 
     /// Decodes and validates untrusted bytes (at most [`MAX_SNAPSHOT_BYTES`]).
@@ -194,11 +105,11 @@ impl Snapshot {
     }
 
     /// The packed bytes: the same state, columnar, delta-coded and deflated
-    /// (see `packed.rs`), for sending. About a tenth of the canonical size
+    /// (see `encoding::packed`), for sending. About a tenth of the canonical size
     /// for a settled 1000-body scene. Decode with [`Snapshot::from_packed`].
     pub fn to_packed(&self) -> Vec<u8> {
         // Plain data with known lengths: packing cannot fail.
-        crate::packed::pack(&self.state).expect("state packs")
+        super::packed::pack(&self.state).expect("state packs")
     }
 
     /// Decodes and validates untrusted packed bytes (whose state is at most
@@ -208,7 +119,7 @@ impl Snapshot {
     /// # Errors
     /// Malformed or oversized packed data, or an inconsistent state.
     pub fn from_packed(bytes: &[u8]) -> Result<Snapshot, SnapshotError> {
-        let state: WorldState = crate::packed::unpack(bytes, MAX_SNAPSHOT_BYTES)?;
+        let state: WorldState = super::packed::unpack(bytes, MAX_SNAPSHOT_BYTES)?;
         Snapshot::checked(state)
     }
 

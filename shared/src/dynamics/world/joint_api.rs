@@ -1,78 +1,12 @@
 //! The world's joint API: create, destroy, inspect and steer joints.
 
-use super::{frame_of, reaction, Joint, JointDef, JointId, JointKind};
-use crate::dynamics::body::{Body, BodyId, BodyKind, NONE, NO_ISLAND};
+use super::{World, WorldError, WorldState};
+use crate::dynamics::body::{BodyId, NONE};
 use crate::dynamics::contact::pair_key;
-use crate::dynamics::island;
-use crate::dynamics::world::{World, WorldError, WorldState};
+use crate::dynamics::joint::{
+    frame_of, reaction, BrokenJoint, Joint, JointDef, JointId, JointKind,
+};
 use crate::math::{Rot, Scalar, Vec2, WORLD_BOUND};
-
-/// A joint destroyed at the end of a step because its reaction exceeded its
-/// break threshold (see [`JointDef::break_force`]).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct BrokenJoint {
-    /// The handle the joint had (now stale).
-    pub id: JointId,
-    /// The joint's user data.
-    pub user_data: u64,
-    /// Reaction force on body B in the step it broke (N).
-    pub force: Vec2,
-    /// Reaction torque in the step it broke (N·m).
-    pub torque: Scalar,
-}
-
-/// Body pairs whose shapes must not collide because a joint with
-/// `collide_connected == false` links them. Derived from the joints (not
-/// serialized); rebuilt lazily after any joint is created or destroyed.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct JointFilter {
-    valid: bool,
-    /// Sorted, unique `pair_key(min body, max body)`.
-    pairs: Vec<u64>,
-    /// Per body slot: whether it has such a joint (a cheap first test).
-    has_joint: Vec<bool>,
-}
-
-impl JointFilter {
-    /// Marks the filter stale.
-    pub fn invalidate(&mut self) {
-        self.valid = false;
-    }
-
-    /// Rebuilds the filter if a joint changed since it was built.
-    pub fn refresh(&mut self, joints: &[Joint], body_count: usize) {
-        if self.valid {
-            return;
-        }
-        self.valid = true;
-        self.pairs.clear();
-        self.has_joint.clear();
-        self.has_joint.resize(body_count, false);
-        for j in joints {
-            if j.alive && !j.collide_connected {
-                let (a, b) = (j.body_a.min(j.body_b), j.body_a.max(j.body_b));
-                self.pairs.push(pair_key(a, b));
-                self.has_joint[a as usize] = true;
-                self.has_joint[b as usize] = true;
-            }
-        }
-        self.pairs.sort_unstable();
-        self.pairs.dedup();
-    }
-
-    /// Whether shapes of bodies `a` and `b` must not collide. Call
-    /// [`JointFilter::refresh`] first.
-    #[inline]
-    pub fn blocks(&self, a: u32, b: u32) -> bool {
-        let has = |i: u32| self.has_joint.get(i as usize).copied().unwrap_or(false);
-        if self.pairs.is_empty() || !has(a) || !has(b) {
-            return false;
-        }
-        self.pairs
-            .binary_search(&pair_key(a.min(b), a.max(b)))
-            .is_ok()
-    }
-}
 
 fn in_bounds(v: Vec2) -> bool {
     v.x.abs() <= WORLD_BOUND && v.y.abs() <= WORLD_BOUND
@@ -270,7 +204,7 @@ impl World {
                 &self.state.bodies[j.body_b as usize],
             );
             let (force, torque) = reaction(&j, ba, bb, &self.state.body_config, inv_h);
-            self.broken_joints.push(super::BrokenJoint {
+            self.broken_joints.push(BrokenJoint {
                 id: JointId {
                     index: i,
                     generation: j.generation,
@@ -499,37 +433,5 @@ fn remove_contacts_between(st: &mut WorldState, a: u32, b: u32) {
             sb = st.shapes[sb as usize].next;
         }
         sa = st.shapes[sa as usize].next;
-    }
-}
-
-/// Wakes sleeping bodies joined to bodies that are awake, so that a joint is
-/// never solved against a sleeping (frozen) body. `islands` is scratch.
-pub(crate) fn wake_jointed(st: &mut WorldState, islands: &mut Vec<u32>) {
-    islands.clear();
-    // Only a sleeping body can be woken: without one (no sleeping, or all
-    // awake) skip the pass over the joints, which is the costlier one.
-    let sleeping = |b: &Body| b.kind != BodyKind::Static && !b.awake && b.sleep_island != NO_ISLAND;
-    if !st.bodies.iter().any(sleeping) {
-        return;
-    }
-    for j in &st.joints {
-        if !j.alive {
-            continue;
-        }
-        let (ba, bb) = (&st.bodies[j.body_a as usize], &st.bodies[j.body_b as usize]);
-        for (me, other) in [(ba, bb), (bb, ba)] {
-            if me.is_simulated()
-                && other.kind != BodyKind::Static
-                && !other.awake
-                && other.sleep_island != NO_ISLAND
-            {
-                islands.push(other.sleep_island);
-            }
-        }
-    }
-    if !islands.is_empty() {
-        islands.sort_unstable();
-        islands.dedup();
-        island::wake_islands(st, islands);
     }
 }

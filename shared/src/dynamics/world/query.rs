@@ -8,10 +8,10 @@
 //!
 //! Inputs must lie within the world bounds (±10 000 m per coordinate).
 
-use super::body::{ShapeId, NONE};
-use super::shape::Shape;
-use super::world::{World, WorldError};
+use super::{World, WorldError};
 use crate::collision::{ray_cast, shapes_overlap, test_point};
+use crate::dynamics::body::{ShapeId, NONE};
+use crate::dynamics::shape::Shape;
 use crate::geometry::ShapeGeometry;
 use crate::math::{Aabb, Scalar, Transform, Vec2};
 

@@ -1,6 +1,67 @@
-//! The canonical encoder: writes exactly the bytes bincode 2 writes with
-//! [`crate::state::CONFIG`] (fixed-width little-endian integers, `u64`
-//! lengths, `u32` variant indices), faster.
+//! The canonical encoding: the bytes a snapshot is written in
+//! ([`crate::Snapshot::to_bytes`]) and the state hash covers (see `hash`).
+//!
+//! # Layout
+//!
+//! The world state is encoded with bincode 2 in its *fixed-int,
+//! little-endian* configuration ([`CONFIG`]): every integer
+//! is written at its full width in little-endian byte order (`u32` → 4 bytes,
+//! `u64` → 8, `bool` → 1, a `Scalar` → its 8-byte Q32.32 bits, a `Vec` → its
+//! length as `u64` then its elements, an enum → its variant index as `u32`
+//! then its fields), fields in declaration order. Two fixed-capacity arrays
+//! are written as their used prefix only, as a `Vec` (length, elements): a
+//! polygon's vertices and normals (then centroid and radius; the vertex
+//! count is the length), and a manifold's points (the point count is the
+//! length) — see `compact`. The state is, in order:
+//!
+//! 1. `settings` — gravity, tick rate, substeps, contact hertz, damping
+//!    ratio, push-out speed, restitution threshold, speed limit, sleep switch,
+//!    time to sleep, continuous-collision switch, hit-event threshold,
+//!    joint stiffness (hertz) and joint damping ratio;
+//! 2. `tick` — steps taken (`u64`);
+//! 3. `bodies` — every body slot, live or free: generation, alive, kind,
+//!    transform, centre of mass (world and local), velocities, pending force
+//!    and torque, mass and inertia (and inverses), damping, gravity scale,
+//!    sleep threshold, sleep timer, extent, awake, sleep switch, fixed
+//!    rotation, sleeping-island id, user data, first shape, bullet flag,
+//!    smallest shape extent;
+//! 4. `free_bodies` — the body id pool (order matters: the last is reused first);
+//! 5. `shapes` — every shape slot: generation, alive, body, geometry,
+//!    material (density, friction, restitution, filter, user data, sensor
+//!    flag, contact/hit/sensor event switches), fat box, next shape,
+//!    pending-pair flag;
+//! 6. `free_shapes` — the shape id pool;
+//! 7. `contacts` — sorted by shape pair: shapes, bodies, manifold points
+//!    (feature id, warm-start normal and tangent impulses, persisted flag),
+//!    mixed friction and restitution, touching flag, sensor flag,
+//!    contact-event and hit-event switches. The manifold's geometry (normal,
+//!    world points, separations) is not written: a step ends by colliding
+//!    every contact of a body that moved, so it is `collide` of the two
+//!    shapes at their current transforms. Decoding recomputes it and refuses
+//!    a state whose recomputed points do not carry the stored feature ids,
+//!    or whose touching flag disagrees (`World::refresh_manifolds`, in `dynamics/world/derived.rs`);
+//! 8. `moved` — shapes waiting for the next pair search;
+//! 9. `joints` — every joint slot, live or free: generation, alive, body A
+//!    and B slots, local anchors A and B, reference rotation (cos, sin),
+//!    collide-connected flag, break force and torque, user data, the type
+//!    (variant index as `u32`: revolute 0, prismatic 1, weld 2, wheel 3,
+//!    distance 4, pulley 5, angle 6, motor 7, target 8, friction 9) with its
+//!    parameters in declaration order (an `Option` is one byte, 0 or 1, then
+//!    the value if present), and the accumulated impulses (linear, angular,
+//!    axial, spring, motor, lower, upper) used for warm starting;
+//! 10. `free_joints` — the joint id pool.
+//!
+//! The broad-phase trees and the joint pair filter are not state (they are
+//! derived and rebuilt) and are skipped. Neither are the event buffers
+//! (`World::contact_events`, `World::sensor_events`): they report the last
+//! step and are derived from the contacts' touching flags, which are state.
+//! The state hash is XXH3-64 (seed 0) of exactly these bytes.
+//!
+//! # The encoder
+//!
+//! [`encode_into`] writes exactly the bytes bincode 2 writes with [`CONFIG`]
+//! (fixed-width little-endian integers, `u64` lengths, `u32` variant
+//! indices), faster.
 //!
 //! The state hash encodes the whole state every tick, so the encoder is on
 //! the server's and every client's hot path. bincode's serde bridge goes
@@ -9,7 +70,13 @@
 //! the derived `Serialize` impls. Decoding stays with bincode, and the tests
 //! below (and the golden hashes) hold the two to the same bytes.
 
+use bincode::config::{Configuration, Fixint, LittleEndian, NoLimit};
 use serde::ser::{self, Serialize};
+
+/// The canonical encoding (no size limit; decoding adds one).
+pub(crate) const CONFIG: Configuration<LittleEndian, Fixint, NoLimit> = bincode::config::standard()
+    .with_fixed_int_encoding()
+    .with_little_endian();
 
 /// Why a value cannot be encoded canonically.
 #[derive(Debug, thiserror::Error)]
@@ -264,7 +331,7 @@ impl ser::SerializeMap for &mut Canon<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::CONFIG;
+    use crate::encoding::canonical::CONFIG;
     use serde::Serialize;
     use std::collections::BTreeMap;
 

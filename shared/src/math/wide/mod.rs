@@ -10,11 +10,14 @@
 //! never a bit (the cross-platform check compares the vector build on
 //! x86_64 with the one-lane builds of the other targets).
 //!
-//! Three implementations, chosen when the crate is compiled (by the target
-//! CPU the build is for; see `.cargo/config.toml`):
-//! - **x86_64 with AVX-512F**: eight lanes in a 512-bit register;
-//! - **x86_64 with AVX2**: four lanes in a 256-bit register;
-//! - **anything else**: one lane, plain scalar code.
+//! Three implementations, one file each, chosen when the crate is compiled
+//! (by the target CPU the build is for; see `.cargo/config.toml`):
+//! - **x86_64 with AVX-512F** (`avx512.rs`): eight lanes in a 512-bit register;
+//! - **x86_64 with AVX2** (`avx2.rs`): four lanes in a 256-bit register;
+//! - **anything else** (`one_lane.rs`): one lane, plain scalar code.
+//!
+//! This file is the API they share ([`Wide`], [`Mask`], [`Coef`]); `bits.rs`
+//! defines their arithmetic in scalar code.
 //!
 //! The vector forms go through `safe_arch`'s safe wrappers of the
 //! intrinsics (this crate has no `unsafe`).
@@ -23,506 +26,31 @@
 //! scalar code: it vectorized across the sums of impulses rather than
 //! across lanes.) A Q32.32 product has no vector instruction (it needs the
 //! high half of a 64 × 64 → 128-bit product): it is built from four
-//! 32 × 32 → 64 partial products, see [`mul_bits`].
+//! 32 × 32 → 64 partial products, see [`bits::mul_bits`].
 
-use super::Scalar;
-use core::ops::{Add, AddAssign, Mul, Neg, Sub, SubAssign};
-
-/// The lanes' product: ⌊a·b / 2³²⌋ mod 2⁶⁴, the bits of `Scalar * Scalar`
-/// for every operand below 2³¹ − ½ in magnitude (far beyond anything the
-/// world's bounds let the solver see), from four signed 32 × 32 → 64-bit
-/// partial products (`vpmuldq`, one instruction each).
-///
-/// Each operand is split into signed halves, `a = aₕ·2³² + aₗ` with `aₗ`
-/// the low 32 bits read as signed (what `vpmuldq` reads) and `aₕ =
-/// (a + 2³¹) >> 32`. Then `a·b = aₕbₕ·2⁶⁴ + (aₕbₗ + aₗbₕ)·2³² + aₗbₗ`, and
-/// shifted down by 32 (a floor) and taken mod 2⁶⁴ that is
-/// `(aₕbₕ << 32) + aₕbₗ + aₗbₕ + (aₗbₗ >> 32)`, with no sign corrections.
-///
-/// For an operand of 2³¹ − ½ or more, `aₕ` would be 2³¹, which the wrapping
-/// `+ 2³¹` makes −2³¹: the result is then the exact product minus `b << 32`
-/// (minus `a << 32` for `b`). That is this function's definition there,
-/// and every implementation computes it, so the bits are the same on every
-/// target all the same.
-#[cfg_attr(not(test), allow(dead_code))] // the reference; the backends inline it
-#[inline(always)]
-pub(crate) fn mul_bits(a: i64, b: i64) -> i64 {
-    let (ah, bh) = (split_high(a), split_high(b));
-    let (al, bl) = (i64::from(a as i32), i64::from(b as i32));
-    // |each partial product| ≤ 2⁶², so none overflows.
-    ((ah * bh) << 32)
-        .wrapping_add(ah * bl)
-        .wrapping_add(al * bh)
-        .wrapping_add((al * bl) >> 32)
-}
-
-/// The first operand value whose high half [`mul_bits`] cannot hold
-/// (2⁶³ − 2³¹, that is 2³¹ − ½ in Q32.32).
-#[cfg_attr(
-    all(not(test), target_arch = "x86_64", target_feature = "avx2"),
-    allow(dead_code)
-)]
-pub(crate) const CORNER: i64 = i64::MAX - (1 << 31) + 1;
-
-/// A per-step constant packed for the lanes' cheaper product: the value
-/// `m · 2ᵏ` (raw Q32.32 units) as `k << 58 | m` with `m` a signed 32-bit
-/// mantissa, `|m| ≤ 2³⁰`, and `0 ≤ k ≤ 34` the fewest low bits dropped for
-/// that, by an arithmetic shift (a floor). Values below ¼ in magnitude keep
-/// every bit (`k = 0`); larger ones keep 30 significant bits, far finer
-/// than an `f32`'s 24. Since `|m| < 2³¹`, negating the mantissa negates
-/// the value exactly; `k` sits in the top six bits so that one shift
-/// extracts it.
-#[inline(always)]
-pub(crate) fn pack_bits(c: i64) -> i64 {
-    let k = (64 - c.unsigned_abs().leading_zeros()).saturating_sub(30);
-    (i64::from(k) << 58) | ((c >> k) & 0xFFFF_FFFF)
-}
-
-/// The shift of a packed constant.
-#[inline(always)]
-fn coef_shift(p: i64) -> u32 {
-    ((p as u64) >> 58) as u32
-}
-
-/// The value a packed constant stands for, `m · 2ᵏ`.
-#[cfg(test)]
-pub(crate) fn unpack_bits(p: i64) -> i64 {
-    i64::from(p as i32) << coef_shift(p)
-}
-
-/// The lanes' product of a variable `x` and a packed constant `p`
-/// ([`pack_bits`]), from two signed 32 × 32 → 64 products: with `x` split
-/// as in [`mul_bits`], `x·m = xₕm·2³² + xₗm`, and the product is
-/// `(xₕm + (xₗm >> 32)) << k` (an arithmetic shift: a floor). For `k = 0`
-/// (constants below ¼) that is `Scalar`'s product by the constant, for `x`
-/// below [`CORNER`]; otherwise it is `⌊x·m / 2³²⌋·2ᵏ`, below the exact
-/// product of `x` and `m·2ᵏ` by less than 2ᵏ raw units (a constant of 1
-/// costs at most 8 units, 2·10⁻⁹; the flooring happens before the shift,
-/// which is what saves two products and two shifts).
-#[cfg_attr(
-    all(not(test), target_arch = "x86_64", target_feature = "avx2"),
-    allow(dead_code)
-)]
-#[inline(always)]
-pub(crate) fn mul_coef_bits(x: i64, p: i64) -> i64 {
-    let m = i64::from(p as i32);
-    let (xh, xl) = (split_high(x), i64::from(x as i32));
-    // |xₕm|, |xₗm| ≤ 2⁶²: neither product overflows, nor their sum.
-    ((xh * m) + ((xl * m) >> 32)) << coef_shift(p)
-}
-
-/// The high half of the signed split of [`mul_bits`]: `(a + 2³¹) >> 32`,
-/// wrapping, as a signed 32-bit value.
-#[inline(always)]
-fn split_high(a: i64) -> i64 {
-    i64::from((a.wrapping_add(1 << 31) >> 32) as i32)
-}
+mod bits;
 
 #[cfg(all(target_arch = "x86_64", target_feature = "avx512f"))]
-mod imp {
-    use core::arch::x86_64::{_MM_CMPINT_EQ, _MM_CMPINT_NLE};
-    use safe_arch::*;
-
-    /// Registers per value: two, so that every solver step works on two
-    /// independent groups of eight lanes and their latencies overlap.
-    const REGS: usize = 1;
-    pub(crate) const LANES: usize = 8 * REGS;
-    pub(crate) type V = [m512i; REGS];
-    pub(crate) type M = [mmask8; REGS];
-
-    #[inline(always)]
-    fn each(f: impl Fn(usize) -> m512i) -> V {
-        core::array::from_fn(f)
-    }
-    #[inline(always)]
-    fn each_mask(f: impl Fn(usize) -> mmask8) -> M {
-        core::array::from_fn(f)
-    }
-
-    #[inline(always)]
-    pub(crate) fn zero() -> V {
-        each(|_| zeroed_m512i())
-    }
-    #[inline(always)]
-    pub(crate) fn splat(x: i64) -> V {
-        each(|_| set_splat_i64_m512i(x))
-    }
-    #[inline(always)]
-    pub(crate) fn from_fn(f: impl Fn(usize) -> i64) -> V {
-        each(|r| {
-            let o = 8 * r;
-            let lo = set_i64_m256i(f(o + 3), f(o + 2), f(o + 1), f(o));
-            let hi = set_i64_m256i(f(o + 7), f(o + 6), f(o + 5), f(o + 4));
-            insert_m256i_to_m512i::<1>(cast_m256i_to_m512i(lo), hi)
-        })
-    }
-    #[inline(always)]
-    pub(crate) fn add(a: V, b: V) -> V {
-        each(|r| add_i64_m512i(a[r], b[r]))
-    }
-    #[inline(always)]
-    pub(crate) fn sub(a: V, b: V) -> V {
-        each(|r| sub_i64_m512i(a[r], b[r]))
-    }
-    /// [`super::mul_bits`] in eight lanes.
-    #[inline(always)]
-    fn mul1(a: m512i, b: m512i) -> m512i {
-        // `vpmuldq` reads the low 32 bits of each lane as signed: the low
-        // halves as they are, the high halves shifted down.
-        let half = set_splat_i64_m512i(1 << 31);
-        let ah = shr_all_u64_m512i(add_i64_m512i(a, half), 32);
-        let bh = shr_all_u64_m512i(add_i64_m512i(b, half), 32);
-        let hh = shl_all_u64_m512i(mul_i32_wide_m512i(ah, bh), 32);
-        let mid = add_i64_m512i(mul_i32_wide_m512i(ah, b), mul_i32_wide_m512i(a, bh));
-        let ll = shr_all_i64_m512i(mul_i32_wide_m512i(a, b), 32);
-        add_i64_m512i(add_i64_m512i(hh, mid), ll)
-    }
-    #[inline(always)]
-    pub(crate) fn mul(a: V, b: V) -> V {
-        each(|r| mul1(a[r], b[r]))
-    }
-    /// [`super::mul_coef_bits`] in eight lanes.
-    #[inline(always)]
-    fn mul_coef1(x: m512i, p: m512i) -> m512i {
-        let xh = shr_all_u64_m512i(add_i64_m512i(x, set_splat_i64_m512i(1 << 31)), 32);
-        let t = add_i64_m512i(
-            mul_i32_wide_m512i(xh, p),
-            shr_all_i64_m512i(mul_i32_wide_m512i(x, p), 32),
-        );
-        // The shift, below 64 as six bits are.
-        shl_each_u64_m512i(t, shr_all_u64_m512i(p, 58))
-    }
-    #[inline(always)]
-    pub(crate) fn mul_coef(x: V, p: V) -> V {
-        each(|r| mul_coef1(x[r], p[r]))
-    }
-    #[inline(always)]
-    pub(crate) fn neg_mantissa(p: V) -> V {
-        let low = set_splat_i64_m512i(0xFFFF_FFFF);
-        each(|r| {
-            let neg = sub_i64_m512i(zeroed_m512i(), p[r]);
-            bitor_m512i(bitandnot_m512i(low, p[r]), bitand_m512i(neg, low))
-        })
-    }
-    #[inline(always)]
-    pub(crate) fn mul_u32(a: V, k: u32) -> V {
-        // (aₕ·2³² + aₗ)·k mod 2⁶⁴ = (aₕk << 32) + aₗk.
-        let k = set_splat_i64_m512i(i64::from(k));
-        each(|r| {
-            let hi = mul_u32_wide_m512i(shr_all_u64_m512i(a[r], 32), k);
-            add_i64_m512i(shl_all_u64_m512i(hi, 32), mul_u32_wide_m512i(a[r], k))
-        })
-    }
-    #[inline(always)]
-    pub(crate) fn max(a: V, b: V) -> V {
-        each(|r| max_i64_m512i(a[r], b[r]))
-    }
-    #[inline(always)]
-    pub(crate) fn min(a: V, b: V) -> V {
-        each(|r| min_i64_m512i(a[r], b[r]))
-    }
-    #[inline(always)]
-    pub(crate) fn gt(a: V, b: V) -> M {
-        each_mask(|r| cmp_op_mask_i64::<_MM_CMPINT_NLE>(a[r], b[r]))
-    }
-    #[inline(always)]
-    pub(crate) fn eq(a: V, b: V) -> M {
-        each_mask(|r| cmp_op_mask_i64::<_MM_CMPINT_EQ>(a[r], b[r]))
-    }
-    #[inline(always)]
-    pub(crate) fn select(m: M, a: V, b: V) -> V {
-        // A bitwise blend: the float view changes no bit.
-        each(|r| {
-            cast_to_m512i_from_m512d(blend_varying_m512d(
-                cast_to_m512d_from_m512i(b[r]),
-                cast_to_m512d_from_m512i(a[r]),
-                m[r],
-            ))
-        })
-    }
-    #[inline(always)]
-    pub(crate) fn and(a: M, b: M) -> M {
-        each_mask(|r| a[r] & b[r])
-    }
-    #[inline(always)]
-    pub(crate) fn or(a: M, b: M) -> M {
-        each_mask(|r| a[r] | b[r])
-    }
-    #[inline(always)]
-    pub(crate) fn not(a: M) -> M {
-        each_mask(|r| !a[r])
-    }
-    #[inline(always)]
-    pub(crate) fn any(a: M) -> bool {
-        a.iter().any(|&m| m != 0)
-    }
-    #[inline(always)]
-    pub(crate) fn mask_from_fn(f: impl Fn(usize) -> bool) -> M {
-        each_mask(|r| (0..8).fold(0, |m, i| m | (u8::from(f(8 * r + i)) << i)))
-    }
-    #[inline(always)]
-    pub(crate) fn lanes_mut(v: &mut V) -> &mut [i64; LANES] {
-        bytemuck::cast_mut(v)
-    }
-    #[inline(always)]
-    pub(crate) fn to_array(v: V) -> [i64; LANES] {
-        let mut out = [0; LANES];
-        for (r, v) in v.iter().enumerate() {
-            let a: [i64; 8] = (*v).into();
-            out[8 * r..8 * r + 8].copy_from_slice(&a);
-        }
-        out
-    }
-}
+#[path = "avx512.rs"]
+mod imp;
 
 #[cfg(all(
     target_arch = "x86_64",
     target_feature = "avx2",
     not(target_feature = "avx512f")
 ))]
-mod imp {
-    use safe_arch::*;
-
-    pub(crate) const LANES: usize = 4;
-    pub(crate) type V = m256i;
-    pub(crate) type M = m256i;
-
-    #[inline(always)]
-    pub(crate) fn zero() -> V {
-        zeroed_m256i()
-    }
-    #[inline(always)]
-    pub(crate) fn splat(x: i64) -> V {
-        set_splat_i64_m256i(x)
-    }
-    #[inline(always)]
-    pub(crate) fn from_fn(f: impl Fn(usize) -> i64) -> V {
-        set_i64_m256i(f(3), f(2), f(1), f(0))
-    }
-    #[inline(always)]
-    pub(crate) fn add(a: V, b: V) -> V {
-        add_i64_m256i(a, b)
-    }
-    #[inline(always)]
-    pub(crate) fn sub(a: V, b: V) -> V {
-        sub_i64_m256i(a, b)
-    }
-    /// [`super::mul_bits`] in four lanes.
-    #[inline(always)]
-    pub(crate) fn mul(a: V, b: V) -> V {
-        // `vpmuldq` reads the low 32 bits of each lane as signed: the low
-        // halves as they are, the high halves shifted down.
-        let half = set_splat_i64_m256i(1 << 31);
-        let ah = shr_imm_u64_m256i::<32>(add_i64_m256i(a, half));
-        let bh = shr_imm_u64_m256i::<32>(add_i64_m256i(b, half));
-        let hh = shl_imm_u64_m256i::<32>(mul_i64_low_bits_m256i(ah, bh));
-        let mid = add_i64_m256i(mul_i64_low_bits_m256i(ah, b), mul_i64_low_bits_m256i(a, bh));
-        // The arithmetic shift of `aₗbₗ` (AVX2 has none for 64 bits):
-        // flipping the sign bit adds 2⁶³, a logical shift then floors,
-        // and 2³¹ comes off again.
-        let ll = mul_i64_low_bits_m256i(a, b);
-        let ll = shr_imm_u64_m256i::<32>(bitxor_m256i(ll, set_splat_i64_m256i(i64::MIN)));
-        add_i64_m256i(add_i64_m256i(hh, mid), sub_i64_m256i(ll, half))
-    }
-    /// [`super::mul_coef_bits`] in four lanes. AVX2 has no 64-bit
-    /// arithmetic shift: `y >> 32 = ((y ^ 2⁶³) >>ₗ 32) − 2³¹`.
-    #[inline(always)]
-    pub(crate) fn mul_coef(x: V, p: V) -> V {
-        let xh = shr_imm_u64_m256i::<32>(add_i64_m256i(x, set_splat_i64_m256i(1 << 31)));
-        let low = mul_i64_low_bits_m256i(x, p);
-        let low = shr_imm_u64_m256i::<32>(bitxor_m256i(low, set_splat_i64_m256i(i64::MIN)));
-        let t = add_i64_m256i(mul_i64_low_bits_m256i(xh, p), low);
-        let t = sub_i64_m256i(t, set_splat_i64_m256i(1 << 31));
-        // The shift, below 64 as six bits are.
-        shl_each_u64_m256i(t, shr_imm_u64_m256i::<58>(p))
-    }
-    #[inline(always)]
-    pub(crate) fn neg_mantissa(p: V) -> V {
-        let low = set_splat_i64_m256i(0xFFFF_FFFF);
-        let neg = sub_i64_m256i(zeroed_m256i(), p);
-        bitor_m256i(bitandnot_m256i(low, p), bitand_m256i(neg, low))
-    }
-    #[inline(always)]
-    pub(crate) fn mul_u32(a: V, k: u32) -> V {
-        // (aₕ·2³² + aₗ)·k mod 2⁶⁴ = (aₕk << 32) + aₗk.
-        let k = set_splat_i64_m256i(i64::from(k));
-        let hi = mul_u64_low_bits_m256i(shr_imm_u64_m256i::<32>(a), k);
-        add_i64_m256i(shl_imm_u64_m256i::<32>(hi), mul_u64_low_bits_m256i(a, k))
-    }
-    #[inline(always)]
-    pub(crate) fn max(a: V, b: V) -> V {
-        select(gt(a, b), a, b)
-    }
-    #[inline(always)]
-    pub(crate) fn min(a: V, b: V) -> V {
-        select(gt(b, a), a, b)
-    }
-    #[inline(always)]
-    pub(crate) fn gt(a: V, b: V) -> M {
-        cmp_gt_mask_i64_m256i(a, b)
-    }
-    #[inline(always)]
-    pub(crate) fn eq(a: V, b: V) -> M {
-        cmp_eq_mask_i64_m256i(a, b)
-    }
-    #[inline(always)]
-    pub(crate) fn select(m: M, a: V, b: V) -> V {
-        blend_varying_i8_m256i(b, a, m)
-    }
-    #[inline(always)]
-    pub(crate) fn and(a: M, b: M) -> M {
-        bitand_m256i(a, b)
-    }
-    #[inline(always)]
-    pub(crate) fn or(a: M, b: M) -> M {
-        bitor_m256i(a, b)
-    }
-    #[inline(always)]
-    pub(crate) fn mask_from_fn(f: impl Fn(usize) -> bool) -> M {
-        from_fn(|i| -i64::from(f(i)))
-    }
-    #[inline(always)]
-    pub(crate) fn not(a: M) -> M {
-        bitxor_m256i(a, set_splat_i64_m256i(-1))
-    }
-    #[inline(always)]
-    pub(crate) fn any(a: M) -> bool {
-        move_mask_i8_m256i(a) != 0
-    }
-    #[inline(always)]
-    pub(crate) fn to_array(v: V) -> [i64; LANES] {
-        v.into()
-    }
-    #[inline(always)]
-    pub(crate) fn lanes_mut(v: &mut V) -> &mut [i64; LANES] {
-        bytemuck::cast_mut(v)
-    }
-}
+#[path = "avx2.rs"]
+mod imp;
 
 #[cfg(not(all(target_arch = "x86_64", target_feature = "avx2")))]
-mod imp {
+#[path = "one_lane.rs"]
+mod imp;
 
-    pub(crate) const LANES: usize = 1;
-    pub(crate) type V = i64;
-    pub(crate) type M = bool;
-
-    #[inline(always)]
-    pub(crate) fn zero() -> V {
-        0
-    }
-    #[inline(always)]
-    pub(crate) fn splat(x: i64) -> V {
-        x
-    }
-    #[inline(always)]
-    pub(crate) fn from_fn(f: impl Fn(usize) -> i64) -> V {
-        f(0)
-    }
-    #[inline(always)]
-    pub(crate) fn add(a: V, b: V) -> V {
-        a.wrapping_add(b)
-    }
-    #[inline(always)]
-    pub(crate) fn sub(a: V, b: V) -> V {
-        a.wrapping_sub(b)
-    }
-    /// [`super::mul_bits`] from one 64 × 64 → 128-bit product (cheaper
-    /// than four partial products where there is no vector unit to use).
-    #[inline(always)]
-    pub(crate) fn mul(a: V, b: V) -> V {
-        let r = ((i128::from(a) * i128::from(b)) >> 32) as i64;
-        // At or past the corner, adding 2³¹ overflows.
-        if a.checked_add(1 << 31).is_none() || b.checked_add(1 << 31).is_none() {
-            return corner(a, b, r);
-        }
-        r
-    }
-
-    /// [`mul`] at the corner: never reached by a world inside its bounds.
-    #[cold]
-    #[inline(never)]
-    fn corner(a: V, b: V, mut r: V) -> V {
-        if a >= super::CORNER {
-            r = r.wrapping_sub(b << 32);
-        }
-        if b >= super::CORNER {
-            r = r.wrapping_sub(a << 32);
-        }
-        r
-    }
-    #[inline(always)]
-    pub(crate) fn mul_coef(x: V, p: V) -> V {
-        super::mul_coef_bits(x, p)
-    }
-    #[inline(always)]
-    pub(crate) fn neg_mantissa(p: V) -> V {
-        (p & !0xFFFF_FFFF) | (p.wrapping_neg() & 0xFFFF_FFFF)
-    }
-    #[inline(always)]
-    pub(crate) fn mul_u32(a: V, k: u32) -> V {
-        a.wrapping_mul(i64::from(k))
-    }
-    #[inline(always)]
-    pub(crate) fn max(a: V, b: V) -> V {
-        if a > b {
-            a
-        } else {
-            b
-        }
-    }
-    #[inline(always)]
-    pub(crate) fn min(a: V, b: V) -> V {
-        if a < b {
-            a
-        } else {
-            b
-        }
-    }
-    #[inline(always)]
-    pub(crate) fn gt(a: V, b: V) -> M {
-        a > b
-    }
-    #[inline(always)]
-    pub(crate) fn eq(a: V, b: V) -> M {
-        a == b
-    }
-    #[inline(always)]
-    pub(crate) fn select(m: M, a: V, b: V) -> V {
-        if m {
-            a
-        } else {
-            b
-        }
-    }
-    #[inline(always)]
-    pub(crate) fn and(a: M, b: M) -> M {
-        a & b
-    }
-    #[inline(always)]
-    pub(crate) fn or(a: M, b: M) -> M {
-        a | b
-    }
-    #[inline(always)]
-    pub(crate) fn not(a: M) -> M {
-        !a
-    }
-    #[inline(always)]
-    pub(crate) fn any(a: M) -> bool {
-        a
-    }
-    #[inline(always)]
-    pub(crate) fn mask_from_fn(f: impl Fn(usize) -> bool) -> M {
-        f(0)
-    }
-    #[inline(always)]
-    pub(crate) fn to_array(v: V) -> [i64; LANES] {
-        [v]
-    }
-    #[inline(always)]
-    pub(crate) fn lanes_mut(v: &mut V) -> &mut [i64; LANES] {
-        core::array::from_mut(v)
-    }
-}
+use super::Scalar;
+use bits::pack_bits;
+#[cfg(test)]
+use bits::unpack_bits;
+use core::ops::{Add, AddAssign, Mul, Neg, Sub, SubAssign};
 
 /// Asks the CPU to start loading `r`'s cache line (no effect on the
 /// result; nothing where the target has no prefetch instruction).
@@ -778,6 +306,7 @@ impl SubAssign for Wide {
 
 #[cfg(test)]
 mod tests {
+    use super::bits::*;
     use super::*;
     use proptest::prelude::*;
 
