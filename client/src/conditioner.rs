@@ -338,7 +338,7 @@ pub fn conditioned_endpoint(
     let inner = runtime.wrap_udp_socket(std_socket)?;
     let socket = ConditionedSocket::new(inner, config);
     let endpoint = quinn::Endpoint::new_with_abstract_socket(
-        crate::quic::single_connection_endpoint_config(),
+        bitroom_transport::single_connection_endpoint_config(),
         None,
         socket.clone(),
         runtime,

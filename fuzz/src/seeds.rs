@@ -3,8 +3,8 @@
 //! so the fuzzer starts from valid inputs and mutates its way into the
 //! stepping code instead of stopping at the first length check.
 
-use bitroom_sim::game::sandbox::Sandbox;
-use bitroom_sim::game::{Game, InputSet, PlayerInput};
+use bitroom_sim::game::sandbox::{PlayerInput, Sandbox};
+use bitroom_sim::game::{Game, InputSet};
 use bitroom_sim::scene::build_named;
 use std::fs;
 use std::path::Path;

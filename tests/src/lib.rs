@@ -1,5 +1,15 @@
-//! bitroom-tests: end-to-end tests across the crates, and the simulated
-//! network harness they share ([`netsim`]).
+//! bitroom-tests: end-to-end tests across the crates, and the harnesses
+//! they share.
+//!
+//! # Layout
+//! - [`netsim`]: a simulated network (virtual clock, latency, jitter,
+//!   loss, duplication, reordering, bandwidth) around one sans-IO
+//!   `ServerRoom` and any number of `ClientSession`s;
+//! - [`loopback`]: a real server on `127.0.0.1:0` and a raw QUIC client
+//!   that can misbehave;
+//! - `tests/netcode.rs`: netcode under loss and delay on the simulated
+//!   network; `tests/quic.rs`: the server and client libraries over real
+//!   QUIC (refusals, reconnects, shutdown, recording).
 
 pub mod loopback;
 pub mod netsim;

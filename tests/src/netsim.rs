@@ -10,10 +10,10 @@
 
 use bitroom_client::link_model::{LinkModel, LinkProfile, LinkStats};
 use bitroom_protocol::{
-    ClientConfig, ClientEvent, ClientSession, ClientTransmit, ConnId, Micros, Output, RoomConfig,
-    RoomEvent, RoomRules, ServerRoom,
+    ClientConfig, ClientEvent, ClientSession, ClientTransmit, ConnId, Micros, NetRules, Output,
+    RoomConfig, RoomEvent, ServerRoom,
 };
-use bitroom_sim::game::{PlayerInput, Rules};
+use bitroom_sim::game::Rules;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
@@ -111,7 +111,7 @@ enum Delivery {
 }
 
 /// Chooses a client's input each tick.
-pub type InputFn<R> = Box<dyn FnMut(&ClientSession<R>) -> PlayerInput>;
+pub type InputFn<R> = Box<dyn FnMut(&ClientSession<R>) -> <R as Rules>::Input>;
 
 /// A simulated client.
 #[allow(missing_debug_implementations)] // holds an input closure
@@ -183,7 +183,7 @@ impl<R: Rules> SimClient<R> {
 
 /// The simulated network with one room.
 #[allow(missing_debug_implementations)] // holds input closures
-pub struct NetSim<R: RoomRules> {
+pub struct NetSim<R: NetRules> {
     /// Virtual time.
     pub now: Micros,
     /// The room.
@@ -201,7 +201,7 @@ pub struct NetSim<R: RoomRules> {
     seed: u64,
 }
 
-impl<R: RoomRules> NetSim<R> {
+impl<R: NetRules> NetSim<R> {
     /// A room at time 0.
     pub fn new(rules: R, config: RoomConfig, seed: u64) -> NetSim<R> {
         NetSim {

@@ -21,9 +21,8 @@
 
 use bitroom_client::link_model::{GilbertElliott, LinkProfile, Outage, RateLimit};
 use bitroom_protocol::{ClientConfig, ClientEvent, RoomConfig};
-use bitroom_sim::game::bots::{Bot, Strategy};
-use bitroom_sim::game::sandbox::{Sandbox, SandboxConfig};
-use bitroom_sim::game::PlayerInput;
+use bitroom_sim::game::bots::Bot;
+use bitroom_sim::game::sandbox::{PlayerInput, Sandbox, SandboxBot, SandboxConfig, Strategy};
 use bitroom_tests::netsim::{InputFn, LinkConfig, NetSim};
 use std::time::Duration;
 
@@ -41,7 +40,7 @@ fn rules() -> Sandbox {
 }
 
 fn bot(strategy: Strategy, seed: u64) -> InputFn<Sandbox> {
-    let mut b = Bot::new(strategy, seed);
+    let mut b = SandboxBot::new(strategy, seed);
     Box::new(move |s| match (s.game(), s.slot()) {
         (Some(g), Some(slot)) => b.next_input(g, slot),
         _ => PlayerInput::default(),
