@@ -353,6 +353,7 @@ pub struct BotFleet<R: BotRules> {
     load_endpoints: Vec<quinn::Endpoint>,
     load_bots: usize,
     rule: FailRule,
+    send_rate: u32,
 }
 
 /// Load bots sharing one client endpoint (one UDP socket and one endpoint
@@ -377,7 +378,14 @@ impl<R: BotRules + NetRules> BotFleet<R> {
             load_endpoints: Vec::new(),
             load_bots: 0,
             rule: FailRule::default(),
+            send_rate: 0,
         }
+    }
+
+    /// Input batches per second of every bot started from now on (0: one
+    /// per tick; see [`ConnectOptions::send_rate`]).
+    pub fn set_send_rate(&mut self, rate: u32) {
+        self.send_rate = rate;
     }
 
     /// Sets what counts as a failed bot in the report.
@@ -417,8 +425,10 @@ impl<R: BotRules + NetRules> BotFleet<R> {
             });
             return;
         }
-        self.tasks
-            .spawn(async move { run_bot(server, rules, pin, spec, &live, stop).await });
+        let send_rate = self.send_rate;
+        self.tasks.spawn(async move {
+            run_bot(server, rules, pin, spec, send_rate, &live, stop).await;
+        });
     }
 
     /// The endpoint for the next load bot.
@@ -498,6 +508,7 @@ async fn run_bot<R: BotRules + NetRules>(
     rules: R,
     pin: CertPin,
     spec: BotSpec<R::Strategy>,
+    send_rate: u32,
     live: &Live,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -509,6 +520,7 @@ async fn run_bot<R: BotRules + NetRules>(
     options.name = spec.name.clone();
     options.predict = spec.predict;
     options.conditioner = spec.conditioner;
+    options.send_rate = send_rate;
     options.input = Some(Box::new(move |g, slot| bot.next_input(g, slot)));
     let t0 = Instant::now();
     let connected = tokio::select! {

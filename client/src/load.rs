@@ -14,7 +14,7 @@ use crate::driver::disconnect_reason;
 use crate::{ConnectError, Disconnect, HandleStats};
 use bitroom_protocol::{
     decode_server_datagram, decode_server_reliable, encode_client_datagram, encode_client_reliable,
-    widen_tick, ClientDatagram, ClientReliable, ClientStats, FrameAck, Hello, InputBatch,
+    widen_tick, ClientDatagram, ClientReliable, ClientStats, FrameAck, Hello, InputBatch, InputRun,
     ServerDatagram, ServerReliable, StreamFramer, PROTOCOL_VERSION,
 };
 use bitroom_sim::game::Input;
@@ -226,14 +226,17 @@ pub async fn run<I: Input>(
                 Ok(bytes) => {
                     stats.bytes_in += bytes.len() as u64;
                     match decode_server_datagram::<I>(&bytes) {
-                        Ok(ServerDatagram::Frame(f)) => {
-                            stats.frames += 1;
-                            let t = widen_tick(f.tick, newest);
-                            newest = newest.max(t);
-                            stats.confirmed = newest;
-                            if let Some(a) = acks.as_mut() {
-                                a.add(t);
+                        Ok(ServerDatagram::Frames(b)) => {
+                            let room_tick = widen_tick(b.tick, newest);
+                            for (t, _) in b.ticks().flatten() {
+                                stats.frames += 1;
+                                let t = widen_tick(t, room_tick);
+                                newest = newest.max(t);
+                                if let Some(a) = acks.as_mut() {
+                                    a.add(t);
+                                }
                             }
+                            stats.confirmed = newest;
                         }
                         Ok(ServerDatagram::Pong { time }) => {
                             let now = base.elapsed().as_micros() as u64;
@@ -248,9 +251,10 @@ pub async fn run<I: Input>(
             _ = tokio::time::sleep_until(wake) => {
                 let now = Instant::now();
                 if now >= next_ping {
-                    next_ping = now + Duration::from_millis(250);
+                    next_ping = now + Duration::from_millis(1000);
                     let time = base.elapsed().as_micros() as u64;
-                    send_dg(&ClientDatagram::Ping { time }, &mut stats);
+                    let ping = ClientDatagram::Ping { time, rollbacks: 0, max_rollback: 0 };
+                    send_dg(&ping, &mut stats);
                 }
                 if now >= next_publish {
                     next_publish = now + Duration::from_millis(250);
@@ -283,10 +287,17 @@ pub async fn run<I: Input>(
                             sent.pop_front();
                         }
                         if let Some(&(first, _)) = sent.front() {
+                            let mut runs: Vec<InputRun<I>> = Vec::new();
+                            for &(_, i) in &sent {
+                                match runs.last_mut() {
+                                    Some(r) if r.input == i && r.count < u8::MAX => r.count += 1,
+                                    _ => runs.push(InputRun { count: 1, input: i }),
+                                }
+                            }
                             let batch = InputBatch {
                                 slot: s,
                                 first_tick: first as u32,
-                                inputs: sent.iter().map(|&(_, i)| i).collect(),
+                                runs,
                                 ack: a.ack(),
                             };
                             send_dg(&ClientDatagram::Inputs(batch), &mut stats);
@@ -318,10 +329,10 @@ mod tests {
         let ack = a.ack();
         assert_eq!(ack.through, 11);
         // 14 is the newest; 13 is the first before it.
-        assert_eq!((ack.newest, ack.recent), (14, 0b1));
+        assert_eq!((ack.newest(), ack.recent), (14, 0b1));
         a.add(12);
         assert_eq!(a.ack().through, 14);
-        assert_eq!((a.ack().newest, a.ack().recent), (14, 0));
+        assert_eq!((a.ack().newest(), a.ack().recent), (14, 0));
         a.add(5);
         assert_eq!(a.ack().through, 14);
     }

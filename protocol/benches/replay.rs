@@ -77,10 +77,13 @@ impl BotRoom {
                 let batch = ClientDatagram::Inputs(InputBatch {
                     slot: *slot,
                     first_tick: t as u32,
-                    inputs: vec![bot.next_input(game, *slot)],
+                    runs: vec![InputRun {
+                        count: 1,
+                        input: bot.next_input(game, *slot),
+                    }],
                     ack: FrameAck {
                         through: t as u32 - 1,
-                        newest: t as u32 - 1,
+                        ahead: 0,
                         recent: 0,
                     },
                 });

@@ -62,6 +62,7 @@
 //! - [`room`]: [`ServerRoom`] (split by concern: seats, inputs, frames,
 //!   snapshots);
 //! - [`session`]: the client, [`ClientSession`];
+//! - [`wire`]: serde helpers for the datagram encoding;
 //! - [`replay`]: the replay format, [`replay::Recorder`], re-simulation and
 //!   state diffs;
 //! - this file: [`NetRules`], [`Micros`], [`widen_tick`].
@@ -70,6 +71,7 @@ pub mod messages;
 pub mod replay;
 pub mod room;
 pub mod session;
+pub mod wire;
 
 pub use messages::*;
 pub use room::{

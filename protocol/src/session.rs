@@ -38,8 +38,13 @@ pub struct ClientConfig {
     pub predict: bool,
     /// Saved states for rollback (the prediction window).
     pub ring: u32,
-    /// Time between pings.
+    /// Time between pings (the first few go every 250 ms).
     pub ping_interval: Micros,
+    /// Input batches per second (0: one per tick). Each carries every
+    /// input not yet acknowledged; fewer batches trade a little input
+    /// latency (the room sees an input up to a batch interval later, which
+    /// the clock sync adds to the lead) for bytes.
+    pub send_rate: u32,
 }
 
 impl Default for ClientConfig {
@@ -51,7 +56,8 @@ impl Default for ClientConfig {
             reconnect: None,
             predict: true,
             ring: 48,
-            ping_interval: 250_000,
+            ping_interval: 1_000_000,
+            send_rate: 0,
         }
     }
 }
@@ -91,7 +97,7 @@ pub enum ClientEvent {
         tick: u64,
         /// Our hash.
         ours: u64,
-        /// The server's.
+        /// The server's, as frames carry it (its low 32 bits).
         server: u64,
     },
     /// The server closed the session.
@@ -160,10 +166,16 @@ pub struct ClientSession<R: Rules> {
     welcome: Option<Welcome>,
     timeline: Option<Timeline<R>>,
     snapshot_buf: Vec<u8>,
-    pending: BTreeMap<u64, TickFrame<R::Input>>,
+    pending: BTreeMap<u64, TickData<R::Input>>,
     base_inputs: Vec<R::Input>,
-    server_hashes: BTreeMap<u64, u64>,
+    server_hashes: BTreeMap<u64, u32>,
     newest_frame: u64,
+    /// Room tick of the newest bundle received.
+    newest_bundle: u64,
+    /// The clock tick at which the next input batch goes out.
+    next_send_tick: u64,
+    /// Pings sent so far.
+    pings: u32,
     resyncing: bool,
     input: R::Input,
     sent_inputs: VecDeque<(u64, R::Input)>,
@@ -194,12 +206,14 @@ pub struct ClientSession<R: Rules> {
     events: VecDeque<ClientEvent>,
     stats: ClientStats,
     closed: Option<KickReason>,
-    /// Rollbacks in the last report sent to the server.
-    reported_rollbacks: u64,
 }
 
 /// Most frames buffered ahead of the confirmed tick.
 const MAX_PENDING: u64 = 1024;
+/// The first pings' interval (the round trip places the clock).
+const FIRST_PINGS: Micros = 250_000;
+/// Bytes an input batch's header and ack take at most.
+const BATCH_HEADER: usize = 1 + 1 + 5 + 3 + 15;
 /// Most ticks processed in one `handle_timeout` before the clock jumps.
 const MAX_CATCH_UP: u64 = 240;
 /// Lead samples kept (4 s of frames at 60 Hz).
@@ -245,6 +259,9 @@ impl<R: Rules> ClientSession<R> {
             base_inputs: Vec::new(),
             server_hashes: BTreeMap::new(),
             newest_frame: 0,
+            newest_bundle: 0,
+            next_send_tick: 0,
+            pings: 0,
             resyncing: false,
             input: R::Input::default(),
             sent_inputs: VecDeque::new(),
@@ -267,7 +284,6 @@ impl<R: Rules> ClientSession<R> {
             events: VecDeque::new(),
             stats: ClientStats::default(),
             closed: None,
-            reported_rollbacks: 0,
         };
         s.send_reliable(&hello);
         s
@@ -302,7 +318,7 @@ impl<R: Rules> ClientSession<R> {
             Phase::Playing => Some(
                 self.next_tick_at
                     .min(self.next_ping)
-                    .min(self.inputs_sent_at + self.period),
+                    .min(self.inputs_sent_at + self.ticks_per_send() * self.period),
             ),
             _ => Some(self.next_ping),
         }
@@ -523,7 +539,7 @@ impl<R: Rules> ClientSession<R> {
                     self.rtt_sample(now - time);
                 }
             }
-            ServerDatagram::Frame(f) => self.frame(now, f),
+            ServerDatagram::Frames(b) => self.bundle(now, b),
         }
     }
 
@@ -535,26 +551,41 @@ impl<R: Rules> ClientSession<R> {
             })
     }
 
-    fn frame(&mut self, now: Micros, f: TickFrame<R::Input>) {
-        self.stats.frames += 1;
+    fn bundle(&mut self, now: Micros, b: FrameBundle<R::Input>) {
         if matches!(self.phase, Phase::Closed | Phase::Connecting { .. }) {
             return;
         }
         let near = self.newest_frame.max(self.confirmed_tick());
-        let tick = widen_tick(f.tick, near);
-        let confirmed = self.confirmed_tick();
-        if tick <= confirmed || tick > confirmed + MAX_PENDING || self.pending.contains_key(&tick) {
-            self.stats.stale_frames += 1;
-            return;
-        }
-        self.input_ack = self.input_ack.max(widen_tick(f.input_ack, self.clock_tick));
-        if tick > self.newest_frame {
-            self.newest_frame = tick;
-            if f.input_lead != NO_INPUT_YET {
-                self.lead_sample(now, i64::from(f.input_lead) * 100);
+        let room_tick = widen_tick(b.tick, near);
+        // Feedback from the newest bundle only (duplicates and reordered
+        // ones are older news).
+        if room_tick > self.newest_bundle {
+            self.newest_bundle = room_tick;
+            let acked = (room_tick as i64 + i64::from(b.input_ack)).max(0) as u64;
+            self.input_ack = self.input_ack.max(acked);
+            if b.input_lead != NO_INPUT_YET {
+                self.lead_sample(now, i64::from(b.input_lead) * 100);
             }
         }
-        self.pending.insert(tick, f);
+        let confirmed = self.confirmed_tick();
+        let mut next = room_tick + 1;
+        for f in b.frames {
+            self.stats.frames += 1;
+            // Validated on decoding: the entries do not count back past 0.
+            let Some(tick) = next.checked_sub(1 + u64::from(f.back)) else {
+                break;
+            };
+            next = tick;
+            if tick <= confirmed
+                || tick > confirmed + MAX_PENDING
+                || self.pending.contains_key(&tick)
+            {
+                self.stats.stale_frames += 1;
+                continue;
+            }
+            self.newest_frame = self.newest_frame.max(tick);
+            self.pending.insert(tick, f);
+        }
         if matches!(self.phase, Phase::Playing) && !self.resyncing {
             self.apply_frames();
             self.catch_up();
@@ -689,7 +720,9 @@ impl<R: Rules> ClientSession<R> {
             let Some(ours) = tl.hash_at(t) else {
                 continue;
             };
-            if ours == server {
+            // Frames carry the low 32 bits of the server's hash.
+            let server = u64::from(server);
+            if ours as u32 as u64 == server {
                 self.stats.verified += 1;
                 continue;
             }
@@ -778,17 +811,20 @@ impl<R: Rules> ClientSession<R> {
             return;
         }
         if now >= self.next_ping {
-            self.send_datagram(&ClientDatagram::Ping { time: now });
-            self.next_ping = now + self.config.ping_interval;
-            if self.stats.rollbacks != self.reported_rollbacks
-                && matches!(self.phase, Phase::Playing)
-            {
-                self.reported_rollbacks = self.stats.rollbacks;
-                self.send_datagram(&ClientDatagram::Report {
-                    rollbacks: self.stats.rollbacks,
-                    max_rollback: self.stats.max_rollback.min(u64::from(u32::MAX)) as u32,
-                });
-            }
+            self.send_datagram(&ClientDatagram::Ping {
+                time: now,
+                rollbacks: self.stats.rollbacks,
+                max_rollback: self.stats.max_rollback.min(u64::from(u32::MAX)) as u32,
+            });
+            // A few quick ones to measure the round trip early (it places
+            // the clock), then one per `ping_interval`.
+            self.pings += 1;
+            let interval = if self.pings < 5 {
+                FIRST_PINGS.min(self.config.ping_interval)
+            } else {
+                self.config.ping_interval
+            };
+            self.next_ping = now + interval;
         }
         if !matches!(self.phase, Phase::Playing) {
             return;
@@ -813,11 +849,16 @@ impl<R: Rules> ClientSession<R> {
         if ticked > 0 {
             self.catch_up();
         }
-        // Every tick, and at the tick rate while the clock is paused (a
-        // jump back): acks and unacknowledged inputs keep flowing, or the
-        // room would think the client gone and start it over.
-        if ticked > 0 || now >= self.inputs_sent_at + self.period {
+        // Every `ticks_per_send` ticks, and as often while the clock is
+        // paused (a jump back): acks and unacknowledged inputs keep
+        // flowing, or the room would think the client gone and start it
+        // over.
+        let per_send = self.ticks_per_send();
+        if (ticked > 0 && self.clock_tick >= self.next_send_tick)
+            || now >= self.inputs_sent_at + per_send * self.period
+        {
             self.inputs_sent_at = now;
+            self.next_send_tick = (self.clock_tick / per_send + 1) * per_send;
             self.send_inputs();
         }
     }
@@ -841,6 +882,16 @@ impl<R: Rules> ClientSession<R> {
         FrameAck::new(through, self.pending.keys().copied())
     }
 
+    /// Ticks between two input batches (the tick rate over
+    /// [`ClientConfig::send_rate`]).
+    fn ticks_per_send(&self) -> u64 {
+        let rate = self.welcome.as_ref().map_or(60, |w| w.tick_rate);
+        match self.config.send_rate {
+            0 => 1,
+            s => u64::from((rate / s).max(1)),
+        }
+    }
+
     fn send_inputs(&mut self) {
         let ack = self.frame_ack();
         let Some(slot) = self.slot() else {
@@ -853,24 +904,36 @@ impl<R: Rules> ClientSession<R> {
         {
             self.sent_inputs.pop_front();
         }
-        // The newest consecutive run (a clock jump or resync leaves gaps).
-        let mut inputs: Vec<R::Input> = Vec::new();
+        // The newest consecutive ticks (a clock jump or resync leaves
+        // gaps), as runs, newest first, as many as fit a datagram.
+        let mut runs: Vec<InputRun<R::Input>> = Vec::new();
         let mut first = 0;
-        for &(t, i) in self.sent_inputs.iter().rev() {
-            if inputs.len() == MAX_BATCH_INPUTS || (!inputs.is_empty() && t + 1 != first) {
+        let mut size = BATCH_HEADER;
+        for (ticks, &(t, i)) in self.sent_inputs.iter().rev().enumerate() {
+            if ticks as u64 == MAX_BATCH_TICKS || (ticks > 0 && t + 1 != first) {
                 break;
             }
-            inputs.push(i);
+            match runs.last_mut() {
+                Some(r) if r.input == i && r.count < u8::MAX => r.count += 1,
+                _ => {
+                    let len = 1 + i.encoded_len();
+                    if size + len > MAX_DATAGRAM {
+                        break;
+                    }
+                    size += len;
+                    runs.push(InputRun { count: 1, input: i });
+                }
+            }
             first = t;
         }
-        if inputs.is_empty() {
+        if runs.is_empty() {
             return self.send_datagram(&ClientDatagram::Ack(ack));
         }
-        inputs.reverse();
+        runs.reverse();
         self.send_datagram(&ClientDatagram::Inputs(InputBatch {
             slot,
             first_tick: first as u32,
-            inputs,
+            runs,
             ack,
         }));
     }

@@ -91,7 +91,7 @@ fn record_room(ticks: u64, interval: u32, loose: u32) -> (Vec<u8>, u64) {
             let batch = ClientDatagram::Inputs(InputBatch {
                 slot: *slot,
                 first_tick: t as u32,
-                inputs: vec![input],
+                runs: vec![InputRun { count: 1, input }],
                 ack: FrameAck::default(),
             });
             room.handle_datagram(now, *conn, &encode_client_datagram(&batch));

@@ -56,13 +56,13 @@ fn batch(slot: u8, first: u32, n: usize) -> Vec<u8> {
     encode_client_datagram(&ClientDatagram::Inputs(InputBatch {
         slot,
         first_tick: first,
-        inputs: vec![
-            PlayerInput {
+        runs: vec![InputRun {
+            count: n as u8,
+            input: PlayerInput {
                 move_x: 50,
                 ..PlayerInput::default()
-            };
-            n
-        ],
+            },
+        }],
         ack: FrameAck::default(),
     }))
 }
@@ -226,7 +226,11 @@ fn a_normal_client_is_not_rate_limited() {
             r.handle_datagram(
                 now,
                 1,
-                &encode_client_datagram(&ClientDatagram::<PlayerInput>::Ping { time: now }),
+                &encode_client_datagram(&ClientDatagram::<PlayerInput>::Ping {
+                    time: now,
+                    rollbacks: 0,
+                    max_rollback: 0,
+                }),
             );
         }
         r.tick(r.deadline(r.tick_number() + 1));

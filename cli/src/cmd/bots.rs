@@ -51,6 +51,10 @@ pub struct BotsArgs {
     /// Bots started per second.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     spawn_rate: u32,
+    /// Input batches per second per bot [default: one per tick]; each
+    /// carries every input not yet acknowledged.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    send_rate: Option<u32>,
     /// A bot that hash-checked fewer of the ticks it was in the room for
     /// fails.
     #[arg(long, value_name = "PERCENT", default_value = "90%")]
@@ -112,6 +116,7 @@ pub fn run(args: BotsArgs) -> ExitCode {
     let report = runtime.block_on(async move {
         let mut fleet = BotFleet::new(server, rules, pin);
         fleet.set_rule(rule);
+        fleet.set_send_rate(args.send_rate.unwrap_or(0));
         let spawn_gap = Duration::from_secs(1) / args.spawn_rate;
         let end = tokio::time::Instant::now() + args.duration;
         let mut specs = specs.into_iter();

@@ -1,6 +1,7 @@
 //! Tick frames: the step, each tick's frame (changed inputs, events, state
-//! hash, input ack, timing feedback), sending and resending them per
-//! client, and frame acknowledgements with the RTT they measure.
+//! hash), sending them to each client in bundles (with the input ack and
+//! timing feedback) — new ticks, repeats on lossy links, resends of lost
+//! ones — and frame acknowledgements with the RTT they measure.
 
 use super::snapshot::SNAPSHOT_RETRY;
 use super::{Client, ConnId, NetRules, Phase, ServerRoom};
@@ -9,16 +10,45 @@ use crate::{widen_tick, Micros};
 use bitroom_sim::game::{InputSet, SlotEvent};
 
 /// Ticks of later frames that must have arrived before a missing frame
-/// counts as lost and is resent (reordering tolerance).
+/// counts as lost and is resent (reordering tolerance; at least two
+/// bundles).
 const LOSS_GAP: u64 = 3;
+
+/// How long a client's link counts as lossy after a frame to it was lost:
+/// meanwhile every tick goes out twice (in two bundles in a row) until
+/// acknowledged, so a single lost datagram costs a bundle interval instead
+/// of a round trip.
+const LOSSY_FOR: Micros = 10_000_000;
+
+/// Bytes a bundle's header takes at most (tag, tick, input ack, lead,
+/// length).
+const BUNDLE_HEADER: usize = 1 + 5 + 5 + 3 + 2;
+
+/// Most bundles sent to a client per tick (resends after an outage).
+const MAX_BUNDLES_PER_SEND: usize = 2;
 
 /// Send record of one frame.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Sent {
+    /// When it was first sent.
     pub(super) first: Micros,
+    /// When it was last sent (first send, repeat or resend).
     pub(super) last: Micros,
     /// Reported held by the client (beyond its first gap).
     pub(super) received: bool,
+    /// Repeats still to send (in the next bundles) unless acknowledged.
+    pub(super) copies: u8,
+    /// Resent after it was found lost (its acknowledgement says nothing
+    /// about the round trip).
+    pub(super) resent: bool,
+}
+
+/// Why a tick goes into a bundle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Pick {
+    Fresh,
+    Copy,
+    Resend,
 }
 
 #[derive(Debug)]
@@ -81,12 +111,8 @@ impl<R: NetRules> ServerRoom<R> {
         }
     }
 
-    pub(super) fn frame_msg(
-        &self,
-        now: Micros,
-        h: &HistFrame<R::Input>,
-        c: &Client,
-    ) -> ServerDatagram<R::Input> {
+    /// The input ack and lead a bundle to `c` carries.
+    fn feedback(&self, now: Micros, c: &Client) -> (u64, i16) {
         let held = c.slot.map_or(0, |s| self.seats[usize::from(s)].input_ack);
         // The lead of the next input, not yet here, can only be lower than
         // the time left until its tick: report that when it is lower, so a
@@ -100,19 +126,28 @@ impl<R: NetRules> ServerRoom<R> {
                 input_lead = bound.max(i64::from(NO_INPUT_YET) + 1) as i16;
             }
         }
-        ServerDatagram::Frame(TickFrame {
-            tick: h.tick as u32,
-            hash: h.hash,
-            input_ack: held as u32,
-            input_lead,
-            changes: h.changes.clone(),
-            events: h.events.clone(),
-        })
+        (held, input_lead)
     }
 
+    fn tick_data(h: &HistFrame<R::Input>) -> TickData<R::Input> {
+        TickData {
+            back: 0,
+            hash: h.hash as u32,
+            changes: h.changes.clone(),
+            events: h.events.clone(),
+        }
+    }
+
+    /// Sends `conn` its bundle, on the ticks bundles are due
+    /// ([`RoomConfig::ticks_per_send`](super::RoomConfig::ticks_per_send)):
+    /// the ticks stepped since the last one; on a lossy link the ticks of
+    /// the last bundle again when not yet acknowledged; and the ticks found
+    /// lost. A client too far behind for resends is started over from a
+    /// snapshot.
     pub(super) fn send_frames(&mut self, now: Micros, conn: ConnId) {
         let t = self.game.tick();
         let period = 1_000_000 / u64::from(self.config.tick_rate);
+        let per_send = self.config.ticks_per_send();
         let Some(c) = self.clients.get(&conn) else {
             return;
         };
@@ -131,51 +166,133 @@ impl<R: NetRules> ServerRoom<R> {
             }
             return self.send_snapshot(now, conn);
         }
+        if !t.is_multiple_of(per_send) {
+            return;
+        }
         // A frame is resent when frames first sent at least `LOSS_GAP`
-        // ticks after its last send have arrived and it has not (lost, like
-        // QUIC's packet threshold: about a round trip after it was sent),
-        // or, when no later frame's receipt has been reported (the last
-        // frames before a pause), after a retransmission timeout. The
-        // timeout alone, as before (1.5 × a smoothed RTT that loss
+        // ticks (two bundles) after its last send have arrived and it has
+        // not (lost, like QUIC's packet threshold: about a round trip after
+        // it was sent), or, when no later frame's receipt has been reported
+        // (the last frames before a pause), after a retransmission timeout.
+        // The timeout alone, as before (1.5 × a smoothed RTT that loss
         // inflated, up to 1 s), left a client at 20 % loss waiting for a
         // lost frame long enough that its acknowledgements fell out of the
         // frame history now and then, and each time it was started over
         // from a snapshot.
         let rto = (c.srtt + 4 * c.rttvar + 2 * period).min(1_000_000);
-        let loss_gap = LOSS_GAP * period;
-        let mut msgs = Vec::new();
-        let mut resent = 0;
+        let loss_gap = LOSS_GAP.max(2 * per_send) * period;
+        let copies = u8::from(now < c.lossy_until);
+        let mut picks: Vec<(Pick, usize)> = Vec::new();
         for (i, tick) in (c.acked + 1..=t).enumerate() {
-            let Some(h) = self.history.get((tick - oldest) as usize) else {
-                break;
-            };
-            let fresh = i >= c.sent.len();
-            let held = !fresh && c.sent[i].received;
-            let due = !fresh
-                && !held
-                && !c.awaiting_ack
-                && (c.ack_horizon >= c.sent[i].last + loss_gap || now >= c.sent[i].last + rto);
-            if fresh || (due && resent < 8) {
-                if !fresh {
-                    resent += 1;
-                }
-                msgs.push((i, self.frame_msg(now, h, c)));
+            if tick < oldest {
+                continue;
             }
+            let Some(s) = c.sent.get(i) else {
+                picks.push((Pick::Fresh, i));
+                continue;
+            };
+            if s.received {
+                continue;
+            }
+            if s.copies > 0 {
+                picks.push((Pick::Copy, i));
+            } else if !c.awaiting_ack && (c.ack_horizon >= s.last + loss_gap || now >= s.last + rto)
+            {
+                picks.push((Pick::Resend, i));
+            }
+        }
+        // New ticks first (newest first), then repeats, then resends
+        // (oldest first); what does not fit waits for the next bundle.
+        picks.sort_by_key(|&(p, i)| (p, if p == Pick::Resend { i } else { usize::MAX - i }));
+        let mut bundles: Vec<Vec<(Pick, usize)>> = Vec::new();
+        let mut size = 0;
+        for (p, i) in picks {
+            let h = &self.history[(c.acked + 1 + i as u64 - oldest) as usize];
+            // Up to 4 more bytes for the entry's `back` once ordered.
+            let len = datagram_len(&Self::tick_data(h)) + 4;
+            let full = bundles
+                .last()
+                .is_none_or(|b| b.len() == MAX_BUNDLE_TICKS || size + len > MAX_DATAGRAM);
+            if full {
+                if bundles.len() == MAX_BUNDLES_PER_SEND {
+                    break;
+                }
+                bundles.push(Vec::new());
+                size = BUNDLE_HEADER;
+            }
+            size += len;
+            if let Some(b) = bundles.last_mut() {
+                b.push((p, i));
+            }
+        }
+        let (held, input_lead) = self.feedback(now, c);
+        let mut msgs = Vec::with_capacity(bundles.len());
+        for mut b in bundles.iter().cloned() {
+            b.sort_by_key(|&(_, i)| std::cmp::Reverse(i));
+            let mut prev = t + 1;
+            let frames = b
+                .iter()
+                .map(|&(_, i)| {
+                    let tick = c.acked + 1 + i as u64;
+                    let mut d = Self::tick_data(&self.history[(tick - oldest) as usize]);
+                    d.back = (prev - 1 - tick) as u32;
+                    prev = tick;
+                    d
+                })
+                .collect();
+            msgs.push(ServerDatagram::Frames(FrameBundle {
+                tick: t as u32,
+                input_ack: (held as i64 - t as i64).clamp(i64::from(i32::MIN), i64::from(i32::MAX))
+                    as i32,
+                input_lead,
+                frames,
+            }));
         }
         let c = self.clients.get_mut(&conn).expect("client exists");
-        for (i, _) in &msgs {
-            if *i >= c.sent.len() {
-                c.sent.push_back(Sent {
-                    first: now,
-                    last: now,
-                    received: false,
-                });
-            } else {
-                c.sent[*i].last = now;
+        let mut resent = 0;
+        let mut done: Vec<(Pick, usize)> = bundles.into_iter().flatten().collect();
+        done.sort_by_key(|&(_, i)| i);
+        for (p, i) in done {
+            match p {
+                Pick::Fresh => {
+                    // New ticks that did not fit are recorded as never sent
+                    // (`last` 0): the loss rule resends them next time.
+                    while c.sent.len() < i {
+                        c.sent.push_back(Sent {
+                            first: now,
+                            last: 0,
+                            received: false,
+                            copies: 0,
+                            resent: true,
+                        });
+                    }
+                    c.sent.push_back(Sent {
+                        first: now,
+                        last: now,
+                        received: false,
+                        copies,
+                        resent: false,
+                    });
+                }
+                Pick::Copy => {
+                    let s = &mut c.sent[i];
+                    s.copies -= 1;
+                    s.last = now;
+                }
+                Pick::Resend => {
+                    let s = &mut c.sent[i];
+                    s.last = now;
+                    s.resent = true;
+                    s.copies = 1;
+                    resent += 1;
+                }
             }
         }
+        if resent > 0 {
+            c.lossy_until = now + LOSSY_FOR;
+        }
         self.stats.resent_frames += resent;
-        for (_, m) in msgs {
+        for m in msgs {
             self.send_datagram(conn, &m);
         }
     }
@@ -198,7 +315,7 @@ impl<R: NetRules> ServerRoom<R> {
         // What the ack newly shows as received: frames up to `through`,
         // `newest` and those its `recent` bits name. Remember the newest of
         // them and the latest time any of them was first sent.
-        let newest_tick = widen_tick(a.newest, current).clamp(through, current);
+        let newest_tick = widen_tick(a.newest(), current).clamp(through, current);
         let mut newest: Option<(u64, Sent)> = None;
         let mut horizon = c.ack_horizon;
         while c.acked < through {
@@ -233,7 +350,9 @@ impl<R: NetRules> ServerRoom<R> {
         if let Some((tick, f)) = newest {
             if tick > c.newest_acked {
                 c.newest_acked = tick;
-                if f.first == f.last {
+                // A repeat (redundancy) may have been the copy that arrived:
+                // the sample is then up to a bundle interval long.
+                if !f.resent {
                     let sample = now.saturating_sub(f.first).min(2_000_000);
                     // RFC 6298 smoothing.
                     c.rttvar = (c.rttvar * 3 + c.srtt.abs_diff(sample)) / 4;

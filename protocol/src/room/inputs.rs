@@ -59,14 +59,12 @@ impl<R: NetRules> ServerRoom<R> {
             return;
         }
         match msg {
-            ClientDatagram::Ping { time } => {
-                self.send_datagram(conn, &ServerDatagram::Pong { time });
-            }
-            ClientDatagram::Ack(a) => self.ack(now, conn, a),
-            ClientDatagram::Report {
+            ClientDatagram::Ping {
+                time,
                 rollbacks,
                 max_rollback,
             } => {
+                self.send_datagram(conn, &ServerDatagram::Pong { time });
                 if let Some(c) = self.clients.get_mut(&conn) {
                     // Cumulative: count what is new (reports may reorder).
                     if rollbacks > c.rollbacks {
@@ -77,6 +75,7 @@ impl<R: NetRules> ServerRoom<R> {
                         self.stats.max_rollback_reported.max(max_rollback);
                 }
             }
+            ClientDatagram::Ack(a) => self.ack(now, conn, a),
             ClientDatagram::Inputs(b) => {
                 self.ack(now, conn, b.ack);
                 self.inputs(now, conn, b);
@@ -92,11 +91,12 @@ impl<R: NetRules> ServerRoom<R> {
         if c.slot != Some(b.slot) {
             return self.reject(conn, Rejection::WrongSlot);
         }
-        if b.inputs.is_empty() {
+        let ticks = b.ticks();
+        if ticks == 0 {
             return;
         }
         let first = widen_tick(b.first_tick, current);
-        let newest = first + b.inputs.len() as u64 - 1;
+        let newest = first + ticks - 1;
         let limit = current + u64::from(self.config.max_input_ahead);
         let held = self.seats[usize::from(b.slot)].input_ack;
         // Clock feedback: how early the earliest input this batch brings
@@ -120,8 +120,7 @@ impl<R: NetRules> ServerRoom<R> {
             self.reject(conn, Rejection::TooFarAhead);
         }
         let seat = &mut self.seats[usize::from(b.slot)];
-        for (i, input) in b.inputs.into_iter().enumerate() {
-            let t = first + i as u64;
+        for (t, input) in b.inputs(first) {
             if t <= seat.input_ack {
                 continue;
             }

@@ -58,6 +58,8 @@ struct Client {
     ack_horizon: Micros,
     srtt: Micros,
     rttvar: Micros,
+    /// Frames to the client are repeated until then (a loss was seen).
+    lossy_until: Micros,
     input_lead: i16,
     tokens: u32,
     refilled: Micros,

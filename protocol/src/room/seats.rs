@@ -43,6 +43,7 @@ impl<R: NetRules> ServerRoom<R> {
                 ack_horizon: 0,
                 srtt: 100_000,
                 rttvar: 50_000,
+                lossy_until: 0,
                 input_lead: NO_INPUT_YET,
                 tokens: rate * 2,
                 refilled: now,
