@@ -588,6 +588,17 @@ async fn run_bot<R: BotRules + NetRules>(
         congestion = stats.quic.path.congestion_events,
         path_rtt_ms = stats.path_rtt.as_millis() as u64,
         snapshots = stats.session.snapshots,
+        udp_rx = stats.quic.udp_rx.datagrams,
+        udp_rx_bytes = stats.quic.udp_rx.bytes,
+        udp_tx = stats.quic.udp_tx.datagrams,
+        udp_tx_bytes = stats.quic.udp_tx.bytes,
+        acks_rx = stats.quic.frame_rx.acks,
+        acks_tx = stats.quic.frame_tx.acks,
+        datagrams_rx = stats.quic.frame_rx.datagram,
+        datagrams_tx = stats.quic.frame_tx.datagram,
+        payload_in = stats.session.bytes_in,
+        payload_out = stats.session.bytes_out,
+        frames = stats.session.frames,
         "transport"
     );
     set(&mut |r| {

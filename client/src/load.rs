@@ -14,8 +14,8 @@ use crate::driver::disconnect_reason;
 use crate::{ConnectError, Disconnect, HandleStats};
 use bitroom_protocol::{
     decode_server_datagram, decode_server_reliable, encode_client_datagram, encode_client_reliable,
-    widen_tick, ClientDatagram, ClientReliable, ClientStats, FrameAck, Hello, InputBatch, InputRun,
-    ServerDatagram, ServerReliable, StreamFramer, PROTOCOL_VERSION,
+    widen_tick16, ClientDatagram, ClientReliable, ClientStats, FrameAck, Hello, InputBatch,
+    InputRun, ServerDatagram, ServerReliable, StreamFramer, PROTOCOL_VERSION,
 };
 use bitroom_sim::game::Input;
 use bitroom_transport::{client_config, CertPin, SERVER_NAME};
@@ -227,10 +227,9 @@ pub async fn run<I: Input>(
                     stats.bytes_in += bytes.len() as u64;
                     match decode_server_datagram::<I>(&bytes) {
                         Ok(ServerDatagram::Frames(b)) => {
-                            let room_tick = widen_tick(b.tick, newest);
-                            for (t, _) in b.ticks().flatten() {
+                            let room_tick = widen_tick16(b.tick, newest);
+                            for (t, _) in b.ticks(room_tick) {
                                 stats.frames += 1;
-                                let t = widen_tick(t, room_tick);
                                 newest = newest.max(t);
                                 if let Some(a) = acks.as_mut() {
                                     a.add(t);
@@ -296,7 +295,7 @@ pub async fn run<I: Input>(
                             }
                             let batch = InputBatch {
                                 slot: s,
-                                first_tick: first as u32,
+                                first_tick: first as u16,
                                 runs,
                                 ack: a.ack(),
                             };
@@ -329,10 +328,10 @@ mod tests {
         let ack = a.ack();
         assert_eq!(ack.through, 11);
         // 14 is the newest; 13 is the first before it.
-        assert_eq!((ack.newest(), ack.recent), (14, 0b1));
+        assert_eq!((ack.ahead, ack.recent), (3, 0b1));
         a.add(12);
         assert_eq!(a.ack().through, 14);
-        assert_eq!((a.ack().newest(), a.ack().recent), (14, 0));
+        assert_eq!((a.ack().ahead, a.ack().recent), (0, 0));
         a.add(5);
         assert_eq!(a.ack().through, 14);
     }

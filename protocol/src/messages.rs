@@ -54,7 +54,7 @@ use std::fmt;
 /// ([`Rules::Input`], at most [`MAX_INPUT_BYTES`] each; the sandbox's
 /// `PlayerInput` encodes as in 8), and inputs over the game's stated size
 /// are refused. 10: datagrams in bincode's variable-int configuration;
-/// tick frames travel in [`FrameBundle`]s (several ticks, 32-bit hashes,
+/// tick frames travel in [`FrameBundle`]s (several ticks, 24-bit hashes,
 /// repeats and resends), input batches as [`InputRun`]s; frame acks name
 /// the newest frame held and the 32 before it ([`FrameAck::newest`],
 /// [`FrameAck::recent`]) instead of the 32 after the first gap; a bundle's
@@ -64,6 +64,11 @@ use std::fmt;
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
 /// [`Rules::Input`]: bitroom_sim::game::Rules::Input
 pub const PROTOCOL_VERSION: u32 = 10;
+/// A state hash as frames carry it: its low 24 bits.
+pub fn wire_hash(hash: u64) -> u32 {
+    (hash & 0x00FF_FFFF) as u32
+}
+
 /// [`FrameBundle::input_lead`] of a client whose inputs have not arrived yet.
 pub const NO_INPUT_YET: i16 = i16::MIN;
 /// Largest datagram we send or accept (quinn's initial max is 1162).
@@ -78,11 +83,14 @@ pub const MAX_SNAPSHOT_TOTAL: usize = 64 << 20;
 pub const MAX_BATCH_TICKS: u64 = 64;
 /// Most ticks in one frame bundle.
 pub const MAX_BUNDLE_TICKS: usize = 128;
+/// Most ticks a frame bundle's entries may count back (ticks travel as 16
+/// bits and must stay within half their range of the receiver's).
+pub const MAX_BUNDLE_SPAN: u64 = 4096;
 /// Most join / leave events in one tick frame.
 pub const MAX_FRAME_EVENTS: usize = 64;
 /// Largest [`Input::MAX_ENCODED`] a hosted game may state. With it, a
 /// bundle of the largest tick ([`MAX_SLOTS`] changed inputs and
-/// [`MAX_FRAME_EVENTS`] events: 159 + 32 × 24 = 927 bytes) fits in
+/// [`MAX_FRAME_EVENTS`] events: 154 + 32 × 24 = 922 bytes) fits in
 /// [`MAX_DATAGRAM`], as does a batch of 44 runs of distinct inputs;
 /// senders put in what fits. A room or session of a game with larger
 /// inputs does not compile.
@@ -144,8 +152,8 @@ pub struct DesyncReport {
     pub tick: u64,
     /// The client's hash.
     pub client_hash: u64,
-    /// The server's hash as the client saw it in a frame (its low 32
-    /// bits).
+    /// The server's hash as the client saw it in a frame (its low 24
+    /// bits: [`wire_hash`]).
     pub server_hash: u64,
     /// The client's game snapshot at that tick, packed
     /// ([`GameSnapshot::to_packed`]; empty if unavailable or too large to
@@ -176,8 +184,9 @@ pub enum ClientReliable {
 /// however long a gap before it lasts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FrameAck {
-    /// Newest tick received with all before it.
-    pub through: u32,
+    /// Newest tick received with all before it (low 16 bits).
+    #[serde(with = "crate::wire::fixed_u16")]
+    pub through: u16,
     /// The newest tick received, counted from `through` (0: nothing later).
     pub ahead: u32,
     /// Receipt of the 32 ticks before the newest.
@@ -199,19 +208,14 @@ impl FrameAck {
             recent |= 1 << back;
         }
         FrameAck {
-            through: through as u32,
+            through: through as u16,
             ahead: (newest - through).min(u64::from(u32::MAX)) as u32,
             recent,
         }
     }
 
-    /// The newest tick held (low 32 bits, like `through`).
-    pub fn newest(&self) -> u32 {
-        self.through.wrapping_add(self.ahead)
-    }
-
-    /// Whether the ack reports `tick` held, given `through` and the newest
-    /// tick widened to full ticks ([`crate::widen_tick`]).
+    /// Whether the ack reports `tick` held, given `through` widened to a
+    /// full tick ([`crate::widen_tick16`]) and `newest = through + ahead`.
     pub fn holds(&self, tick: u64, through: u64, newest: u64) -> bool {
         tick <= through
             || tick == newest
@@ -238,8 +242,9 @@ pub struct InputRun<I> {
 pub struct InputBatch<I> {
     /// The slot the client plays (checked against its connection).
     pub slot: u8,
-    /// Tick of the first run's first input.
-    pub first_tick: u32,
+    /// Tick of the first run's first input (low 16 bits).
+    #[serde(with = "crate::wire::fixed_u16")]
+    pub first_tick: u16,
     /// Consecutive inputs from `first_tick`, as runs (at most
     /// [`MAX_BATCH_TICKS`] ticks in all), each input in its canonical
     /// encoding.
@@ -299,17 +304,25 @@ pub struct InputChanges<I> {
 }
 
 /// One tick of a [`FrameBundle`]: its authoritative inputs and hash.
+///
+/// On the wire one tag byte says which of `changes` and `events` follow
+/// (an idle tick is that byte, its position and 3 hash bytes).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(bound(serialize = "I: Serialize", deserialize = "I: DeserializeOwned"))]
+#[serde(
+    bound(
+        serialize = "I: Serialize + Clone",
+        deserialize = "I: DeserializeOwned"
+    ),
+    into = "crate::wire::TickWire<I>",
+    from = "crate::wire::TickWire<I>"
+)]
 pub struct TickData<I> {
-    /// Ticks skipped since the entry before (for the first entry: since
-    /// the bundle's [`FrameBundle::tick`]); this entry's tick is that
-    /// one's minus `1 + back` (minus `back` for the first). 0 for
-    /// consecutive ticks.
+    /// Ticks skipped since the entry before: this entry's tick is that
+    /// one's minus `1 + back` (the first entry's, the bundle's
+    /// [`FrameBundle::tick`] minus `back`). 0 for consecutive ticks.
     pub back: u32,
-    /// The low 32 bits of the game state hash at the tick (enough to
+    /// The game state hash at the tick, cut to [`wire_hash`] (enough to
     /// notice a desync: a diverged state shows in every tick after).
-    #[serde(with = "crate::wire::fixed_u32")]
     pub hash: u32,
     /// Inputs that differ from the previous tick's.
     pub changes: Option<InputChanges<I>>,
@@ -321,37 +334,50 @@ pub struct TickData<I> {
 /// and, on a lossy link, those not yet acknowledged again (once), and
 /// those found lost. Newest first.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(bound(serialize = "I: Serialize", deserialize = "I: DeserializeOwned"))]
+#[serde(bound(
+    serialize = "I: Serialize + Clone",
+    deserialize = "I: DeserializeOwned"
+))]
 pub struct FrameBundle<I> {
-    /// The room's tick when sent; entries count back from it.
-    pub tick: u32,
+    /// The room's tick when sent (low 16 bits); entries count back from it.
+    #[serde(with = "crate::wire::fixed_u16")]
+    pub tick: u16,
     /// Newest input tick the server holds from this client, relative to
-    /// `tick`.
+    /// the room's tick.
     pub input_ack: i32,
     /// How early this client's latest inputs arrived before they were
-    /// needed, in units of 100 µs (negative: late); [`NO_INPUT_YET`]
-    /// before the first.
+    /// needed, in milliseconds (negative: late); [`NO_INPUT_YET`] before
+    /// the first.
     pub input_lead: i16,
     /// The ticks, newest first (at most [`MAX_BUNDLE_TICKS`]).
     pub frames: Vec<TickData<I>>,
 }
 
 impl<I> FrameBundle<I> {
-    /// Every entry with its tick (low 32 bits), newest first; `None` once
-    /// the entries count back past tick 0 (invalid).
-    pub fn ticks(&self) -> impl Iterator<Item = Option<(u32, &TickData<I>)>> + '_ {
-        let mut next = Some(u64::from(self.tick) + 1);
-        self.frames.iter().map(move |f| {
-            let t = next?.checked_sub(1 + u64::from(f.back));
-            next = t;
-            t.map(|t| (t as u32, f))
+    /// Every entry with its tick, newest first, given the room's tick
+    /// widened to a full tick ([`crate::widen_tick16`]); stops at an entry
+    /// that would count back past tick 0.
+    pub fn ticks(&self, room_tick: u64) -> impl Iterator<Item = (u64, &TickData<I>)> + '_ {
+        let mut next = Some(room_tick + 1);
+        self.frames.iter().map_while(move |f| {
+            let t = next?.checked_sub(1 + u64::from(f.back))?;
+            next = Some(t);
+            Some((t, f))
         })
+    }
+
+    /// Ticks from the newest entry back to the oldest.
+    pub fn span(&self) -> u64 {
+        self.frames.iter().map(|f| 1 + u64::from(f.back)).sum()
     }
 }
 
 /// Server → client, unreliable.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(bound(serialize = "I: Serialize", deserialize = "I: DeserializeOwned"))]
+#[serde(bound(
+    serialize = "I: Serialize + Clone",
+    deserialize = "I: DeserializeOwned"
+))]
 pub enum ServerDatagram<I> {
     /// Tick frames.
     Frames(FrameBundle<I>),
@@ -574,8 +600,8 @@ impl<I: Input> Validate for ServerDatagram<I> {
         if b.frames.len() > MAX_BUNDLE_TICKS {
             return Err(CodecError::Invalid("too many ticks in a bundle"));
         }
-        if b.ticks().any(|t| t.is_none()) {
-            return Err(CodecError::Invalid("bundle ticks count back past tick 0"));
+        if b.span() > MAX_BUNDLE_SPAN {
+            return Err(CodecError::Invalid("bundle ticks span too far back"));
         }
         for f in &b.frames {
             if let Some(c) = &f.changes {

@@ -18,7 +18,7 @@
 //! row that happens more than 1 % of the time.
 
 use crate::messages::*;
-use crate::{widen_tick, Micros};
+use crate::{widen_tick16, Micros};
 use bitroom_sim::game::{Game, GameSnapshot, Input, InputSet, Rules, Timeline};
 use std::collections::{BTreeMap, VecDeque};
 use xxhash_rust::xxh3::xxh3_64;
@@ -97,7 +97,7 @@ pub enum ClientEvent {
         tick: u64,
         /// Our hash.
         ours: u64,
-        /// The server's, as frames carry it (its low 32 bits).
+        /// The server's, as frames carry it (its low 24 bits).
         server: u64,
     },
     /// The server closed the session.
@@ -556,7 +556,7 @@ impl<R: Rules> ClientSession<R> {
             return;
         }
         let near = self.newest_frame.max(self.confirmed_tick());
-        let room_tick = widen_tick(b.tick, near);
+        let room_tick = widen_tick16(b.tick, near);
         // Feedback from the newest bundle only (duplicates and reordered
         // ones are older news).
         if room_tick > self.newest_bundle {
@@ -564,14 +564,14 @@ impl<R: Rules> ClientSession<R> {
             let acked = (room_tick as i64 + i64::from(b.input_ack)).max(0) as u64;
             self.input_ack = self.input_ack.max(acked);
             if b.input_lead != NO_INPUT_YET {
-                self.lead_sample(now, i64::from(b.input_lead) * 100);
+                self.lead_sample(now, i64::from(b.input_lead) * 1000);
             }
         }
         let confirmed = self.confirmed_tick();
         let mut next = room_tick + 1;
         for f in b.frames {
             self.stats.frames += 1;
-            // Validated on decoding: the entries do not count back past 0.
+            // An entry counting back past tick 0 ends the bundle.
             let Some(tick) = next.checked_sub(1 + u64::from(f.back)) else {
                 break;
             };
@@ -720,9 +720,9 @@ impl<R: Rules> ClientSession<R> {
             let Some(ours) = tl.hash_at(t) else {
                 continue;
             };
-            // Frames carry the low 32 bits of the server's hash.
+            // Frames carry the low bits of the server's hash (`wire_hash`).
             let server = u64::from(server);
-            if ours as u32 as u64 == server {
+            if u64::from(wire_hash(ours)) == server {
                 self.stats.verified += 1;
                 continue;
             }
@@ -932,7 +932,7 @@ impl<R: Rules> ClientSession<R> {
         runs.reverse();
         self.send_datagram(&ClientDatagram::Inputs(InputBatch {
             slot,
-            first_tick: first as u32,
+            first_tick: first as u16,
             runs,
             ack,
         }));

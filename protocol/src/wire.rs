@@ -9,10 +9,19 @@
 //!   encoding, so an input takes exactly what its
 //!   [`Input::MAX_ENCODED`](bitroom_sim::game::Input::MAX_ENCODED) states
 //!   (a varint `u16` can take 3 bytes) and the datagram bounds hold;
-//! - [`fixed_u32`]: a state hash is 4 bytes (a varint of a random 32-bit
-//!   value takes 5).
+//! - [`fixed_u32`]: a 32-bit value in 4 bytes (a varint of a random one
+//!   takes 5); [`fixed_u16`]: ticks travel as their low 16 bits in 2
+//!   bytes; a tick's state hash as 3 ([`TickWire`]).
+//!
+//! [`TickWire`] is a tick's wire form: one tag byte says whether changed
+//! inputs, events, both or neither follow (two `Option` tags would take
+//! two).
 
+use crate::messages::{InputChanges, TickData};
 use bincode::config::{Configuration, Fixint, LittleEndian, NoLimit};
+use bitroom_sim::game::SlotEvent;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 /// The canonical encoding (the reliable messages' and the replay's).
 const CANONICAL: Configuration<LittleEndian, Fixint, NoLimit> = bincode::config::standard()
@@ -64,6 +73,28 @@ pub mod canonical {
     }
 }
 
+/// A `u16` as 2 little-endian bytes, whatever the integer encoding (a
+/// varint of a tick past 250 takes 3).
+pub mod fixed_u16 {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    /// Serializes `v` as 2 bytes.
+    ///
+    /// # Errors
+    /// The serializer's.
+    pub fn serialize<S: Serializer>(v: &u16, s: S) -> Result<S::Ok, S::Error> {
+        v.to_le_bytes().serialize(s)
+    }
+
+    /// Reads 2 bytes.
+    ///
+    /// # Errors
+    /// Fewer than 2 bytes.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u16, D::Error> {
+        <[u8; 2]>::deserialize(d).map(u16::from_le_bytes)
+    }
+}
+
 /// A `u32` as 4 little-endian bytes, whatever the integer encoding.
 pub mod fixed_u32 {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -82,6 +113,64 @@ pub mod fixed_u32 {
     /// Fewer than 4 bytes.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
         <[u8; 4]>::deserialize(d).map(u32::from_le_bytes)
+    }
+}
+
+/// A state hash cut to 24 bits, in 3 bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hash24([u8; 3]);
+
+impl Hash24 {
+    fn new(hash: u32) -> Hash24 {
+        let b = hash.to_le_bytes();
+        Hash24([b[0], b[1], b[2]])
+    }
+
+    fn get(self) -> u32 {
+        u32::from_le_bytes([self.0[0], self.0[1], self.0[2], 0])
+    }
+}
+
+/// The wire form of a [`TickData`] (see the module docs).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(bound(serialize = "I: Serialize", deserialize = "I: DeserializeOwned"))]
+pub enum TickWire<I> {
+    /// No input changed, no event.
+    Idle(u32, Hash24),
+    /// Inputs changed.
+    Inputs(u32, Hash24, InputChanges<I>),
+    /// Seats joined or left.
+    Events(u32, Hash24, Vec<SlotEvent>),
+    /// Both.
+    Both(u32, Hash24, InputChanges<I>, Vec<SlotEvent>),
+}
+
+impl<I> From<TickData<I>> for TickWire<I> {
+    fn from(t: TickData<I>) -> TickWire<I> {
+        let h = Hash24::new(t.hash);
+        match (t.changes, t.events) {
+            (None, None) => TickWire::Idle(t.back, h),
+            (Some(c), None) => TickWire::Inputs(t.back, h, c),
+            (None, Some(e)) => TickWire::Events(t.back, h, e),
+            (Some(c), Some(e)) => TickWire::Both(t.back, h, c, e),
+        }
+    }
+}
+
+impl<I> From<TickWire<I>> for TickData<I> {
+    fn from(w: TickWire<I>) -> TickData<I> {
+        let (back, hash, changes, events) = match w {
+            TickWire::Idle(b, h) => (b, h, None, None),
+            TickWire::Inputs(b, h, c) => (b, h, Some(c), None),
+            TickWire::Events(b, h, e) => (b, h, None, Some(e)),
+            TickWire::Both(b, h, c, e) => (b, h, Some(c), Some(e)),
+        };
+        TickData {
+            back,
+            hash: hash.get(),
+            changes,
+            events,
+        }
     }
 }
 

@@ -261,11 +261,20 @@ fn invalid_fields_are_named() {
     )]);
     let e = decode_server_datagram::<PlayerInput>(&b).unwrap_err();
     assert!(e.to_string().contains("mask"), "{e}");
-    // Tick 1, then 0, then before 0.
-    let b = bundle(vec![tick(0, None), tick(0, None), tick(0, None)]);
+    // Entries may not reach back further than ticks on the wire can name.
+    let b = bundle(vec![tick(0, None), tick(MAX_BUNDLE_SPAN as u32, None)]);
     let e = decode_server_datagram::<PlayerInput>(&b).unwrap_err();
-    assert!(e.to_string().contains("past tick 0"), "{e}");
-    assert!(decode_server_datagram::<PlayerInput>(&bundle(vec![tick(1, None)])).is_ok());
+    assert!(e.to_string().contains("span"), "{e}");
+    let b = bundle(vec![tick(0, None), tick(1, None)]);
+    let ok = decode_server_datagram::<PlayerInput>(&b).unwrap();
+    let ServerDatagram::Frames(ok) = ok else {
+        unreachable!()
+    };
+    // Room tick 1: the entries are ticks 1, then (skipping 0) none.
+    let ticks: Vec<u64> = ok.ticks(1).map(|(t, _)| t).collect();
+    assert_eq!(ticks, vec![1]);
+    let ticks: Vec<u64> = ok.ticks(70_000).map(|(t, _)| t).collect();
+    assert_eq!(ticks, vec![70_000, 69_998]);
     let b = encode_server_reliable(&ServerReliable::Snapshot(SnapshotChunk {
         tick: 0,
         state_hash: 0,
@@ -299,7 +308,7 @@ fn largest_datagrams_fit() {
     assert_eq!(widest.encoded_len(), MAX_INPUT_BYTES);
     // The largest tick, alone in a bundle with the widest header fields.
     let bundle = ServerDatagram::Frames(FrameBundle {
-        tick: u32::MAX,
+        tick: u16::MAX,
         input_ack: i32::MIN,
         input_lead: i16::MIN,
         frames: vec![TickData {
@@ -315,7 +324,7 @@ fn largest_datagrams_fit() {
     let n = encode_server_datagram(&bundle).len();
     assert_eq!(
         n,
-        159 + 32 * MAX_INPUT_BYTES,
+        154 + 32 * MAX_INPUT_BYTES,
         "the bound in MAX_INPUT_BYTES's docs"
     );
     assert!(n <= MAX_DATAGRAM, "{n} bytes");
@@ -324,7 +333,7 @@ fn largest_datagrams_fit() {
     // fits (a sender puts in the newest runs that fit).
     let batch = ClientDatagram::Inputs(InputBatch {
         slot: 31,
-        first_tick: u32::MAX,
+        first_tick: u16::MAX,
         runs: vec![
             InputRun {
                 count: 1,
@@ -333,13 +342,13 @@ fn largest_datagrams_fit() {
             44
         ],
         ack: FrameAck {
-            through: u32::MAX,
+            through: u16::MAX,
             ahead: u32::MAX,
             recent: u32::MAX,
         },
     });
     let n = encode_client_datagram(&batch).len();
-    assert_eq!(n, 25 + 44 * (1 + MAX_INPUT_BYTES));
+    assert_eq!(n, 19 + 44 * (1 + MAX_INPUT_BYTES));
     assert!(n <= MAX_DATAGRAM, "{n} bytes");
 }
 
@@ -380,9 +389,8 @@ fn inputs_over_the_stated_size_are_refused() {
     ));
 }
 
-/// A tick in which no input changed costs 7 bytes (its position, 4 hash
-/// bytes, two empty options); a bundle of one, 16 with the header of a
-/// 10-minute-old room.
+/// A tick in which no input changed costs 5 bytes (its kind, its position,
+/// 3 hash bytes); a bundle of one, 11.
 #[test]
 fn idle_ticks_are_small() {
     let idle = |back| TickData::<PlayerInput> {
@@ -395,14 +403,14 @@ fn idle_ticks_are_small() {
         encode_server_datagram(&ServerDatagram::Frames(FrameBundle {
             tick: 36_000,
             input_ack: 3,
-            input_lead: 400,
+            input_lead: 40,
             frames,
         }))
         .len()
     };
-    assert_eq!(bundle(vec![idle(0)]), 16);
-    assert_eq!(bundle(vec![idle(0), idle(0)]), 23);
-    // An input batch of one held input: 21 bytes.
+    assert_eq!(bundle(vec![idle(0)]), 11);
+    assert_eq!(bundle(vec![idle(0), idle(0)]), 16);
+    // An input batch of one held input: 15 bytes.
     let batch = encode_client_datagram(&ClientDatagram::Inputs(InputBatch {
         slot: 2,
         first_tick: 36_003,
@@ -416,7 +424,7 @@ fn idle_ticks_are_small() {
             recent: 0,
         },
     }));
-    assert_eq!(batch.len(), 1 + 1 + 3 + 1 + 6 + 3 + 1 + 1);
+    assert_eq!(batch.len(), 1 + 1 + 2 + 1 + 6 + 2 + 1 + 1);
 }
 
 #[test]
@@ -445,7 +453,7 @@ fn stream_framer_checks_lengths_before_buffering() {
 fn frame_acks_name_the_newest_and_those_before_it() {
     let held = [13u64, 14, 60, 62, 70];
     let a = FrameAck::new(11, held.iter().copied());
-    assert_eq!((a.through, a.newest()), (11, 70));
+    assert_eq!((a.through, a.ahead), (11, 59));
     let (through, newest) = (11, 70);
     for t in 0..=80u64 {
         let want = t <= 11 || t == 60 || t == 62 || t == 70;
@@ -453,7 +461,7 @@ fn frame_acks_name_the_newest_and_those_before_it() {
     }
     // Nothing after the gap: newest is through.
     let b = FrameAck::new(20, std::iter::empty());
-    assert_eq!((b.through, b.newest(), b.recent), (20, 20, 0));
+    assert_eq!((b.through, b.ahead, b.recent), (20, 0, 0));
     assert!(b.holds(20, 20, 20) && !b.holds(21, 20, 20));
 }
 

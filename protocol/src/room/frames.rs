@@ -6,7 +6,7 @@
 use super::snapshot::SNAPSHOT_RETRY;
 use super::{Client, ConnId, NetRules, Phase, ServerRoom};
 use crate::messages::*;
-use crate::{widen_tick, Micros};
+use crate::{widen_tick16, Micros};
 use bitroom_sim::game::{InputSet, SlotEvent};
 
 /// Ticks of later frames that must have arrived before a missing frame
@@ -43,12 +43,20 @@ pub(super) struct Sent {
     pub(super) resent: bool,
 }
 
+/// Least retransmission timeout: a client acknowledges with its input
+/// batches, one per batch interval, and a busy client's may come a few
+/// ticks late; a frame resent on a timeout that short is not lost.
+const MIN_RTO: Micros = 100_000;
+
 /// Why a tick goes into a bundle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Pick {
     Fresh,
     Copy,
+    /// Found lost: later frames arrived.
     Resend,
+    /// Not acknowledged in time, nothing later either.
+    Timeout,
 }
 
 #[derive(Debug)]
@@ -119,20 +127,19 @@ impl<R: NetRules> ServerRoom<R> {
         // client whose inputs stopped coming (paused, jumped back too far,
         // cut off) learns it at once instead of steering by the last lead
         // measured, which stays as it was for as long as nothing arrives.
-        let mut input_lead = c.input_lead;
-        if input_lead != NO_INPUT_YET {
-            let bound = (self.deadline(held + 1) as i64 - now as i64) / 100;
-            if bound < i64::from(input_lead) {
-                input_lead = bound.max(i64::from(NO_INPUT_YET) + 1) as i16;
-            }
-        }
+        let input_lead = c.input_lead.map_or(NO_INPUT_YET, |lead| {
+            let bound = self.deadline(held + 1) as i64 - now as i64;
+            // Milliseconds, rounded toward late.
+            let ms = lead.min(bound).div_euclid(1000);
+            ms.clamp(i64::from(NO_INPUT_YET) + 1, i64::from(i16::MAX)) as i16
+        });
         (held, input_lead)
     }
 
     fn tick_data(h: &HistFrame<R::Input>) -> TickData<R::Input> {
         TickData {
             back: 0,
-            hash: h.hash as u32,
+            hash: wire_hash(h.hash),
             changes: h.changes.clone(),
             events: h.events.clone(),
         }
@@ -179,7 +186,7 @@ impl<R: NetRules> ServerRoom<R> {
         // lost frame long enough that its acknowledgements fell out of the
         // frame history now and then, and each time it was started over
         // from a snapshot.
-        let rto = (c.srtt + 4 * c.rttvar + 2 * period).min(1_000_000);
+        let rto = (c.srtt + 4 * c.rttvar + 2 * per_send * period).clamp(MIN_RTO, 1_000_000);
         let loss_gap = LOSS_GAP.max(2 * per_send) * period;
         let copies = u8::from(now < c.lossy_until);
         let mut picks: Vec<(Pick, usize)> = Vec::new();
@@ -196,14 +203,15 @@ impl<R: NetRules> ServerRoom<R> {
             }
             if s.copies > 0 {
                 picks.push((Pick::Copy, i));
-            } else if !c.awaiting_ack && (c.ack_horizon >= s.last + loss_gap || now >= s.last + rto)
-            {
+            } else if !c.awaiting_ack && c.ack_horizon >= s.last + loss_gap {
                 picks.push((Pick::Resend, i));
+            } else if !c.awaiting_ack && now >= s.last + rto {
+                picks.push((Pick::Timeout, i));
             }
         }
         // New ticks first (newest first), then repeats, then resends
         // (oldest first); what does not fit waits for the next bundle.
-        picks.sort_by_key(|&(p, i)| (p, if p == Pick::Resend { i } else { usize::MAX - i }));
+        picks.sort_by_key(|&(p, i)| (p, if p >= Pick::Resend { i } else { usize::MAX - i }));
         let mut bundles: Vec<Vec<(Pick, usize)>> = Vec::new();
         let mut size = 0;
         for (p, i) in picks {
@@ -241,7 +249,7 @@ impl<R: NetRules> ServerRoom<R> {
                 })
                 .collect();
             msgs.push(ServerDatagram::Frames(FrameBundle {
-                tick: t as u32,
+                tick: t as u16,
                 input_ack: (held as i64 - t as i64).clamp(i64::from(i32::MIN), i64::from(i32::MAX))
                     as i32,
                 input_lead,
@@ -279,17 +287,18 @@ impl<R: NetRules> ServerRoom<R> {
                     s.copies -= 1;
                     s.last = now;
                 }
-                Pick::Resend => {
+                Pick::Resend | Pick::Timeout => {
                     let s = &mut c.sent[i];
                     s.last = now;
                     s.resent = true;
                     s.copies = 1;
                     resent += 1;
+                    if p == Pick::Resend {
+                        // Evidence of loss (not just a quiet client).
+                        c.lossy_until = now + LOSSY_FOR;
+                    }
                 }
             }
-        }
-        if resent > 0 {
-            c.lossy_until = now + LOSSY_FOR;
         }
         self.stats.resent_frames += resent;
         for m in msgs {
@@ -302,7 +311,7 @@ impl<R: NetRules> ServerRoom<R> {
         let Some(c) = self.clients.get_mut(&conn) else {
             return;
         };
-        let through = widen_tick(a.through, current).min(current);
+        let through = widen_tick16(a.through, current).min(current);
         if through >= c.acked {
             // Acks from before the snapshot name older ticks.
             c.awaiting_ack = false;
@@ -315,7 +324,7 @@ impl<R: NetRules> ServerRoom<R> {
         // What the ack newly shows as received: frames up to `through`,
         // `newest` and those its `recent` bits name. Remember the newest of
         // them and the latest time any of them was first sent.
-        let newest_tick = widen_tick(a.newest(), current).clamp(through, current);
+        let newest_tick = through.saturating_add(u64::from(a.ahead)).min(current);
         let mut newest: Option<(u64, Sent)> = None;
         let mut horizon = c.ack_horizon;
         while c.acked < through {

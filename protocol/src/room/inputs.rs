@@ -4,7 +4,7 @@
 
 use super::{ConnId, NetRules, Phase, Rejection, ServerRoom};
 use crate::messages::*;
-use crate::{widen_tick, Micros};
+use crate::{widen_tick16, Micros};
 use bitroom_sim::game::SlotEvent;
 
 impl<R: NetRules> ServerRoom<R> {
@@ -95,7 +95,7 @@ impl<R: NetRules> ServerRoom<R> {
         if ticks == 0 {
             return;
         }
-        let first = widen_tick(b.first_tick, current);
+        let first = widen_tick16(b.first_tick, current);
         let newest = first + ticks - 1;
         let limit = current + u64::from(self.config.max_input_ahead);
         let held = self.seats[usize::from(b.slot)].input_ack;
@@ -107,9 +107,9 @@ impl<R: NetRules> ServerRoom<R> {
         // (a duplicate, a reordered older one) says nothing new.
         let fresh = first.max(held + 1);
         if fresh <= newest {
-            let lead = (self.deadline(fresh) as i64 - now as i64) / 100;
+            let lead = self.deadline(fresh) as i64 - now as i64;
             if let Some(c) = self.clients.get_mut(&conn) {
-                c.input_lead = lead.clamp(i64::from(NO_INPUT_YET) + 1, i64::from(i16::MAX)) as i16;
+                c.input_lead = Some(lead);
             }
         }
         if newest > limit {

@@ -60,7 +60,8 @@ struct Client {
     rttvar: Micros,
     /// Frames to the client are repeated until then (a loss was seen).
     lossy_until: Micros,
-    input_lead: i16,
+    /// How early the client's inputs arrived (µs), once one has.
+    input_lead: Option<i64>,
     tokens: u32,
     refilled: Micros,
     dropped_window: u32,

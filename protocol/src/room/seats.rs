@@ -44,7 +44,7 @@ impl<R: NetRules> ServerRoom<R> {
                 srtt: 100_000,
                 rttvar: 50_000,
                 lossy_until: 0,
-                input_lead: NO_INPUT_YET,
+                input_lead: None,
                 tokens: rate * 2,
                 refilled: now,
                 dropped_window: 0,
