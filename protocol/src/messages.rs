@@ -53,17 +53,24 @@ use std::fmt;
 /// batches and tick frames carry the game's own input type
 /// ([`Rules::Input`], at most [`MAX_INPUT_BYTES`] each; the sandbox's
 /// `PlayerInput` encodes as in 8), and inputs over the game's stated size
-/// are refused. 10: datagrams in bincode's variable-int configuration;
+/// are refused. 10: the physics checked against Box2D v3
+/// (`tools/box2d-compare`): recycled contacts keep their lever arms and
+/// normal fixed at the bodies' reference rotations and follow the pair's
+/// relative pose, polygons clip before trying a vertex pair, friction is
+/// solved in the relax pass only, the contact colouring alternates direction
+/// on odd ticks, fat boxes include the speculative distance, and the
+/// revolute joint's relax pass turns its anchors (a new simulation, the same
+/// encodings). 11: datagrams in bincode's variable-int configuration;
 /// tick frames travel in [`FrameBundle`]s (several ticks, 24-bit hashes,
 /// repeats and resends), input batches as [`InputRun`]s; frame acks name
-/// the newest frame held and the 32 before it ([`FrameAck::newest`],
+/// the newest frame held and the 32 before it ([`FrameAck::ahead`],
 /// [`FrameAck::recent`]) instead of the 32 after the first gap; a bundle's
 /// input lead is [`NO_INPUT_YET`] until the client's first input arrives;
 /// pings carry the rollback counters (no separate report).
 ///
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
 /// [`Rules::Input`]: bitroom_sim::game::Rules::Input
-pub const PROTOCOL_VERSION: u32 = 10;
+pub const PROTOCOL_VERSION: u32 = 11;
 /// A state hash as frames carry it: its low 24 bits.
 pub fn wire_hash(hash: u64) -> u32 {
     (hash & 0x00FF_FFFF) as u32
