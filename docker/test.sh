@@ -79,7 +79,9 @@ if ! docker image inspect "$BASE" >/dev/null 2>&1; then
   log "debootstrap bookworm (minbase) from $MIRROR"
   debootstrap --variant=minbase bookworm "$WORK/rootfs" "$MIRROR" >"$WORK/debootstrap.log" 2>&1 \
     || { tail -20 "$WORK/debootstrap.log"; exit 1; }
-  tar -C "$WORK/rootfs" -c . | docker import - "$BASE" >/dev/null
+  # PATH as the official image sets it (an imported image has no ENV).
+  tar -C "$WORK/rootfs" -c . \
+    | docker import --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$BASE" >/dev/null
   rm -rf "$WORK/rootfs"
 fi
 log "runtime base $BASE: $(docker image inspect -f '{{.Size}}' "$BASE" | numfmt --to=iec)"
@@ -93,7 +95,7 @@ if ! docker image inspect "$RUST" >/dev/null 2>&1; then
   cp "$SYSROOT/bin/rustc" "$CTX/rust/bin/"
   # cargo: the toolchain's own (rustup's proxy would need rustup).
   cp "$(dirname "$(rustup which cargo 2>/dev/null || command -v cargo)")/cargo" "$CTX/rust/bin/"
-  cp -a "$SYSROOT"/lib/*.so "$CTX/rust/lib/"
+  cp -a "$SYSROOT"/lib/*.so* "$CTX/rust/lib/" # librustc_driver, libLLVM
   cp -a "$SYSROOT/lib/rustlib/$HOST_TRIPLE" "$SYSROOT/lib/rustlib/etc" "$CTX/rust/lib/rustlib/" 2>/dev/null \
     || cp -a "$SYSROOT/lib/rustlib/$HOST_TRIPLE" "$CTX/rust/lib/rustlib/"
   cat >"$CTX/Dockerfile" <<EOF

@@ -83,9 +83,12 @@ async fn serve<R: NetRules>(
     stop: &ShutdownHandle,
 ) -> Result<(), AgonesError> {
     let mut stopping = stop.subscribe();
-    let connect = Sdk::new(config.port, None);
+    // The crate retries until the sidecar answers (for 30 s at most).
+    let connect = tokio::time::timeout(config.connect_timeout, Sdk::new(config.port, None));
     let mut sdk = tokio::select! {
-        sdk = connect => sdk.map_err(AgonesError::Connect)?,
+        sdk = connect => sdk
+            .map_err(|e| AgonesError::Connect(e.into()))?
+            .map_err(AgonesError::Connect)?,
         _ = stopping.wait_for(|&s| s) => return Ok(()),
     };
     let gs = sdk.get_gameserver().await.map_err(call("GetGameServer"))?;

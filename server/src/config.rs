@@ -55,6 +55,9 @@ pub struct AgonesConfig {
     /// The sidecar's gRPC port on localhost; `None`: the environment's
     /// `AGONES_SDK_GRPC_PORT`, else 9357.
     pub port: Option<u16>,
+    /// How long to wait for the sidecar at start (it may start after the
+    /// server); then the server stops with a failure.
+    pub connect_timeout: Duration,
     /// The server id published on the GameServer (annotation
     /// [`AgonesConfig::SERVER_ID_KEY`], and a label of that name when the
     /// id is a valid label value); `None`: the GameServer's name.
@@ -86,12 +89,14 @@ impl AgonesConfig {
 }
 
 impl Default for AgonesConfig {
-    /// The port from the environment, health every second, a 2 s stall
+    /// The port from the environment, 30 s to reach the sidecar, health
+    /// every second, a 2 s stall
     /// limit, shutdown after 60 s allocated and empty, reservations kept
     /// 5 minutes (the longest connect token lifetime).
     fn default() -> AgonesConfig {
         AgonesConfig {
             port: None,
+            connect_timeout: Duration::from_secs(30),
             server_id: None,
             health_every: Duration::from_secs(1),
             stall: Duration::from_secs(2),
