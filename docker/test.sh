@@ -8,7 +8,9 @@
 #   RUNTIME_IMAGE  bitroom-test/debian:bookworm, a minimal Debian bookworm
 #                  from debootstrap, imported with `docker import`;
 #   RUST_IMAGE     bitroom-test/rust:host, that base plus gcc, libc6-dev,
-#                  ca-certificates and the host's own Rust toolchain
+#                  ca-certificates (and the extra certificate authorities
+#                  of this host, /usr/local/share/ca-certificates, for a
+#                  TLS-inspecting proxy) and the host's own Rust toolchain
 #                  (cargo, rustc and the x86_64 Linux standard library,
 #                  copied from `rustc --print sysroot`).
 # The Dockerfile itself runs unchanged: its builder stage compiles the
@@ -98,11 +100,17 @@ if ! docker image inspect "$RUST" >/dev/null 2>&1; then
   cp -a "$SYSROOT"/lib/*.so* "$CTX/rust/lib/" # librustc_driver, libLLVM
   cp -a "$SYSROOT/lib/rustlib/$HOST_TRIPLE" "$SYSROOT/lib/rustlib/etc" "$CTX/rust/lib/rustlib/" 2>/dev/null \
     || cp -a "$SYSROOT/lib/rustlib/$HOST_TRIPLE" "$CTX/rust/lib/rustlib/"
+  # Certificate authorities this host adds to the system's (a machine
+  # behind a TLS-inspecting proxy needs them to reach crates.io).
+  mkdir -p "$CTX/ca"
+  cp /usr/local/share/ca-certificates/*.crt "$CTX/ca/" 2>/dev/null || true
   cat >"$CTX/Dockerfile" <<EOF
 FROM $BASE
 RUN apt-get update \\
  && apt-get install -y --no-install-recommends gcc libc6-dev ca-certificates \\
  && rm -rf /var/lib/apt/lists/*
+COPY ca /usr/local/share/ca-certificates/
+RUN update-ca-certificates >/dev/null
 COPY rust /usr/local/rust
 ENV PATH=/usr/local/rust/bin:/usr/local/cargo/bin:\$PATH CARGO_HOME=/usr/local/cargo
 RUN rustc --version && cargo --version

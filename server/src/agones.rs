@@ -4,7 +4,8 @@
 //! One task talks to the SDK sidecar over gRPC on localhost (the official
 //! `agones` crate):
 //! 1. connect (the crate waits up to 30 s for the sidecar), annotate and
-//!    label the GameServer with the server id, set the capacities of the
+//!    label the GameServer with the server id, annotate it with the
+//!    certificate's SHA-256 (what clients pin), set the capacities of the
 //!    Counters `rooms` (`max_rooms`) and `players` (`max_rooms` × seats);
 //! 2. `Ready` (the endpoint is bound before [`crate::Server::run`] starts
 //!    this task, so the server already listens);
@@ -71,8 +72,9 @@ pub(crate) async fn run<R: NetRules>(
     config: AgonesConfig,
     cx: Arc<Context<R>>,
     stop: ShutdownHandle,
+    fingerprint: [u8; 32],
 ) {
-    if let Err(e) = serve(&config, &cx, &stop).await {
+    if let Err(e) = serve(&config, &cx, &stop, fingerprint).await {
         stop.fail(format!("agones: {e}"));
     }
 }
@@ -81,6 +83,7 @@ async fn serve<R: NetRules>(
     config: &AgonesConfig,
     cx: &Arc<Context<R>>,
     stop: &ShutdownHandle,
+    fingerprint: [u8; 32],
 ) -> Result<(), AgonesError> {
     let mut stopping = stop.subscribe();
     // The crate retries until the sidecar answers (for 30 s at most).
@@ -97,6 +100,12 @@ async fn serve<R: NetRules>(
     sdk.set_annotation(AgonesConfig::SERVER_ID_KEY, server_id.as_str())
         .await
         .map_err(call("SetAnnotation"))?;
+    sdk.set_annotation(
+        AgonesConfig::CERT_KEY,
+        bitroom_transport::fingerprint_hex(&fingerprint),
+    )
+    .await
+    .map_err(call("SetAnnotation"))?;
     if is_label_value(&server_id) {
         sdk.set_label(AgonesConfig::SERVER_ID_KEY, server_id.as_str())
             .await

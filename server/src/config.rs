@@ -82,6 +82,9 @@ impl AgonesConfig {
     /// Key of the annotation and label that carry the server id (Agones
     /// prefixes SDK-set keys with `agones.dev/sdk-`).
     pub const SERVER_ID_KEY: &'static str = "bitroom-server-id";
+    /// Key of the annotation that carries the SHA-256 of the server's
+    /// certificate (hex), for clients to pin.
+    pub const CERT_KEY: &'static str = "bitroom-cert-sha256";
     /// The Counter of rooms.
     pub const ROOMS: &'static str = "rooms";
     /// The Counter of players.

@@ -191,6 +191,7 @@ impl<R: NetRules> Server<R> {
                 config,
                 self.cx.clone(),
                 self.stop.clone(),
+                self.fingerprint,
             ))
         });
         #[cfg(not(feature = "agones"))]

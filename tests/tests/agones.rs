@@ -137,7 +137,8 @@ mod with_agones {
         });
         let server = Server::bind(config).unwrap();
         let addr = server.local_addr();
-        let pin = CertPin::Sha256(server.fingerprint());
+        let fingerprint = server.fingerprint();
+        let pin = CertPin::Sha256(fingerprint);
         let stop = server.shutdown_handle();
         let mut serving = tokio::spawn(server.run());
         let client = || ConnectOptions::new(Stalling::new(), pin);
@@ -152,6 +153,8 @@ mod with_agones {
             let before = &s.calls[..ready_at];
             assert!(before.contains(&Call::SetAnnotation(id.0.clone(), id.1.clone())));
             assert!(before.contains(&Call::SetLabel(id.0, id.1)));
+            let fp = bitroom_transport::fingerprint_hex(&fingerprint);
+            assert!(before.contains(&Call::SetAnnotation("bitroom-cert-sha256".into(), fp)));
             assert_eq!(s.counters["rooms"], (0, 4), "rooms: count, capacity = --max-rooms");
             assert_eq!(s.counters["players"], (0, 32), "players: 4 rooms × 8 seats");
         }
