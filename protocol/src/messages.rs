@@ -46,11 +46,18 @@ use std::fmt;
 /// batches and tick frames carry the game's own input type
 /// ([`Rules::Input`], at most [`MAX_INPUT_BYTES`] each; the sandbox's
 /// `PlayerInput` encodes as in 8), and inputs over the game's stated size
-/// are refused.
+/// are refused. 10: the physics checked against Box2D v3
+/// (`tools/box2d-compare`): recycled contacts keep their lever arms and
+/// normal fixed at the bodies' reference rotations and follow the pair's
+/// relative pose, polygons clip before trying a vertex pair, friction is
+/// solved in the relax pass only, the contact colouring alternates direction
+/// on odd ticks, fat boxes include the speculative distance, and the
+/// revolute joint's relax pass turns its anchors (a new simulation, the same
+/// encodings).
 ///
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
 /// [`Rules::Input`]: bitroom_sim::game::Rules::Input
-pub const PROTOCOL_VERSION: u32 = 9;
+pub const PROTOCOL_VERSION: u32 = 10;
 /// Largest datagram we send or accept (quinn's initial max is 1162).
 pub const MAX_DATAGRAM: usize = 1150;
 /// Largest reliable message (a snapshot chunk, a desync report).
