@@ -13,7 +13,10 @@ fn main() {
         .build_client(false)
         .build_server(true)
         .compile_protos(
-            &["proto/agones/sdk/sdk.proto", "proto/agones/sdk/beta/beta.proto"],
+            &[
+                "proto/agones/sdk/sdk.proto",
+                "proto/agones/sdk/beta/beta.proto",
+            ],
             &[
                 "proto/agones/googleapis",
                 "proto/agones/grpc-gateway",

@@ -130,7 +130,9 @@ async fn serve<R: NetRules>(
     let counters = match counters {
         Ok(()) => true,
         Err(e) => {
-            warn!("agones: Counters `rooms` and `players` not kept ({e}): declare them in the Fleet");
+            warn!(
+                "agones: Counters `rooms` and `players` not kept ({e}): declare them in the Fleet"
+            );
             false
         }
     };
@@ -277,8 +279,7 @@ async fn next_gameserver(
 fn is_label_value(s: &str) -> bool {
     let ok_end = |c: Option<char>| c.is_none_or(|c| c.is_ascii_alphanumeric());
     s.len() <= 63
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         && ok_end(s.chars().next())
         && ok_end(s.chars().last())

@@ -102,7 +102,10 @@ mod with_agones {
             .iter()
             .filter_map(|c| match c {
                 Call::UpdateCounter {
-                    name, diff, count: None, capacity: None,
+                    name,
+                    diff,
+                    count: None,
+                    capacity: None,
                 } if name == counter => Some(*diff),
                 _ => None,
             })
@@ -149,13 +152,20 @@ mod with_agones {
         {
             let s = sdk.state();
             let ready_at = s.calls.iter().position(|c| *c == Call::Ready).unwrap();
-            let id = ("bitroom-server-id".to_string(), "bitroom-fleet-x7k2p".to_string());
+            let id = (
+                "bitroom-server-id".to_string(),
+                "bitroom-fleet-x7k2p".to_string(),
+            );
             let before = &s.calls[..ready_at];
             assert!(before.contains(&Call::SetAnnotation(id.0.clone(), id.1.clone())));
             assert!(before.contains(&Call::SetLabel(id.0, id.1)));
             let fp = bitroom_transport::fingerprint_hex(&fingerprint);
             assert!(before.contains(&Call::SetAnnotation("bitroom-cert-sha256".into(), fp)));
-            assert_eq!(s.counters["rooms"], (0, 4), "rooms: count, capacity = --max-rooms");
+            assert_eq!(
+                s.counters["rooms"],
+                (0, 4),
+                "rooms: count, capacity = --max-rooms"
+            );
             assert_eq!(s.counters["players"], (0, 32), "players: 4 rooms × 8 seats");
         }
 
@@ -169,9 +179,16 @@ mod with_agones {
             sdk.count("rooms") == 1 && sdk.count("players") == 1
         })
         .await;
-        assert_eq!(counter_diffs(&sdk, "rooms"), [1], "a room opened without an allocation");
+        assert_eq!(
+            counter_diffs(&sdk, "rooms"),
+            [1],
+            "a room opened without an allocation"
+        );
         let p = sdk.health_pings();
-        wait_for("health pings while ticking", 10 * SEC, || sdk.health_pings() >= p + 3).await;
+        wait_for("health pings while ticking", 10 * SEC, || {
+            sdk.health_pings() >= p + 3
+        })
+        .await;
 
         // The room's tick loop is stuck: health stops; it resumes once
         // the room ticks again.
@@ -182,7 +199,10 @@ mod with_agones {
         let after = sdk.health_pings();
         stall.store(false, Ordering::Relaxed);
         assert_eq!(after, during, "health reported while a room was stalled");
-        wait_for("health after the stall", 10 * SEC, || sdk.health_pings() > after).await;
+        wait_for("health after the stall", 10 * SEC, || {
+            sdk.health_pings() > after
+        })
+        .await;
 
         // The player leaves; the room closes when idle.
         let _ = a.leave(2 * SEC).await;
@@ -301,7 +321,11 @@ mod with_agones {
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .output()
             .expect("cargo metadata");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let agones = meta["packages"]
             .as_array()

@@ -65,9 +65,16 @@ fn fleet_autoscaler_and_allocation_agree() {
     assert_eq!(str_at(c, "name"), container);
     let args = at(c, "args").as_sequence().expect("args");
     assert_eq!(args[0].as_str(), Some("serve"));
-    assert!(args.iter().any(|a| a.as_str() == Some("--agones")), "no --agones");
+    assert!(
+        args.iter().any(|a| a.as_str() == Some("--agones")),
+        "no --agones"
+    );
     let bind = arg(args, "--bind").expect("--bind");
-    assert_eq!(bind, format!("0.0.0.0:{container_port}"), "--bind vs containerPort");
+    assert_eq!(
+        bind,
+        format!("0.0.0.0:{container_port}"),
+        "--bind vs containerPort"
+    );
 
     // Health checking on, with a window longer than the server's stall
     // limit (2 s) plus a report period.
@@ -76,7 +83,10 @@ fn fleet_autoscaler_and_allocation_agree() {
     assert!(window >= 5, "health window {window} s");
 
     // Counters declared, with the capacities the server sets itself.
-    let max_rooms: i64 = arg(args, "--max-rooms").expect("--max-rooms").parse().unwrap();
+    let max_rooms: i64 = arg(args, "--max-rooms")
+        .expect("--max-rooms")
+        .parse()
+        .unwrap();
     let seats: i64 = arg(args, "--max-players").unwrap_or("8").parse().unwrap();
     assert_eq!(int_at(gs, "counters.rooms.capacity"), max_rooms);
     assert_eq!(int_at(gs, "counters.players.capacity"), max_rooms * seats);
