@@ -6,7 +6,7 @@ use crate::sandbox::{rules_for_scene, SANDBOX_RULES};
 use bitroom_protocol::RoomConfig;
 use bitroom_server::monitor::Monitor;
 use bitroom_server::tls::Identity;
-use bitroom_server::{RecordConfig, Server, ServerConfig};
+use bitroom_server::{AgonesConfig, RecordConfig, Server, ServerConfig};
 use bitroom_transport::fingerprint_hex;
 use clap::Args;
 use std::net::SocketAddr;
@@ -25,6 +25,12 @@ pub struct ServeArgs {
     /// Ticks per second of every room.
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u32).range(1..=1000))]
     tick_rate: u32,
+    /// Frame bundles per second to each client [default: the tick rate];
+    /// each carries tick-rate / send-rate ticks (rounded down). Lower
+    /// trades a little latency for bytes (every datagram costs about 50
+    /// bytes of headers).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    send_rate: Option<u32>,
     /// The scene every room plays: `arena` (the sandbox arena, 200 loose
     /// bodies), `arena:N` (N loose bodies), a built-in scene or a JSON
     /// scene file.
@@ -98,6 +104,39 @@ pub struct ServeArgs {
     /// Ticks between keyframe snapshots in recordings.
     #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u32).range(1..))]
     keyframe_interval: u32,
+    /// This server's id (at most 64 bytes): the server id that connect
+    /// tokens name; published on the Agones GameServer with --agones
+    /// (default there: the GameServer's name).
+    #[arg(long, value_name = "ID", value_parser = parse_server_id)]
+    server_id: Option<String>,
+    /// Run as an Agones GameServer: Ready, Health from the tick loop, the
+    /// Counters `rooms` and `players`, Shutdown when allocated and idle
+    /// (docs/fleet.md). The SDK sidecar's port comes from
+    /// AGONES_SDK_GRPC_PORT (default 9357). Needs a build with the
+    /// `agones` feature.
+    #[arg(long)]
+    agones: bool,
+    /// With --agones: Shutdown once allocated and empty this long; 0 for
+    /// never.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration, requires = "agones")]
+    agones_idle_shutdown: Duration,
+    /// With --agones: a room reserved by an allocation that no player
+    /// opened within this long is given back (at least the connect
+    /// tokens' lifetime).
+    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration, requires = "agones")]
+    agones_reservation_ttl: Duration,
+    /// With --agones: health reports stop while a room has not ticked for
+    /// this long.
+    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration, requires = "agones")]
+    agones_stall: Duration,
+}
+
+/// A server id: 1 to 64 bytes, no control characters.
+fn parse_server_id(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.len() > 64 || s.chars().any(char::is_control) {
+        return Err("a server id is 1 to 64 bytes without control characters".into());
+    }
+    Ok(s.to_string())
 }
 
 /// Parses a socket address with a one-line error.
@@ -153,6 +192,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         max_players: args.max_players,
         max_spectators: args.max_spectators,
         tick_rate: args.tick_rate,
+        send_rate: args.send_rate.unwrap_or(args.tick_rate),
         ..RoomConfig::default()
     };
     config.max_rooms = args.max_rooms;
@@ -166,6 +206,16 @@ pub fn run(args: ServeArgs) -> ExitCode {
             Ok(w) => config.web = Some(w),
             Err(e) => return bad_input(e),
         }
+    }
+    if args.agones {
+        config.agones = Some(AgonesConfig {
+            server_id: args.server_id.clone(),
+            idle_shutdown: (!args.agones_idle_shutdown.is_zero())
+                .then_some(args.agones_idle_shutdown),
+            reservation_ttl: args.agones_reservation_ttl,
+            stall: args.agones_stall,
+            ..AgonesConfig::default()
+        });
     }
     if let Some(dir) = &args.record {
         if let Err(e) = std::fs::create_dir_all(dir) {
@@ -225,8 +275,15 @@ pub fn run(args: ServeArgs) -> ExitCode {
         if !args.stats_every.is_zero() {
             tokio::spawn(status_lines(server.monitor(), args.stats_every));
         }
+        let stop = server.shutdown_handle();
         server.run_until(shutdown_signal()).await;
-        ExitCode::SUCCESS
+        match stop.failure() {
+            Some(why) => {
+                eprintln!("error: {why}");
+                ExitCode::FAILURE
+            }
+            None => ExitCode::SUCCESS,
+        }
     });
     runtime.shutdown_timeout(Duration::from_millis(200));
     code
