@@ -1,7 +1,8 @@
 //! bitroom-protocol: wire messages, their codec, and the sans-IO netcode
 //! state machines — [`ServerRoom`] (authoritative) and [`ClientSession`]
 //! (prediction, rollback, clock sync) — and the replay format with its
-//! recorder and re-simulation tools ([`replay`]).
+//! recorder and re-simulation tools ([`replay`]), and signed connect
+//! tokens ([`token`]: who may join which room).
 //!
 //! Nothing here reads a clock, opens a socket or draws OS randomness: time
 //! comes in as [`Micros`] arguments, randomness from seeds. The server and
@@ -14,6 +15,7 @@ pub mod messages;
 pub mod replay;
 pub mod room;
 pub mod session;
+pub mod token;
 
 pub use messages::*;
 pub use room::{
