@@ -37,6 +37,8 @@
 //!
 //! # Layout
 //! - [`quic`]: ALPN, transport settings, certificate pinning.
+//! - [`keys`]: connect-token key files, nonces and minting from a key
+//!   file (the IO shell of [`bitroom_protocol::token`]).
 //! - [`conditioner`]: a userspace link conditioner under quinn's socket.
 //! - [`bots`]: headless bot players (the `bitroom-client bots` command).
 //! - [`load`]: load clients: a player's traffic without its simulation.
@@ -45,6 +47,7 @@
 pub mod bots;
 pub mod conditioner;
 mod connection;
+pub mod keys;
 pub mod load;
 pub mod quic;
 pub mod scene;

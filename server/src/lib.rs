@@ -7,9 +7,11 @@
 //! - [`monitor`]: tick time and lateness histograms, counters, metrics names.
 //! - [`metrics_http`]: Prometheus text over HTTP (`--metrics`).
 //! - [`tls`]: certificates (files or a generated development certificate).
-//! - [`serve_cmd`], [`demo`], [`sim_cmd`], [`replay_cmd`]: the commands.
+//! - [`serve_cmd`], [`demo`], [`sim_cmd`], [`replay_cmd`], [`keygen_cmd`],
+//!   [`token_cmd`]: the commands.
 
 pub mod demo;
+pub mod keygen_cmd;
 pub mod metrics_http;
 pub mod monitor;
 pub mod realtime;
@@ -21,6 +23,7 @@ pub mod serve_cmd;
 pub mod sim_cmd;
 mod ticker;
 pub mod tls;
+pub mod token_cmd;
 pub mod udp;
 
 pub use serve::{Server, ServerConfig};

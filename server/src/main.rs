@@ -2,7 +2,7 @@
 //!
 //! Thin by design: parse the arguments, call into the library modules.
 
-use bitroom_server::{demo, replay_cmd, serve_cmd, sim_cmd};
+use bitroom_server::{demo, keygen_cmd, replay_cmd, serve_cmd, sim_cmd, token_cmd};
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
@@ -27,6 +27,10 @@ enum Command {
     Sim(sim_cmd::SimArgs),
     /// Replay files: verify, diff, info, export (and record a bot game).
     Replay(replay_cmd::ReplayArgs),
+    /// Write a connect-token key pair (private key for the game backend, public key for servers).
+    Keygen(keygen_cmd::KeygenArgs),
+    /// Mint a connect token with a private key file and print it.
+    Token(token_cmd::TokenArgs),
 }
 
 fn main() -> ExitCode {
@@ -46,5 +50,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(args),
         Command::Sim(args) => sim_cmd::run(args),
         Command::Replay(args) => replay_cmd::run(args),
+        Command::Keygen(args) => keygen_cmd::run(&args),
+        Command::Token(args) => token_cmd::run(&args),
     }
 }
