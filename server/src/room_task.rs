@@ -322,8 +322,9 @@ fn log_event(e: &RoomEvent) {
 }
 
 /// A room's replay file (`serve --record DIR`): the header at the start,
-/// one record per tick, flushed at least once a second, so a crash loses at
-/// most the last second.
+/// one record per tick, flushed every [`FLUSH_EVERY`], so a crash (`kill
+/// -9`) loses at most the ticks since the last flush (measured by
+/// `tools/crash-loss.sh`).
 ///
 /// The file is written by a thread of its own. Each tick the room hands it
 /// the tick's inputs and hash, and once per keyframe interval a copy of the
@@ -339,6 +340,11 @@ struct Recording<R: NetRules> {
 
 /// Ticks the recording thread may fall behind before recording stops.
 const RECORD_QUEUE: usize = 1024;
+
+/// How often the recording thread flushes its file (at its next tick after
+/// this long): the most a crash can lose, plus the ticks queued for it.
+/// Ten small writes a second per room.
+const FLUSH_EVERY: Duration = Duration::from_millis(100);
 
 enum RecordMsg<R: NetRules> {
     Tick {
@@ -482,7 +488,7 @@ fn write_recording<R: NetRules>(
                 keyframe,
             } => {
                 let mut r = rec.record_parts(tick, &inputs, hash, keyframe.map(|k| *k));
-                if r.is_ok() && flushed.elapsed() >= Duration::from_secs(1) {
+                if r.is_ok() && flushed.elapsed() >= FLUSH_EVERY {
                     flushed = std::time::Instant::now();
                     r = rec.flush();
                 }
