@@ -34,7 +34,11 @@ fn token_claims() -> Vec<(&'static str, Claims)> {
         server_id: "s".repeat(64),
         ..player.clone()
     };
-    vec![("player", player), ("spectator", spectator), ("longest", longest)]
+    vec![
+        ("player", player),
+        ("spectator", spectator),
+        ("longest", longest),
+    ]
 }
 
 fn write(target: &str, name: &str, bytes: &[u8]) {
@@ -47,8 +51,8 @@ fn write(target: &str, name: &str, bytes: &[u8]) {
 /// inflated body's length as `u32` LE, the body, and the seats.
 fn packed_input(pick: u8, packed: &[u8], extra: &[u8]) -> Vec<u8> {
     let len = u32::from_le_bytes(packed[1..5].try_into().expect("header")) as usize;
-    let body = miniz_oxide::inflate::decompress_to_vec_with_limit(&packed[5..], len)
-        .expect("inflates");
+    let body =
+        miniz_oxide::inflate::decompress_to_vec_with_limit(&packed[5..], len).expect("inflates");
     let mut out = vec![pick];
     if pick == 1 {
         out.extend_from_slice(&(body.len() as u32).to_le_bytes());
@@ -72,7 +76,11 @@ fn main() {
             world.step();
         }
         write("snapshot", scene, &world.snapshot().to_bytes());
-        write("packed_snapshot", scene, &packed_input(0, &world.snapshot().to_packed(), &[]));
+        write(
+            "packed_snapshot",
+            scene,
+            &packed_input(0, &world.snapshot().to_packed(), &[]),
+        );
     }
 
     // Tokens: mode 0 (bytes as they arrive), 1 (the signed part, which the
@@ -81,10 +89,22 @@ fn main() {
     for (name, claims) in token_claims() {
         let t = mint(&key, &claims, Nonce([3; 16])).expect("valid claims");
         let bytes = t.to_bytes();
-        write("token", &format!("{name}-bytes"), &[&[0][..], &bytes].concat());
+        write(
+            "token",
+            &format!("{name}-bytes"),
+            &[&[0][..], &bytes].concat(),
+        );
         let signed = &bytes[..bytes.len() - 64];
-        write("token", &format!("{name}-signed"), &[&[1][..], signed].concat());
-        write("token", &format!("{name}-text"), &[&[2][..], t.to_text().as_bytes()].concat());
+        write(
+            "token",
+            &format!("{name}-signed"),
+            &[&[1][..], signed].concat(),
+        );
+        write(
+            "token",
+            &format!("{name}-text"),
+            &[&[2][..], t.to_text().as_bytes()].concat(),
+        );
     }
 
     let mut game = Game::new(Sandbox::default(), 4);
