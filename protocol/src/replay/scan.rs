@@ -177,8 +177,10 @@ pub(crate) fn find_record<Rd: Read>(input: Rd, base: u64, from: u64) -> io::Resu
             3 => len == 12,
             _ => false,
         };
-        let keyframe = keyframe_len
-            .is_some_and(|s| s >= 1 && u64::from(len) == s + 20 && len as usize <= MAX_RECORD);
+        // (`s` is any u64 the input holds: no `s + 20`.)
+        let keyframe = keyframe_len.is_some_and(|s| {
+            s >= 1 && u64::from(len).checked_sub(20) == Some(s) && len as usize <= MAX_RECORD
+        });
         let payload_end = pos + FRAME_HEADER as u64 + u64::from(len);
         if small || keyframe {
             if small {
@@ -284,6 +286,19 @@ mod tests {
         assert_eq!(scan(&b, 0), Scan::Nothing);
         assert_eq!(scan(&[], 0), Scan::Nothing);
         assert_eq!(scan(&[0; 100_000], 0), Scan::Nothing);
+    }
+
+    /// Found by the `replay` fuzz target: a keyframe candidate whose
+    /// snapshot length is near `u64::MAX` overflowed `length + 20`.
+    #[test]
+    fn a_huge_snapshot_length_is_no_candidate() {
+        let mut b = 40u32.to_le_bytes().to_vec();
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&2u32.to_le_bytes());
+        b.extend_from_slice(&0u64.to_le_bytes());
+        b.extend_from_slice(&u64::MAX.to_le_bytes());
+        b.extend_from_slice(&[0; 64]);
+        assert_eq!(scan(&b, 0), Scan::Nothing);
     }
 
     #[test]
