@@ -1,110 +1,35 @@
 //! Headless bot players: load tests, soak tests, the demo.
 //!
-//! A [`BotFleet`] runs any number of bots on the current tokio runtime,
-//! each a [`connect`]ed session whose input comes from a
-//! [`Bot`] strategy once per tick. The fleet
+//! A [`BotFleet`] runs any number of bots of one game on the current tokio
+//! runtime, each a [`connect`]ed session whose input comes from the game's
+//! bot brain ([`BotRules::bot`]) once per tick, or a load client
+//! ([`crate::load`]) sending the game's [`BotRules::random_input`]s. The
+//! fleet
 //! sums their counters into a [`FleetStatus`] (for a per-second status
 //! line) and a final [`FleetReport`].
 
-use crate::conditioner::{ConditionerConfig, Percent};
-use crate::quic::{parse_fingerprint, CertPin, TlsError};
+use crate::conditioner::ConditionerConfig;
 use crate::{connect, ConnectOptions, Event, HandleStats};
-use bitroom_sim::game::bots::{Bot, Strategy};
-use bitroom_sim::game::sandbox::Sandbox;
-use bitroom_sim::game::Rules;
+use bitroom_protocol::NetRules;
+use bitroom_sim::game::bots::{Bot, BotRules};
+use bitroom_transport::CertPin;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-/// Certificate options shared by the commands that connect.
-#[derive(clap::Args, Clone, Debug, Default)]
-pub struct CertArgs {
-    /// Trust the server whose certificate is this file (PEM or DER; its
-    /// SHA-256 is pinned).
-    #[arg(long, value_name = "FILE", group = "trust")]
-    pub cert: Option<PathBuf>,
-    /// Trust the server whose certificate has this SHA-256 (hex, colons
-    /// allowed), as printed by `bitroom-server serve`.
-    #[arg(long, value_name = "HEX", group = "trust")]
-    pub cert_sha256: Option<String>,
-    /// Do not verify the server's certificate at all (development only).
-    #[arg(long, group = "trust")]
-    pub insecure: bool,
-}
-
-impl CertArgs {
-    /// The pin these options ask for.
-    ///
-    /// # Errors
-    /// Unreadable certificate, bad fingerprint, or no option given.
-    pub fn pin(&self) -> Result<CertPin, TlsError> {
-        if let Some(p) = &self.cert {
-            return CertPin::from_cert_file(p);
-        }
-        if let Some(h) = &self.cert_sha256 {
-            return Ok(CertPin::Sha256(parse_fingerprint(h)?));
-        }
-        if self.insecure {
-            return Ok(CertPin::Insecure);
-        }
-        Err(TlsError::Config(
-            "say how to trust the server: --cert FILE, --cert-sha256 HEX or --insecure".into(),
-        ))
-    }
-}
-
-/// Link conditioner options (each direction).
-#[derive(clap::Args, Clone, Debug, Default)]
-pub struct ConditionerArgs {
-    /// One-way added delay, e.g. 80ms.
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
-    pub sim_latency: Option<Duration>,
-    /// Extra random delay up to this, e.g. 20ms.
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
-    pub sim_jitter: Option<Duration>,
-    /// Datagram loss, e.g. 5%.
-    #[arg(long, value_name = "PERCENT")]
-    pub sim_loss: Option<Percent>,
-    /// Datagram duplication, e.g. 1%.
-    #[arg(long, value_name = "PERCENT")]
-    pub sim_dup: Option<Percent>,
-    /// Datagrams held back so later ones overtake them, e.g. 2%.
-    #[arg(long, value_name = "PERCENT")]
-    pub sim_reorder: Option<Percent>,
-    /// Seed of the conditioner's decisions.
-    #[arg(long, default_value_t = 1)]
-    pub sim_seed: u64,
-}
-
-impl ConditionerArgs {
-    /// The conditioner asked for, if any option is set.
-    pub fn config(&self) -> Option<ConditionerConfig> {
-        let c = ConditionerConfig {
-            latency: self.sim_latency.unwrap_or_default(),
-            jitter: self.sim_jitter.unwrap_or_default(),
-            loss_ppm: self.sim_loss.map_or(0, |p| p.ppm),
-            dup_ppm: self.sim_dup.map_or(0, |p| p.ppm),
-            reorder_ppm: self.sim_reorder.map_or(0, |p| p.ppm),
-            seed: self.sim_seed,
-        };
-        (!c.is_noop()).then_some(c)
-    }
-}
-
 /// One bot.
 #[derive(Clone, Debug)]
-pub struct BotSpec {
+pub struct BotSpec<S> {
     /// Display name.
     pub name: String,
     /// Room to join.
     pub room: String,
     /// How it plays.
-    pub strategy: Strategy,
+    pub strategy: S,
     /// Seed of its inputs.
     pub seed: u64,
     /// Predict (otherwise follow the confirmed game only: cheaper).
@@ -134,6 +59,10 @@ pub struct BotReport {
     pub connected_for: Duration,
     /// Connect → first snapshot applied.
     pub time_to_sync: Option<Duration>,
+    /// Tick of the first snapshot applied: every confirmed tick after it
+    /// can be checked against the server's hash (`stats.session.verified`
+    /// counts those that were).
+    pub synced_at: Option<u64>,
     /// Why it stopped early, or why it never connected.
     pub error: Option<String>,
     /// Whether it used a link conditioner.
@@ -272,9 +201,9 @@ struct Live {
 
 /// Bots running on the current runtime.
 #[derive(Debug)]
-pub struct BotFleet {
+pub struct BotFleet<R: BotRules> {
     server: SocketAddr,
-    rules: Sandbox,
+    rules: R,
     pin: CertPin,
     started: Instant,
     stop: watch::Sender<bool>,
@@ -293,10 +222,10 @@ pub struct BotFleet {
 /// more of a shared machine to the server under test.
 pub const LOAD_BOTS_PER_ENDPOINT: usize = 32;
 
-impl BotFleet {
+impl<R: BotRules + NetRules> BotFleet<R> {
     /// An empty fleet for `server`, with the rules every bot plays and how
     /// to trust the server.
-    pub fn new(server: SocketAddr, rules: Sandbox, pin: CertPin) -> BotFleet {
+    pub fn new(server: SocketAddr, rules: R, pin: CertPin) -> BotFleet<R> {
         BotFleet {
             server,
             rules,
@@ -311,7 +240,7 @@ impl BotFleet {
     }
 
     /// Starts a bot (it connects in the background).
-    pub fn spawn(&mut self, spec: BotSpec) {
+    pub fn spawn(&mut self, spec: BotSpec<R::Strategy>) {
         let live = Arc::new(Live {
             report: Mutex::new(BotReport {
                 name: spec.name.clone(),
@@ -327,7 +256,7 @@ impl BotFleet {
         let pin = self.pin;
         if spec.load {
             let endpoint = self.load_endpoint();
-            let rules = rules.fingerprint();
+            let fingerprint = rules.fingerprint();
             self.tasks.spawn(async move {
                 let endpoint = match endpoint {
                     Ok(e) => e,
@@ -337,7 +266,7 @@ impl BotFleet {
                         return;
                     }
                 };
-                run_load_bot(endpoint, server, rules, pin, spec, &live, stop).await;
+                run_load_bot(endpoint, server, rules, fingerprint, pin, spec, &live, stop).await;
             });
             return;
         }
@@ -416,18 +345,18 @@ impl BotFleet {
     }
 }
 
-async fn run_bot(
+async fn run_bot<R: BotRules + NetRules>(
     server: SocketAddr,
-    rules: Sandbox,
+    rules: R,
     pin: CertPin,
-    spec: BotSpec,
+    spec: BotSpec<R::Strategy>,
     live: &Live,
     mut stop: watch::Receiver<bool>,
 ) {
     let set = |f: &mut dyn FnMut(&mut BotReport)| {
         f(&mut live.report.lock().unwrap_or_else(|e| e.into_inner()));
     };
-    let mut bot = Bot::new(spec.strategy, spec.seed);
+    let mut bot = rules.bot(&spec.strategy, spec.seed);
     let mut options = ConnectOptions::new(rules, pin);
     options.name = spec.name.clone();
     options.predict = spec.predict;
@@ -456,9 +385,12 @@ async fn run_bot(
         tokio::select! {
             ev = handle.next_event() => match ev {
                 Some(Event::Desync { .. }) => set(&mut |r| r.desyncs += 1),
-                Some(Event::Synced { .. }) => {
+                Some(Event::Synced { tick }) => {
                     let dt = t0.elapsed();
-                    set(&mut |r| { r.time_to_sync.get_or_insert(dt); });
+                    set(&mut |r| {
+                        r.time_to_sync.get_or_insert(dt);
+                        r.synced_at.get_or_insert(tick);
+                    });
                 }
                 Some(Event::Disconnected(d)) => {
                     set(&mut |r| r.error = Some(format!("disconnected: {d}")));
@@ -488,12 +420,14 @@ async fn run_bot(
     }
 }
 
-async fn run_load_bot(
+#[allow(clippy::too_many_arguments)]
+async fn run_load_bot<R: BotRules + NetRules>(
     endpoint: quinn::Endpoint,
     server: SocketAddr,
-    rules: u64,
+    rules: R,
+    fingerprint: u64,
     pin: CertPin,
-    spec: BotSpec,
+    spec: BotSpec<R::Strategy>,
     live: &Live,
     stop: watch::Receiver<bool>,
 ) {
@@ -514,7 +448,15 @@ async fn run_load_bot(
         }
     };
     let result = crate::load::run(
-        &endpoint, server, &spec.room, rules, pin, spec.seed, publish, stop,
+        &endpoint,
+        server,
+        &spec.room,
+        fingerprint,
+        pin,
+        spec.seed,
+        |bits| rules.random_input(bits),
+        publish,
+        stop,
     )
     .await;
     if let Err(e) = result {
@@ -525,16 +467,16 @@ async fn run_load_bot(
 /// Builds the bots for `bitroom-client bots`: `count` bots, spread over
 /// `rooms` rooms (`ROOM` or `ROOM-0`, `ROOM-1`, …).
 #[allow(clippy::too_many_arguments)]
-pub fn plan(
+pub fn plan<S: Clone>(
     room: &str,
     rooms: u32,
     count: u32,
-    strategy: Strategy,
+    strategy: S,
     seed: u64,
     predict: bool,
     conditioner: Option<ConditionerConfig>,
     load: bool,
-) -> Vec<BotSpec> {
+) -> Vec<BotSpec<S>> {
     (0..count)
         .map(|i| BotSpec {
             name: format!("bot{i}"),
@@ -543,7 +485,7 @@ pub fn plan(
             } else {
                 format!("{room}-{}", i % rooms)
             },
-            strategy,
+            strategy: strategy.clone(),
             seed: seed.wrapping_add(u64::from(i)),
             predict,
             conditioner: conditioner.map(|c| ConditionerConfig {

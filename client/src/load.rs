@@ -10,15 +10,15 @@
 //! so the server does not resend, and pings. It checks nothing; use real
 //! bots for correctness.
 
-use crate::connection::disconnect_reason;
-use crate::quic::{client_config, CertPin, SERVER_NAME};
+use crate::driver::disconnect_reason;
 use crate::{ConnectError, Disconnect, HandleStats};
 use bitroom_protocol::{
     decode_server_datagram, decode_server_reliable, encode_client_datagram, encode_client_reliable,
     widen_tick, ClientDatagram, ClientReliable, ClientStats, FrameAck, Hello, InputBatch,
     ServerDatagram, ServerReliable, StreamFramer, PROTOCOL_VERSION,
 };
-use bitroom_sim::game::PlayerInput;
+use bitroom_sim::game::Input;
+use bitroom_transport::{client_config, CertPin, SERVER_NAME};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeSet, VecDeque};
@@ -99,18 +99,20 @@ pub fn client_endpoint(server: SocketAddr) -> std::io::Result<quinn::Endpoint> {
 
 /// Runs one load client on `endpoint` in `room` until `stop` is set or the
 /// server closes it; hands its counters to `publish` four times a second
-/// and at the end.
+/// and at the end. `rules` is the game's fingerprint; its inputs come from
+/// `input`, given 64 random bits, each held for 5 to 44 ticks.
 ///
 /// # Errors
 /// Connecting failed (the run is then over).
 #[allow(clippy::too_many_arguments)]
-pub async fn run(
+pub async fn run<I: Input>(
     endpoint: &quinn::Endpoint,
     server: SocketAddr,
     room: &str,
     rules: u64,
     pin: CertPin,
     seed: u64,
+    input_from: impl Fn(u64) -> I,
     publish: impl Fn(LoadStats),
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), ConnectError> {
@@ -142,8 +144,8 @@ pub async fn run(
     let mut acks: Option<Acks> = None;
     let mut newest = 0u64;
     let mut next_input_tick = 0u64;
-    let mut sent: VecDeque<(u64, PlayerInput)> = VecDeque::new();
-    let mut input = PlayerInput::default();
+    let mut sent: VecDeque<(u64, I)> = VecDeque::new();
+    let mut input = I::default();
     let mut hold = 0u32;
     let mut next_tick = Instant::now();
     let mut next_ping = Instant::now();
@@ -163,7 +165,7 @@ pub async fn run(
             end,
         });
     };
-    let send_dg = |msg: &ClientDatagram, stats: &mut ClientStats| {
+    let send_dg = |msg: &ClientDatagram<I>, stats: &mut ClientStats| {
         let bytes = encode_client_datagram(msg);
         stats.bytes_out += bytes.len() as u64;
         let _ = connection.send_datagram(bytes.into());
@@ -229,7 +231,7 @@ pub async fn run(
             d = connection.read_datagram() => match d {
                 Ok(bytes) => {
                     stats.bytes_in += bytes.len() as u64;
-                    match decode_server_datagram(&bytes) {
+                    match decode_server_datagram::<I>(&bytes) {
                         Ok(ServerDatagram::Frame(f)) => {
                             stats.frames += 1;
                             let t = widen_tick(f.tick, newest);
@@ -276,12 +278,7 @@ pub async fn run(
                             if hold == 0 {
                                 let r: u64 = rng.random();
                                 hold = 5 + (r % 40) as u32;
-                                input = PlayerInput {
-                                    buttons: (r >> 8) as u8 & 0b111,
-                                    move_x: (((r >> 16) % 255) as i32 - 127) as i8,
-                                    move_y: 0,
-                                    aim: (r >> 32) as u16,
-                                };
+                                input = input_from(r);
                             }
                             hold -= 1;
                             sent.push_back((next_input_tick, input));

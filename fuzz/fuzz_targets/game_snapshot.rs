@@ -2,8 +2,8 @@
 //! few ticks with every seat pressing buttons, joining and leaving.
 #![no_main]
 
-use bitroom_sim::game::sandbox::Sandbox;
-use bitroom_sim::game::{Game, GameSnapshot, InputSet, PlayerInput, SlotEvent};
+use bitroom_sim::game::sandbox::{PlayerInput, Sandbox};
+use bitroom_sim::game::{Game, GameSnapshot, InputSet, SlotEvent};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

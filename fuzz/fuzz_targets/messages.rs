@@ -5,12 +5,13 @@ use bitroom_protocol::{
     decode_client_datagram, decode_client_reliable, decode_server_datagram, decode_server_reliable,
     StreamFramer,
 };
+use bitroom_sim::game::sandbox::PlayerInput;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = decode_client_datagram(data);
+    let _ = decode_client_datagram::<PlayerInput>(data);
     let _ = decode_client_reliable(data);
-    let _ = decode_server_datagram(data);
+    let _ = decode_server_datagram::<PlayerInput>(data);
     let _ = decode_server_reliable(data);
     // The same bytes as a stream, fed in two pieces.
     let mut framer = StreamFramer::default();

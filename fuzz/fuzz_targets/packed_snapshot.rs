@@ -7,8 +7,8 @@
 //! and packs again without panicking.
 #![no_main]
 
-use bitroom_sim::game::sandbox::Sandbox;
-use bitroom_sim::game::{Game, GameSnapshot, InputSet, PlayerInput};
+use bitroom_sim::game::sandbox::{PlayerInput, Sandbox};
+use bitroom_sim::game::{Game, GameSnapshot, InputSet};
 use bitroom_sim::{Snapshot, World};
 use libfuzzer_sys::fuzz_target;
 

@@ -8,7 +8,8 @@
 //! tests.)
 #![no_main]
 
-use bitroom_protocol::replay::{sandbox_rules, verify, ReplayReader, VerifyOptions};
+use bitroom_protocol::replay::{verify, ReplayReader, VerifyOptions};
+use bitroom_sim::game::sandbox::Sandbox;
 use libfuzzer_sys::fuzz_target;
 
 fn fix_crcs(data: &[u8]) -> Vec<u8> {
@@ -33,6 +34,11 @@ fuzz_target!(|data: &[u8]| {
             start: None,
             synctest: None,
         };
-        let _ = verify(reader, sandbox_rules, &opts, &mut |_| {});
+        let _ = verify(
+            reader,
+            |h, i| Ok(Sandbox::replaying(i, h.rules_fingerprint)),
+            &opts,
+            &mut |_| {},
+        );
     }
 });

@@ -4,8 +4,8 @@
 //! stepping code instead of stopping at the first length check.
 
 use bitroom_protocol::token::{mint, Claims, Nonce, Role};
-use bitroom_sim::game::sandbox::Sandbox;
-use bitroom_sim::game::{Game, InputSet, PlayerInput};
+use bitroom_sim::game::sandbox::{PlayerInput, Sandbox};
+use bitroom_sim::game::{Game, InputSet};
 use bitroom_sim::scene::build_named;
 use std::fs;
 use std::path::Path;

@@ -15,10 +15,11 @@
 //!
 //! Run: `cargo bench -p bitroom-protocol --bench replay`.
 
-use bitroom_protocol::replay::{sandbox_rules, verify, Recorder, RecordingMeta, ReplayReader};
+use bitroom_protocol::replay::{verify, Recorder, RecordingMeta, ReplayReader};
 use bitroom_protocol::*;
-use bitroom_sim::game::bots::{Bot, Strategy};
+use bitroom_sim::game::bots::Bot;
 use bitroom_sim::game::sandbox::{Sandbox, SandboxConfig};
+use bitroom_sim::game::sandbox::{SandboxBot, Strategy};
 use bitroom_sim::game::{Game, InputSet, Rules, SlotEvent};
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::fs::File;
@@ -28,7 +29,7 @@ use std::time::{Duration, Instant};
 /// A room with four bots, `warm` ticks in.
 struct BotRoom {
     room: ServerRoom<Sandbox>,
-    bots: Vec<(ConnId, u8, Bot)>,
+    bots: Vec<(ConnId, u8, SandboxBot)>,
 }
 
 impl BotRoom {
@@ -55,7 +56,7 @@ impl BotRoom {
                 reconnect: None,
             });
             room.handle_reliable(0, conn, &encode_client_reliable(&hello));
-            bots.push((conn, i as u8, Bot::new(s, conn)));
+            bots.push((conn, i as u8, SandboxBot::new(s, conn)));
         }
         while room.poll_output().is_some() {}
         let mut r = BotRoom { room, bots };
@@ -129,7 +130,7 @@ fn record_tick(c: &mut Criterion) {
         let file = File::create(&path).expect("bench file");
         let meta = RecordingMeta {
             keyframe_interval: interval,
-            ..RecordingMeta::new("bench", "arena", 60)
+            ..RecordingMeta::new("sandbox", "bench", "arena", 60)
         };
         let mut rec = Recorder::new(BufWriter::new(file), r.room.game(), meta).expect("recorder");
         group.bench_function(name, |b| {
@@ -161,7 +162,7 @@ fn record_tick(c: &mut Criterion) {
     let file = File::create(&path).expect("bench file");
     let meta = RecordingMeta {
         keyframe_interval: 10,
-        ..RecordingMeta::new("bench", "arena", 60)
+        ..RecordingMeta::new("sandbox", "bench", "arena", 60)
     };
     let mut rec = Recorder::new(BufWriter::new(file), r.room.game(), meta).expect("recorder");
     let (to, from) = std::sync::mpsc::sync_channel(4096);
@@ -208,7 +209,9 @@ fn verify_1000(c: &mut Criterion) {
     // 4 bots in an arena of 1000 loose bodies, 300 ticks in (the bodies
     // have landed), then one recorded second.
     let mut game = Game::new(Sandbox::new(SandboxConfig { loose_bodies: 1000 }), 4);
-    let mut bots: Vec<Bot> = (0..4).map(|i| Bot::new(Strategy::Random, 9 + i)).collect();
+    let mut bots: Vec<SandboxBot> = (0..4)
+        .map(|i| SandboxBot::new(Strategy::Random, 9 + i))
+        .collect();
     let mut step = |game: &mut Game<Sandbox>, t: u64| {
         let mut set = InputSet::with_inputs(
             bots.iter_mut()
@@ -227,7 +230,7 @@ fn verify_1000(c: &mut Criterion) {
     }
     let meta = RecordingMeta {
         keyframe_interval: 600,
-        ..RecordingMeta::new("bench", "arena", 60)
+        ..RecordingMeta::new("sandbox", "bench", "arena", 60)
     };
     let mut rec = Recorder::new(Vec::new(), &game, meta).expect("recorder");
     for t in 301..=360 {
@@ -241,8 +244,13 @@ fn verify_1000(c: &mut Criterion) {
     group.bench_function("arena_1000_bodies_60_ticks", |b| {
         b.iter(|| {
             let reader = ReplayReader::open(&bytes[..]).expect("valid");
-            let rep =
-                verify(reader, sandbox_rules, &Default::default(), &mut |_| {}).expect("verifies");
+            let rep = verify(
+                reader,
+                |h, i| Ok(Sandbox::replaying(i, h.rules_fingerprint)),
+                &Default::default(),
+                &mut |_| {},
+            )
+            .expect("verifies");
             assert_eq!(rep.ticks_verified, 60);
             assert!(rep.divergence.is_none());
         })

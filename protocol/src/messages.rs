@@ -13,9 +13,19 @@
 //! *changed* since the previous tick (a slot mask plus those inputs), the
 //! join / leave events, the state hash, an input ack and timing feedback,
 //! so downstream bandwidth depends on players, not on bodies.
+//!
+//! The per-tick messages are generic over the game's input type
+//! ([`Input`], the rules' [`Rules::Input`]); the reliable ones are not.
+//! An input encodes to at most [`Input::MAX_ENCODED`] bytes, which a
+//! hosted game may state up to [`MAX_INPUT_BYTES`]: that keeps every
+//! datagram within [`MAX_DATAGRAM`] (the `largest_datagrams_fit` test
+//! encodes the largest of each). Decoding refuses inputs over the game's
+//! bound.
+//!
+//! [`Rules::Input`]: bitroom_sim::game::Rules::Input
 
 use bincode::config::{Configuration, Fixint, LittleEndian, NoLimit};
-use bitroom_sim::game::{PlayerInput, SlotEvent, MAX_SLOTS};
+use bitroom_sim::game::{Input, SlotEvent, MAX_SLOTS};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -32,10 +42,15 @@ use std::fmt;
 /// coloured bundles of contacts (a new simulation: the same encodings, but
 /// every state after a step with contacts differs from 6's). 8: contacts
 /// between thick shapes are recycled (manifolds at reference poses carried
-/// by the bodies' motion; a new simulation, the same encodings).
+/// by the bodies' motion; a new simulation, the same encodings). 9: input
+/// batches and tick frames carry the game's own input type
+/// ([`Rules::Input`], at most [`MAX_INPUT_BYTES`] each; the sandbox's
+/// `PlayerInput` encodes as in 8), and inputs over the game's stated size
+/// are refused.
 ///
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
-pub const PROTOCOL_VERSION: u32 = 8;
+/// [`Rules::Input`]: bitroom_sim::game::Rules::Input
+pub const PROTOCOL_VERSION: u32 = 9;
 /// Largest datagram we send or accept (quinn's initial max is 1162).
 pub const MAX_DATAGRAM: usize = 1150;
 /// Largest reliable message (a snapshot chunk, a desync report).
@@ -48,6 +63,13 @@ pub const MAX_SNAPSHOT_TOTAL: usize = 64 << 20;
 pub const MAX_BATCH_INPUTS: usize = 32;
 /// Most join / leave events in one tick frame.
 pub const MAX_FRAME_EVENTS: usize = 64;
+/// Largest [`Input::MAX_ENCODED`] a hosted game may state. With it, the
+/// largest tick frame ([`MAX_SLOTS`] changed inputs and
+/// [`MAX_FRAME_EVENTS`] events: 364 + 32 × 24 = 1132 bytes) and the largest
+/// input batch ([`MAX_BATCH_INPUTS`] inputs: 793 bytes) fit in
+/// [`MAX_DATAGRAM`]. A room or session of a game with larger inputs does
+/// not compile.
+pub const MAX_INPUT_BYTES: usize = 24;
 /// Longest room name and player name (bytes).
 pub const MAX_NAME: usize = 64;
 
@@ -136,22 +158,22 @@ pub struct FrameAck {
 
 /// A player's recent inputs, sent every tick, redundantly until acked.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct InputBatch {
+pub struct InputBatch<I> {
     /// The slot the client plays (checked against its connection).
     pub slot: u8,
     /// Tick of `inputs[0]`.
     pub first_tick: u32,
     /// Consecutive inputs from `first_tick` (at most [`MAX_BATCH_INPUTS`]).
-    pub inputs: Vec<PlayerInput>,
+    pub inputs: Vec<I>,
     /// Frames received.
     pub ack: FrameAck,
 }
 
 /// Client → server, unreliable.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ClientDatagram {
+pub enum ClientDatagram<I> {
     /// Inputs plus frame acks.
-    Inputs(InputBatch),
+    Inputs(InputBatch<I>),
     /// Frame acks only (spectators, or a player before it has a slot).
     Ack(FrameAck),
     /// RTT probe; answered with a pong echoing `time`.
@@ -172,16 +194,16 @@ pub enum ClientDatagram {
 /// The changed inputs of a tick: `mask` bit `i` set means slot `i` changed,
 /// and `inputs` lists the new inputs in slot order.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct InputChanges {
+pub struct InputChanges<I> {
     /// Changed slots.
     pub mask: u32,
     /// Their inputs, lowest slot first.
-    pub inputs: Vec<PlayerInput>,
+    pub inputs: Vec<I>,
 }
 
 /// The authoritative inputs and hash of one tick, per client.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TickFrame {
+pub struct TickFrame<I> {
     /// The tick (the state after stepping with these inputs).
     pub tick: u32,
     /// Game state hash at `tick`.
@@ -192,16 +214,16 @@ pub struct TickFrame {
     /// needed, in units of 100 µs (negative: late).
     pub input_lead: i16,
     /// Inputs that differ from the previous tick's.
-    pub changes: Option<InputChanges>,
+    pub changes: Option<InputChanges<I>>,
     /// Join / leave events of the tick.
     pub events: Option<Vec<SlotEvent>>,
 }
 
 /// Server → client, unreliable.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ServerDatagram {
+pub enum ServerDatagram<I> {
     /// A tick frame (sent once, resent when not acked in time).
-    Frame(TickFrame),
+    Frame(TickFrame<I>),
     /// Answer to a ping.
     Pong {
         /// The ping's `time`.
@@ -347,6 +369,17 @@ fn check_name(s: &str, what: &'static str) -> Result<(), CodecError> {
     Ok(())
 }
 
+/// Inputs over the game's stated size are refused: they would break the
+/// datagram bound ([`MAX_INPUT_BYTES`]).
+fn check_inputs<I: Input>(inputs: &[I]) -> Result<(), CodecError> {
+    if inputs.iter().any(|i| !i.fits()) {
+        return Err(CodecError::Invalid(
+            "an input is larger than the game's Input::MAX_ENCODED",
+        ));
+    }
+    Ok(())
+}
+
 /// Rules every decoded message must satisfy beyond its shape.
 trait Validate {
     fn validate(&self) -> Result<(), CodecError>;
@@ -365,7 +398,7 @@ impl Validate for ClientReliable {
     }
 }
 
-impl Validate for ClientDatagram {
+impl<I: Input> Validate for ClientDatagram<I> {
     fn validate(&self) -> Result<(), CodecError> {
         if let ClientDatagram::Inputs(b) = self {
             if b.inputs.len() > MAX_BATCH_INPUTS {
@@ -374,27 +407,26 @@ impl Validate for ClientDatagram {
             if b.slot >= MAX_SLOTS {
                 return Err(CodecError::Invalid("slot out of range"));
             }
+            check_inputs(&b.inputs)?;
         }
         Ok(())
     }
 }
 
-impl Validate for ServerDatagram {
+impl<I: Input> Validate for ServerDatagram<I> {
     fn validate(&self) -> Result<(), CodecError> {
         if let ServerDatagram::Frame(f) = self {
             if let Some(c) = &f.changes {
                 if c.inputs.len() != c.mask.count_ones() as usize {
                     return Err(CodecError::Invalid("input mask and input count differ"));
                 }
+                check_inputs(&c.inputs)?;
             }
             if let Some(e) = &f.events {
                 if e.len() > MAX_FRAME_EVENTS {
                     return Err(CodecError::Invalid("too many events in a frame"));
                 }
-                let slot = |e: &SlotEvent| match *e {
-                    SlotEvent::Join(s) | SlotEvent::Leave(s) => s,
-                };
-                if e.iter().any(|e| slot(e) >= MAX_SLOTS) {
+                if e.iter().any(|e| e.slot() >= MAX_SLOTS) {
                     return Err(CodecError::Invalid("event slot out of range"));
                 }
             }
@@ -427,9 +459,9 @@ impl Validate for ServerReliable {
 }
 
 macro_rules! codec {
-    ($ty:ty, $limit:expr, $enc:ident, $dec:ident) => {
+    ($ty:ident $(<$input:ident>)?, $limit:expr, $enc:ident, $dec:ident) => {
         /// Encodes the message.
-        pub fn $enc(msg: &$ty) -> Vec<u8> {
+        pub fn $enc$(<$input: Input>)?(msg: &$ty$(<$input>)?) -> Vec<u8> {
             encode(msg)
         }
 
@@ -437,8 +469,8 @@ macro_rules! codec {
         ///
         /// # Errors
         /// Oversized, malformed, truncated or invalid input.
-        pub fn $dec(bytes: &[u8]) -> Result<$ty, CodecError> {
-            let msg: $ty = decode::<$ty, { $limit }>(bytes)?;
+        pub fn $dec$(<$input: Input>)?(bytes: &[u8]) -> Result<$ty$(<$input>)?, CodecError> {
+            let msg: $ty$(<$input>)? = decode::<$ty$(<$input>)?, { $limit }>(bytes)?;
             msg.validate()?;
             Ok(msg)
         }
@@ -452,7 +484,7 @@ codec!(
     decode_client_reliable
 );
 codec!(
-    ClientDatagram,
+    ClientDatagram<I>,
     MAX_DATAGRAM,
     encode_client_datagram,
     decode_client_datagram
@@ -464,7 +496,7 @@ codec!(
     decode_server_reliable
 );
 codec!(
-    ServerDatagram,
+    ServerDatagram<I>,
     MAX_DATAGRAM,
     encode_server_datagram,
     decode_server_datagram

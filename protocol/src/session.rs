@@ -15,7 +15,7 @@
 
 use crate::messages::*;
 use crate::{widen_tick, Micros};
-use bitroom_sim::game::{Game, GameSnapshot, InputSet, PlayerInput, Rules, Timeline};
+use bitroom_sim::game::{Game, GameSnapshot, Input, InputSet, Rules, Timeline};
 use std::collections::{BTreeMap, VecDeque};
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -133,6 +133,9 @@ pub struct ClientStats {
     pub tick: u64,
     /// Confirmed tick.
     pub confirmed: u64,
+    /// Inputs [`ClientSession::set_input`] refused for being larger than
+    /// the game's [`Input::MAX_ENCODED`] (a bug in the game's input type).
+    pub refused_inputs: u64,
 }
 
 /// Why the session stopped.
@@ -153,13 +156,13 @@ pub struct ClientSession<R: Rules> {
     welcome: Option<Welcome>,
     timeline: Option<Timeline<R>>,
     snapshot_buf: Vec<u8>,
-    pending: BTreeMap<u64, TickFrame>,
-    base_inputs: Vec<PlayerInput>,
+    pending: BTreeMap<u64, TickFrame<R::Input>>,
+    base_inputs: Vec<R::Input>,
     server_hashes: BTreeMap<u64, u64>,
     newest_frame: u64,
     resyncing: bool,
-    input: PlayerInput,
-    sent_inputs: VecDeque<(u64, PlayerInput)>,
+    input: R::Input,
+    sent_inputs: VecDeque<(u64, R::Input)>,
     input_ack: u64,
     clock_tick: u64,
     next_tick_at: Micros,
@@ -185,7 +188,16 @@ const MAX_CATCH_UP: u64 = 240;
 
 impl<R: Rules> ClientSession<R> {
     /// Starts a session: the hello is queued at once.
+    ///
+    /// A game whose [`Input::MAX_ENCODED`] is over [`MAX_INPUT_BYTES`] does
+    /// not compile here: its input batches would not fit a datagram.
     pub fn new(rules: R, config: ClientConfig, now: Micros) -> ClientSession<R> {
+        const {
+            assert!(
+                <R::Input as Input>::MAX_ENCODED <= MAX_INPUT_BYTES,
+                "the game's Input::MAX_ENCODED is over bitroom_protocol::MAX_INPUT_BYTES"
+            )
+        };
         let hello = ClientReliable::Hello(Hello {
             version: PROTOCOL_VERSION,
             rules: rules.fingerprint(),
@@ -206,7 +218,7 @@ impl<R: Rules> ClientSession<R> {
             server_hashes: BTreeMap::new(),
             newest_frame: 0,
             resyncing: false,
-            input: PlayerInput::default(),
+            input: R::Input::default(),
             sent_inputs: VecDeque::new(),
             input_ack: 0,
             clock_tick: 0,
@@ -234,7 +246,7 @@ impl<R: Rules> ClientSession<R> {
         self.out.push_back(ClientTransmit::Reliable(bytes));
     }
 
-    fn send_datagram(&mut self, msg: &ClientDatagram) {
+    fn send_datagram(&mut self, msg: &ClientDatagram<R::Input>) {
         let bytes = encode_client_datagram(msg);
         self.stats.bytes_out += bytes.len() as u64;
         self.out.push_back(ClientTransmit::Datagram(bytes));
@@ -308,9 +320,16 @@ impl<R: Rules> ClientSession<R> {
         s
     }
 
-    /// The input to use from the next tick on (held until changed).
-    pub fn set_input(&mut self, input: PlayerInput) {
-        self.input = input;
+    /// The input to use from the next tick on (held until changed). An
+    /// input that encodes to more than the game's [`Input::MAX_ENCODED`]
+    /// is refused (counted in [`ClientStats::refused_inputs`]; the held
+    /// input stays): the server would refuse it anyway.
+    pub fn set_input(&mut self, input: R::Input) {
+        if input.fits() {
+            self.input = input;
+        } else {
+            self.stats.refused_inputs += 1;
+        }
     }
 
     /// Leaves the room for good.
@@ -448,7 +467,7 @@ impl<R: Rules> ClientSession<R> {
     /// A datagram. Malformed ones are counted and dropped.
     pub fn handle_datagram(&mut self, now: Micros, bytes: &[u8]) {
         self.stats.bytes_in += bytes.len() as u64;
-        let msg = match decode_server_datagram(bytes) {
+        let msg = match decode_server_datagram::<R::Input>(bytes) {
             Ok(m) => m,
             Err(_) => {
                 self.stats.malformed += 1;
@@ -473,7 +492,7 @@ impl<R: Rules> ClientSession<R> {
             })
     }
 
-    fn frame(&mut self, now: Micros, f: TickFrame) {
+    fn frame(&mut self, now: Micros, f: TickFrame<R::Input>) {
         self.stats.frames += 1;
         if matches!(self.phase, Phase::Closed | Phase::Connecting { .. }) {
             return;
@@ -721,7 +740,7 @@ impl<R: Rules> ClientSession<R> {
             self.sent_inputs.pop_front();
         }
         // The newest consecutive run (a clock jump or resync leaves gaps).
-        let mut inputs: Vec<PlayerInput> = Vec::new();
+        let mut inputs: Vec<R::Input> = Vec::new();
         let mut first = 0;
         for &(t, i) in self.sent_inputs.iter().rev() {
             if inputs.len() == MAX_BATCH_INPUTS || (!inputs.is_empty() && t + 1 != first) {

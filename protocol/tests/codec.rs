@@ -2,8 +2,10 @@
 //! never a panic, never an allocation past the limit.
 
 use bitroom_protocol::*;
-use bitroom_sim::game::{PlayerInput, SlotEvent};
+use bitroom_sim::game::sandbox::PlayerInput;
+use bitroom_sim::game::{Input, SlotEvent, MAX_SLOTS};
 use proptest::prelude::*;
+use serde::{Deserialize, Serialize};
 
 /// Encoded samples per message type: client reliable, client datagram,
 /// server reliable, server datagram.
@@ -37,8 +39,8 @@ fn samples() -> Samples {
                 later: 5,
             },
         })),
-        encode_client_datagram(&ClientDatagram::Ping { time: 5 }),
-        encode_client_datagram(&ClientDatagram::Ack(FrameAck::default())),
+        encode_client_datagram(&ClientDatagram::<PlayerInput>::Ping { time: 5 }),
+        encode_client_datagram(&ClientDatagram::<PlayerInput>::Ack(FrameAck::default())),
     ];
     let sr = vec![
         encode_server_reliable(&ServerReliable::Welcome(Welcome {
@@ -74,16 +76,16 @@ fn samples() -> Samples {
             }),
             events: Some(vec![SlotEvent::Join(2)]),
         })),
-        encode_server_datagram(&ServerDatagram::Pong { time: 1 }),
+        encode_server_datagram(&ServerDatagram::<PlayerInput>::Pong { time: 1 }),
     ];
     (cr, cd, sr, sd)
 }
 
 fn decode_all(bytes: &[u8]) {
     let _ = decode_client_reliable(bytes);
-    let _ = decode_client_datagram(bytes);
+    let _ = decode_client_datagram::<PlayerInput>(bytes);
     let _ = decode_server_reliable(bytes);
-    let _ = decode_server_datagram(bytes);
+    let _ = decode_server_datagram::<PlayerInput>(bytes);
 }
 
 #[test]
@@ -97,7 +99,7 @@ fn messages_round_trip() {
     }
     for b in &cd {
         assert_eq!(
-            &encode_client_datagram(&decode_client_datagram(b).unwrap()),
+            &encode_client_datagram(&decode_client_datagram::<PlayerInput>(b).unwrap()),
             b
         );
     }
@@ -109,7 +111,7 @@ fn messages_round_trip() {
     }
     for b in &sd {
         assert_eq!(
-            &encode_server_datagram(&decode_server_datagram(b).unwrap()),
+            &encode_server_datagram(&decode_server_datagram::<PlayerInput>(b).unwrap()),
             b
         );
     }
@@ -125,7 +127,10 @@ fn every_truncation_is_an_error() {
     }
     for b in &cd {
         for n in 0..b.len() {
-            assert!(decode_client_datagram(&b[..n]).is_err(), "{n}");
+            assert!(
+                decode_client_datagram::<PlayerInput>(&b[..n]).is_err(),
+                "{n}"
+            );
         }
     }
     for b in &sr {
@@ -135,7 +140,10 @@ fn every_truncation_is_an_error() {
     }
     for b in &sd {
         for n in 0..b.len() {
-            assert!(decode_server_datagram(&b[..n]).is_err(), "{n}");
+            assert!(
+                decode_server_datagram::<PlayerInput>(&b[..n]).is_err(),
+                "{n}"
+            );
         }
     }
 }
@@ -146,12 +154,12 @@ fn trailing_bytes_and_oversize_are_refused() {
     let mut b = cd[1].clone();
     b.push(0);
     assert!(matches!(
-        decode_client_datagram(&b),
+        decode_client_datagram::<PlayerInput>(&b),
         Err(CodecError::Trailing(1))
     ));
     let big = vec![0u8; MAX_DATAGRAM + 1];
     assert!(matches!(
-        decode_client_datagram(&big),
+        decode_client_datagram::<PlayerInput>(&big),
         Err(CodecError::TooLarge { .. })
     ));
 }
@@ -169,7 +177,7 @@ fn huge_declared_lengths_do_not_allocate() {
     let mut d = vec![0, 0, 0, 0, 1];
     d.extend_from_slice(&5u32.to_le_bytes());
     d.extend_from_slice(&u64::MAX.to_le_bytes());
-    assert!(decode_client_datagram(&d).is_err());
+    assert!(decode_client_datagram::<PlayerInput>(&d).is_err());
 }
 
 #[test]
@@ -191,7 +199,7 @@ fn invalid_fields_are_named() {
         inputs: vec![PlayerInput::default(); MAX_BATCH_INPUTS + 1],
         ack: FrameAck::default(),
     }));
-    assert!(decode_client_datagram(&b).is_err());
+    assert!(decode_client_datagram::<PlayerInput>(&b).is_err());
     let b = encode_server_datagram(&ServerDatagram::Frame(TickFrame {
         tick: 1,
         hash: 0,
@@ -203,7 +211,7 @@ fn invalid_fields_are_named() {
         }),
         events: None,
     }));
-    assert!(decode_server_datagram(&b).is_err());
+    assert!(decode_server_datagram::<PlayerInput>(&b).is_err());
     let b = encode_server_reliable(&ServerReliable::Snapshot(SnapshotChunk {
         tick: 0,
         state_hash: 0,
@@ -215,8 +223,26 @@ fn invalid_fields_are_named() {
     assert!(decode_server_reliable(&b).is_err());
 }
 
+/// The widest input a hosted game may have.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Widest([u8; MAX_INPUT_BYTES]);
+
+impl Input for Widest {
+    const MAX_ENCODED: usize = MAX_INPUT_BYTES;
+}
+
+/// An input whose stated size is smaller than its encoding.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Understated(u64);
+
+impl Input for Understated {
+    const MAX_ENCODED: usize = 4;
+}
+
 #[test]
-fn largest_frames_fit_a_datagram() {
+fn largest_datagrams_fit() {
+    let widest = Widest([0xff; MAX_INPUT_BYTES]);
+    assert_eq!(widest.encoded_len(), MAX_INPUT_BYTES);
     let frame = ServerDatagram::Frame(TickFrame {
         tick: u32::MAX,
         hash: u64::MAX,
@@ -224,24 +250,65 @@ fn largest_frames_fit_a_datagram() {
         input_lead: i16::MIN,
         changes: Some(InputChanges {
             mask: u32::MAX,
-            inputs: vec![PlayerInput::default(); 32],
+            inputs: vec![widest; usize::from(MAX_SLOTS)],
         }),
         events: Some(vec![SlotEvent::Leave(31); MAX_FRAME_EVENTS]),
     });
     let n = encode_server_datagram(&frame).len();
+    assert_eq!(
+        n,
+        364 + 32 * MAX_INPUT_BYTES,
+        "the bound in MAX_INPUT_BYTES's docs"
+    );
     assert!(n <= MAX_DATAGRAM, "{n} bytes");
+    assert!(decode_server_datagram::<Widest>(&encode_server_datagram(&frame)).is_ok());
     let batch = ClientDatagram::Inputs(InputBatch {
         slot: 31,
         first_tick: 1,
-        inputs: vec![PlayerInput::default(); MAX_BATCH_INPUTS],
+        inputs: vec![widest; MAX_BATCH_INPUTS],
         ack: FrameAck::default(),
     });
-    assert!(encode_client_datagram(&batch).len() <= MAX_DATAGRAM);
+    let n = encode_client_datagram(&batch).len();
+    assert_eq!(n, 25 + 32 * MAX_INPUT_BYTES);
+    assert!(n <= MAX_DATAGRAM, "{n} bytes");
+    // One more byte per input would not fit the frame.
+    const { assert!(364 + 32 * (MAX_INPUT_BYTES + 1) > MAX_DATAGRAM) };
+}
+
+#[test]
+fn inputs_over_the_stated_size_are_refused() {
+    let big = Understated(u64::MAX);
+    assert!(!big.fits());
+    let batch = encode_client_datagram(&ClientDatagram::Inputs(InputBatch {
+        slot: 0,
+        first_tick: 1,
+        inputs: vec![big],
+        ack: FrameAck::default(),
+    }));
+    assert!(matches!(
+        decode_client_datagram::<Understated>(&batch),
+        Err(CodecError::Invalid(_))
+    ));
+    let frame = encode_server_datagram(&ServerDatagram::Frame(TickFrame {
+        tick: 1,
+        hash: 2,
+        input_ack: 3,
+        input_lead: 4,
+        changes: Some(InputChanges {
+            mask: 1,
+            inputs: vec![big],
+        }),
+        events: None,
+    }));
+    assert!(matches!(
+        decode_server_datagram::<Understated>(&frame),
+        Err(CodecError::Invalid(_))
+    ));
 }
 
 #[test]
 fn idle_frame_is_small() {
-    let frame = ServerDatagram::Frame(TickFrame {
+    let frame = ServerDatagram::<PlayerInput>::Frame(TickFrame {
         tick: 1,
         hash: 2,
         input_ack: 3,

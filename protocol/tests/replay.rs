@@ -1,17 +1,24 @@
 //! Replay files: record → verify round trips over a real `ServerRoom`,
 //! damaged files (every truncation, every flipped byte, bad headers,
 //! random bytes), perturbed re-simulations caught at the right tick with the
-//! right body, and desync report files.
+//! right body.
 
 use bitroom_protocol::replay::*;
 use bitroom_protocol::*;
-use bitroom_sim::game::bots::{Bot, Strategy};
+use bitroom_sim::game::bots::Bot;
 use bitroom_sim::game::diff::Field;
+use bitroom_sim::game::sandbox::PlayerInput;
 use bitroom_sim::game::sandbox::{Sandbox, SandboxConfig, AVATAR_TAG};
-use bitroom_sim::game::{Game, GameSnapshot, InputSet, PlayerInput, Rules, SlotEvent};
+use bitroom_sim::game::sandbox::{SandboxBot, Strategy};
+use bitroom_sim::game::{Game, GameSnapshot, InputSet, Rules, SlotEvent};
 use bitroom_sim::{fx, Scalar, Vec2};
 use proptest::prelude::*;
 use std::io::{self, Cursor, Write};
+
+/// The replay types for the sandbox's input.
+type Record = bitroom_protocol::replay::Record<PlayerInput>;
+type ReplayIndex = bitroom_protocol::replay::ReplayIndex<PlayerInput>;
+type ReplayReader<Rd> = bitroom_protocol::replay::ReplayReader<Rd, PlayerInput>;
 
 fn rules(loose: u32) -> Sandbox {
     Sandbox::new(SandboxConfig {
@@ -22,8 +29,13 @@ fn rules(loose: u32) -> Sandbox {
 fn meta(interval: u32) -> RecordingMeta {
     RecordingMeta {
         keyframe_interval: interval,
-        ..RecordingMeta::new("test room", "arena", 60)
+        ..RecordingMeta::new("sandbox", "test room", "arena", 60)
     }
+}
+
+/// The sandbox rules for a recording (see `Sandbox::for_replay`).
+fn sandbox_rules(header: &Header, initial: &GameSnapshot<Sandbox>) -> Result<Sandbox, ResimError> {
+    Ok(Sandbox::replaying(initial, header.rules_fingerprint))
 }
 
 fn hello(fingerprint: u64) -> Vec<u8> {
@@ -45,21 +57,22 @@ fn record_room(ticks: u64, interval: u32, loose: u32) -> (Vec<u8>, u64) {
     let r = rules(loose);
     let mut room = ServerRoom::new(r.clone(), RoomConfig::default(), 0);
     let mut rec = Recorder::new(Vec::new(), room.game(), meta(interval)).expect("recorder");
-    let mut conns: Vec<(ConnId, u8, Bot)> = Vec::new();
+    let mut conns: Vec<(ConnId, u8, SandboxBot)> = Vec::new();
     let strategies = [Strategy::Random, Strategy::Chaser, Strategy::Circle];
-    let join = |room: &mut ServerRoom<Sandbox>, conns: &mut Vec<(ConnId, u8, Bot)>, conn, now| {
-        room.handle_connect(now, conn);
-        room.handle_reliable(now, conn, &hello(r.fingerprint()));
-        let mut slot = None;
-        while let Some(ev) = room.poll_event() {
-            if let RoomEvent::Joined { slot: s, .. } = ev {
-                slot = s;
+    let join =
+        |room: &mut ServerRoom<Sandbox>, conns: &mut Vec<(ConnId, u8, SandboxBot)>, conn, now| {
+            room.handle_connect(now, conn);
+            room.handle_reliable(now, conn, &hello(r.fingerprint()));
+            let mut slot = None;
+            while let Some(ev) = room.poll_event() {
+                if let RoomEvent::Joined { slot: s, .. } = ev {
+                    slot = s;
+                }
             }
-        }
-        let slot = slot.expect("a seat");
-        let bot = Bot::new(strategies[conn as usize % 3], conn);
-        conns.push((conn, slot, bot));
-    };
+            let slot = slot.expect("a seat");
+            let bot = SandboxBot::new(strategies[conn as usize % 3], conn);
+            conns.push((conn, slot, bot));
+        };
     for c in 1..=4 {
         join(&mut room, &mut conns, c, 0);
     }
@@ -108,7 +121,9 @@ fn record_game(
 ) -> (Vec<u8>, Option<u32>) {
     let mut game = Game::new(rules(loose), 3);
     let mut rec = Recorder::new(Vec::new(), &game, meta(interval)).expect("recorder");
-    let mut bots: Vec<Bot> = (0..3).map(|i| Bot::new(Strategy::Random, 40 + i)).collect();
+    let mut bots: Vec<SandboxBot> = (0..3)
+        .map(|i| SandboxBot::new(Strategy::Random, 40 + i))
+        .collect();
     let mut nudged = None;
     for t in 1..=ticks {
         let mut set = InputSet::with_inputs(
@@ -663,8 +678,9 @@ fn bad_headers_are_errors() {
         "{e}"
     );
     assert!(
-        e.to_string()
-            .contains(&format!("this build reads version {FORMAT_VERSION})")),
+        e.to_string().contains(&format!(
+            "this build reads versions {OLDEST_FORMAT_VERSION} to {FORMAT_VERSION})"
+        )),
         "{e}"
     );
 
@@ -741,12 +757,20 @@ fn bad_headers_are_errors() {
     };
     let e = verify_bytes(&rebuild(&shifted, &rest), VerifyOptions::default()).expect_err("bad");
     assert!(matches!(e, ResimError::InitialMismatch { .. }), "{e}");
+    // Rules of another fingerprint than the recorded one are refused.
     let other = Header {
-        rules: "soccer".into(),
+        rules_fingerprint: header.rules_fingerprint ^ 1,
         ..header.clone()
     };
-    let e = verify_bytes(&rebuild(&other, &rest), VerifyOptions::default()).expect_err("bad");
-    assert!(matches!(e, ResimError::Rules(_)), "{e}");
+    let fp = header.rules_fingerprint;
+    let e = verify(
+        ReplayReader::open(&rebuild(&other, &rest)[..]).expect("opens"),
+        |_, i| Ok(Sandbox::replaying(i, fp)),
+        &VerifyOptions::default(),
+        &mut |_| {},
+    )
+    .expect_err("bad");
+    assert!(matches!(e, ResimError::Fingerprint { .. }), "{e}");
     assert_eq!(header_of(&bytes), header);
 }
 
@@ -847,7 +871,7 @@ fn the_recorder_refuses_gaps_and_stops_after_a_write_error() {
     let header_len = encode_header(&Header {
         format_version: FORMAT_VERSION,
         bitroom_version: env!("CARGO_PKG_VERSION").into(),
-        rules: SANDBOX_RULES.into(),
+        rules: "sandbox".into(),
         tick_rate: 60,
         rules_fingerprint: game.rules().fingerprint(),
         room: "test room".into(),
@@ -967,7 +991,7 @@ fn the_recorder_rebuilds_recent_states_for_desync_reports() {
     let mut game = Game::new(rules(10), 2);
     let mut rec = Recorder::new(Vec::new(), &game, meta(10)).expect("recorder");
     let mut hashes = vec![game.state_hash()];
-    let mut bot = Bot::new(Strategy::Random, 3);
+    let mut bot = SandboxBot::new(Strategy::Random, 3);
     for t in 1..=45u64 {
         let mut set = InputSet::with_inputs(vec![bot.next_input(&game, 0)]);
         if t == 1 {
@@ -991,65 +1015,6 @@ fn the_recorder_rebuilds_recent_states_for_desync_reports() {
     }
     assert_eq!(rec.stats().keyframes, 4);
     assert_eq!(rec.last_tick(), 45);
-}
-
-#[test]
-fn desync_reports_hold_both_states_and_their_diff() {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("desync-reports");
-    let _ = std::fs::remove_dir_all(&dir);
-    let mut game = Game::new(rules(10), 2);
-    game.step(&InputSet::join(2, 0));
-    for _ in 0..20 {
-        game.step(&InputSet::default());
-    }
-    let server = game.snapshot();
-    let body = game.world().bodies().nth(8).expect("a body");
-    let xf = game.world().transform(body).expect("live");
-    game.world_mut()
-        .set_transform(body, xf.p + Vec2::new(fx(0), Scalar::from_bits(1)), xf.q)
-        .expect("in bounds");
-    let client = game.snapshot();
-    let ctx = DesyncContext {
-        room: "../etc/passwd room".into(),
-        client: "slot 1 (alice)".into(),
-        build: "0.1.0".into(),
-        tick: 21,
-        server_hash: server.state_hash(),
-        client_hash: client.state_hash(),
-    };
-    // Clients send their state packed.
-    let path =
-        write_desync_report(&dir, &ctx, Some(&server), &client.to_packed()).expect("written");
-    assert_eq!(path.parent(), Some(dir.as_path()));
-    let name = path.file_name().and_then(|n| n.to_str()).expect("name");
-    assert_eq!(name, "desync-___etc_passwd_room-t21-slot_1__alice_.json");
-    let v: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");
-    assert_eq!(v["tick"], 21);
-    assert_eq!(v["client"], "slot 1 (alice)");
-    assert_eq!(v["diff"]["bodies"][0]["index"], body.index);
-    assert_eq!(v["diff"]["bodies"][0]["fields"][0], "position");
-    assert_eq!(v["client_state"]["decodes"], true);
-    let hex = v["server_state"]["hex"].as_str().expect("hex");
-    assert_eq!(hex.len(), server.to_bytes().len() * 2);
-    // The client's hex is its canonical bytes, comparable with the server's.
-    assert_eq!(v["client_state"]["bytes"], client.to_packed().len());
-    assert_eq!(v["client_state"]["hex_form"], "canonical");
-    let client_hex = v["client_state"]["hex"].as_str().expect("hex");
-    assert_eq!(client_hex.len(), client.to_bytes().len() * 2);
-
-    // Same tick again: a new file; garbage from the client: no diff.
-    let again = write_desync_report(&dir, &ctx, Some(&server), b"garbage").expect("written");
-    assert_ne!(again, path);
-    let v: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&again).expect("read")).expect("json");
-    assert_eq!(v["client_state"]["decodes"], false);
-    assert_eq!(v["client_state"]["hex_form"], "as received");
-    assert!(v["diff"].is_null());
-    let none = write_desync_report::<Sandbox>(&dir, &ctx, None, &client.to_bytes()).expect("ok");
-    let v: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&none).expect("read")).expect("json");
-    assert!(v["server_state"].is_null() && v["diff"].is_null());
 }
 
 proptest! {

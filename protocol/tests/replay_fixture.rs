@@ -19,9 +19,8 @@
 //! the command above and update the constants below, saying why in the
 //! commit message.
 
-use bitroom_protocol::replay::{
-    sandbox_rules, verify, Record, ReplayReader, VerifyOptions, VerifyReport,
-};
+use bitroom_protocol::replay::{verify, Record, ReplayReader, VerifyOptions, VerifyReport};
+use bitroom_sim::game::sandbox::{PlayerInput, Sandbox};
 
 /// Format 7: packed snapshots.
 const FIXTURE: &[u8] = include_bytes!("fixtures/arena-4-bots-v7.brr");
@@ -36,7 +35,13 @@ fn run(bytes: &[u8], synctest: Option<u32>) -> VerifyReport {
         start: None,
         synctest,
     };
-    verify(reader, sandbox_rules, &opts, &mut |_| {}).expect("the fixture re-simulates")
+    verify(
+        reader,
+        |h, i| Ok(Sandbox::replaying(i, h.rules_fingerprint)),
+        &opts,
+        &mut |_| {},
+    )
+    .expect("the fixture re-simulates")
 }
 
 #[test]
@@ -72,7 +77,7 @@ fn golden_replay_fixture_sync_test() {
 #[test]
 fn miri_replay_fixture_prefix() {
     const N: u64 = 8;
-    let mut reader = ReplayReader::open(FIXTURE).expect("the fixture opens");
+    let mut reader = ReplayReader::<_, PlayerInput>::open(FIXTURE).expect("the fixture opens");
     let mut recorded = 0;
     let mut end = 0;
     while let Some(rec) = reader.next() {

@@ -2,8 +2,9 @@
 //! clear reason, counted, and the room goes on for everyone else.
 
 use bitroom_protocol::*;
+use bitroom_sim::game::sandbox::PlayerInput;
 use bitroom_sim::game::sandbox::{Sandbox, SandboxConfig};
-use bitroom_sim::game::{GameSnapshot, PlayerInput, Rules};
+use bitroom_sim::game::{GameSnapshot, Rules};
 
 const SEC: u64 = 1_000_000;
 
@@ -225,7 +226,7 @@ fn a_normal_client_is_not_rate_limited() {
             r.handle_datagram(
                 now,
                 1,
-                &encode_client_datagram(&ClientDatagram::Ping { time: now }),
+                &encode_client_datagram(&ClientDatagram::<PlayerInput>::Ping { time: now }),
             );
         }
         r.tick(r.deadline(r.tick_number() + 1));

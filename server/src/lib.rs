@@ -1,29 +1,79 @@
-//! bitroom-server: the authoritative server and its tools.
+//! bitroom-server: host rooms of any game over QUIC.
+//!
+//! A server runs one [`ServerRoom`](bitroom_protocol::ServerRoom) per room
+//! on its own task, ticking on a drift-free schedule, and moves the rooms'
+//! bytes between them and their QUIC connections. The game is the type
+//! parameter: every room plays the [`ServerConfig::rules`] it was given
+//! (any [`Rules`](bitroom_sim::game::Rules) whose parts can cross threads:
+//! [`NetRules`](bitroom_protocol::NetRules)), and clients must join with
+//! the same rules (their fingerprint is checked in the hello).
+//!
+//! Hosting a game is [`Server::bind`] and [`Server::run`]; a
+//! [`ShutdownHandle`] stops it.
+//!
+//! ```no_run
+//! use bitroom_server::tls::Identity;
+//! use bitroom_server::{Server, ServerConfig};
+//! use bitroom_sim::game::sandbox::Sandbox;
+//!
+//! # async fn host() -> Result<(), Box<dyn std::error::Error>> {
+//! // Any `Rules` type works here: your own game's rules.
+//! let rules = Sandbox::default();
+//! let identity = Identity::self_signed()?; // or Identity::load(cert, key)
+//! let config = ServerConfig::new("0.0.0.0:4433".parse()?, rules, identity);
+//! let server = Server::bind(config)?;
+//! println!(
+//!     "listening on {}, clients pin {}",
+//!     server.local_addr(),
+//!     bitroom_transport::fingerprint_hex(&server.fingerprint())
+//! );
+//! let stop = server.shutdown_handle();
+//! let serving = tokio::spawn(server.run());
+//! // ... later: kick everyone and close.
+//! stop.shutdown();
+//! serving.await?;
+//! # Ok(()) }
+//! ```
 //!
 //! # Layout
-//! - [`serve`]: the QUIC endpoint, routing connections to rooms, shutdown.
-//! - `room_task.rs`: each room on its own task, drift-free ticks, panics
-//!   contained; `ticker.rs`: the precise timer that wakes them.
-//! - [`monitor`]: tick time and lateness histograms, counters, metrics names.
-//! - [`metrics_http`]: Prometheus text over HTTP (`--metrics`).
-//! - [`tls`]: certificates (files or a generated development certificate).
-//! - [`serve_cmd`], [`demo`], [`sim_cmd`], [`replay_cmd`], [`keygen_cmd`],
-//!   [`token_cmd`]: the commands.
+//! Tasks and files, each depending only on those below it:
+//! - [`Server`] (`server.rs`): the endpoint, the accept loop, shutdown;
+//! - `connection.rs`: one connection: QUIC handshake, hello, routing to its
+//!   room (created on first join), forwarding its messages;
+//! - `room_task.rs`: one room on its task: drift-free ticks,
+//!   commands in, outputs out, panics contained (`ticker.rs`: the precise
+//!   timer that wakes the rooms);
+//! - `recording.rs`: a room's replay file and desync reports, on a thread
+//!   of their own (`desync_report.rs`: the report files);
+//! - `writer.rs`: one connection's writer task (reliable messages,
+//!   snapshot packing, closing with a reason);
+//! - `context.rs` and `registry.rs`: what every task shares (settings,
+//!   measurements, shutdown, load shedding) and the rooms by name;
+//! - [`config`]: [`ServerConfig`], [`RecordConfig`], [`ServeError`];
+//! - [`monitor`]: tick time and lateness histograms, counters, metric
+//!   names; [`metrics_http`]: Prometheus text over HTTP;
+//! - [`tls`]: the server's certificate (files or a development
+//!   certificate); [`udp`]: the socket and its kernel drop count;
+//!   [`realtime`]: real-time scheduling.
 
-pub mod demo;
-pub mod keygen_cmd;
+pub mod config;
+mod connection;
+mod context;
+mod desync_report;
 pub mod metrics_http;
 pub mod monitor;
 pub mod realtime;
-mod render;
-pub mod replay_cmd;
+mod recording;
+mod registry;
 mod room_task;
-pub mod serve;
-pub mod serve_cmd;
-pub mod sim_cmd;
+mod server;
 mod ticker;
 pub mod tls;
-pub mod token_cmd;
 pub mod udp;
+mod writer;
 
-pub use serve::{Server, ServerConfig};
+pub use config::{RecordConfig, ServeError, ServerConfig, SHED_FOR};
+pub use connection::MAX_HELLO;
+pub use desync_report::{write_desync_report, DesyncContext};
+pub use recording::{safe_file_stem, REPLAY_EXTENSION};
+pub use server::{Server, ShutdownHandle};

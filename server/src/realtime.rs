@@ -18,7 +18,7 @@
 //! Linux threads inherit their creator's policy, so called before the
 //! runtime and the server are built it covers every thread of the server:
 //! workers, the blocking pool, the tick timer. The tick timer then moves one
-//! notch up ([`raise_timer`]): threads at one real-time priority do not
+//! notch up (`raise_timer`): threads at one real-time priority do not
 //! preempt each other, and the timer, which only wakes rooms, must not wait
 //! behind a worker or a blocking job (snapshot packing) that holds a core.
 //! The kernel's real-time throttling (by default 5 % of every second is

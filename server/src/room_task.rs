@@ -9,91 +9,54 @@
 //! call into the room runs under `catch_unwind`: a panic closes this room
 //! (its clients are told `RoomClosed`) and leaves every other room running.
 
+use crate::context::{micros, shutting_down, Context};
 use crate::monitor::Monitor;
-use crate::serve::{micros, RecordConfig, Shared, WriterMsg};
-use bitroom_client::NetRules;
-use bitroom_protocol::replay::{
-    safe_file_stem, write_desync_report, DesyncContext, Recorder, RecordingMeta, REPLAY_EXTENSION,
-};
-use bitroom_protocol::DesyncReport;
+use crate::recording::Recording;
+use crate::registry::{Peer, RoomCmd};
+use crate::writer::{close_now, WriterMsg};
 use bitroom_protocol::{
-    ConnId, KickReason, Micros, Output, RoomConfig, RoomEvent, RoomStats, ServerRoom,
+    ConnId, KickReason, NetRules, Output, RoomConfig, RoomEvent, RoomStats, ServerRoom,
 };
-use bitroom_sim::game::{GameSnapshot, InputSet};
 use bytes::Bytes;
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::BufWriter;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::{debug, error, info, warn};
 
-/// A connection as its room sees it.
-#[derive(Debug)]
-pub(crate) struct Peer {
-    pub connection: quinn::Connection,
-    pub writer: mpsc::Sender<WriterMsg>,
-}
-
-/// Work for a room.
-#[derive(Debug)]
-pub(crate) enum RoomCmd {
-    /// A connection that said hello to this room.
-    Join {
-        conn: ConnId,
-        peer: Peer,
-        hello: Vec<u8>,
-    },
-    /// A complete reliable message.
-    Reliable { conn: ConnId, bytes: Vec<u8> },
-    /// A datagram, with its arrival time (µs since the server's base): the
-    /// rate limit and the input-lead feedback count from arrival, not from
-    /// when a busy room gets to it.
-    Datagram {
-        conn: ConnId,
-        bytes: Bytes,
-        at: Micros,
-    },
-    /// The connection broke the stream framing: close it with this reason.
-    Kick { conn: ConnId, reason: KickReason },
-    /// The connection is gone.
-    Gone { conn: ConnId },
-}
-
 /// Ticks between publishing the room's counters.
 const PUBLISH_EVERY: u64 = 15;
 
+/// Runs the room `name` until it closes (idle, shutdown, or a panic).
 pub(crate) async fn run<R: NetRules>(
     name: String,
-    shared: Arc<Shared<R>>,
+    cx: Arc<Context<R>>,
     mut rx: mpsc::Receiver<RoomCmd>,
     config: RoomConfig,
 ) {
-    let monitor: &Monitor = &shared.monitor;
-    let base = shared.base;
-    let mut room = ServerRoom::new(shared.rules.clone(), config, micros(base));
+    let monitor: &Monitor = &cx.monitor;
+    let base = cx.base;
+    let mut room = ServerRoom::new(cx.rules.clone(), config, micros(base));
     let mut peers: BTreeMap<ConnId, Peer> = BTreeMap::new();
-    let mut shutdown = shared.shutdown.subscribe();
+    let mut shutdown = cx.shutdown.subscribe();
     let mut published = RoomStats::default();
     let mut empty_since = Some(Instant::now());
-    let idle = shared.room_idle;
+    let idle = cx.room_idle;
     monitor.room_opened(&name);
     info!("room opened");
-    let mut recording = shared
+    let mut recording = cx
         .record
         .as_ref()
-        .and_then(|rc| Recording::start(rc, &name, &room, shared.done.clone()));
-    let mut timer = shared.ticker.timer();
+        .and_then(|rc| Recording::start(rc, &name, &room, cx.done.clone()));
+    let mut timer = cx.ticker.timer();
     let outcome: Result<(), String> = loop {
         let due = base + Duration::from_micros(room.deadline(room.tick_number() + 1));
         let ticked_before = room.tick_number();
         let step = tokio::select! {
             biased;
-            _ = crate::serve::shutting_down(&mut shutdown) => {
+            _ = shutting_down(&mut shutdown) => {
                 let r = catch_unwind(AssertUnwindSafe(|| room.kick_all(KickReason::ServerShutdown)));
                 if r.is_ok() {
                     dispatch(&mut room, &mut peers);
@@ -109,7 +72,7 @@ pub(crate) async fn run<R: NetRules>(
                         recording = None;
                     }
                     monitor.tick(start.elapsed(), lateness);
-                    shared.tick_lateness(lateness);
+                    cx.tick_lateness(lateness);
                     if room.tick_number().is_multiple_of(PUBLISH_EVERY) {
                         let now = room.stats();
                         monitor.room(&name, &published, &now);
@@ -153,7 +116,7 @@ pub(crate) async fn run<R: NetRules>(
         if peers.is_empty() && room.connection_count() == 0 {
             let since = *empty_since.get_or_insert_with(Instant::now);
             if since.elapsed() >= idle {
-                let mut rooms = shared.rooms();
+                let mut rooms = cx.rooms.lock();
                 if rx.is_empty() {
                     rooms.remove(&name);
                     info!("room closed: empty for {idle:?}");
@@ -172,7 +135,7 @@ pub(crate) async fn run<R: NetRules>(
     };
     if let Err(msg) = &outcome {
         error!("room closed by a panic: {msg}");
-        shared.rooms().remove(&name);
+        cx.rooms.lock().remove(&name);
         let reason = KickReason::RoomClosed(format!("internal error: {msg}"));
         for (_, p) in std::mem::take(&mut peers) {
             close_peer(&p, reason.clone(), true);
@@ -296,7 +259,7 @@ fn close_peer(p: &Peer, reason: KickReason, kick: bool) {
             WriterMsg::Close { reason, .. } => reason,
             WriterMsg::Data(_) | WriterMsg::Snapshot(_) => KickReason::Left,
         };
-        crate::serve::close_now(&p.connection, &reason);
+        close_now(&p.connection, &reason);
     }
 }
 
@@ -318,196 +281,5 @@ fn log_event(e: &RoomEvent) {
             report.server_hash
         ),
         RoomEvent::Rejected { conn, what } => debug!(conn, "rejected: {what:?}"),
-    }
-}
-
-/// A room's replay file (`serve --record DIR`): the header at the start,
-/// one record per tick, flushed every [`FLUSH_EVERY`], so a crash (`kill
-/// -9`) loses at most the ticks since the last flush (measured by
-/// `tools/crash-loss.sh`).
-///
-/// The file is written by a thread of its own. Each tick the room hands it
-/// the tick's inputs and hash, and once per keyframe interval a copy of the
-/// state (about 20 µs for 1000 bodies); the thread packs the keyframes
-/// (0.5–2 ms each), writes, flushes and builds desync reports, so none of
-/// that lands on the room's tick. The thread holds the server's `done`
-/// handle, so shutdown waits for the file to be finished.
-struct Recording<R: NetRules> {
-    to: std::sync::mpsc::SyncSender<RecordMsg<R>>,
-    keyframe_interval: u64,
-    path: PathBuf,
-}
-
-/// Ticks the recording thread may fall behind before recording stops.
-const RECORD_QUEUE: usize = 1024;
-
-/// How often the recording thread flushes its file (at its next tick after
-/// this long): the most a crash can lose, plus the ticks queued for it.
-/// Ten small writes a second per room.
-const FLUSH_EVERY: Duration = Duration::from_millis(100);
-
-enum RecordMsg<R: NetRules> {
-    Tick {
-        tick: u64,
-        inputs: InputSet,
-        hash: u64,
-        /// Boxed: a state is large, and the channel's slots are sized by
-        /// the largest message.
-        keyframe: Option<Box<GameSnapshot<R>>>,
-    },
-    Desync {
-        ctx: DesyncContext,
-        state: Vec<u8>,
-    },
-}
-
-impl<R: NetRules> Recording<R> {
-    fn start(
-        rc: &RecordConfig,
-        room_name: &str,
-        room: &ServerRoom<R>,
-        done: mpsc::Sender<()>,
-    ) -> Option<Recording<R>> {
-        if let Err(e) = std::fs::create_dir_all(&rc.dir) {
-            error!("cannot record into {}: {e}", rc.dir.display());
-            return None;
-        }
-        let stamp = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis());
-        let path = rc.dir.join(format!(
-            "{}-{stamp}.{REPLAY_EXTENSION}",
-            safe_file_stem(room_name)
-        ));
-        let file = match File::create(&path) {
-            Ok(f) => f,
-            Err(e) => {
-                error!("cannot record to {}: {e}", path.display());
-                return None;
-            }
-        };
-        let mut meta = RecordingMeta::new(room_name, &rc.scene, room.config().tick_rate);
-        meta.keyframe_interval = rc.keyframe_interval;
-        let recorder = match Recorder::new(BufWriter::new(file), room.game(), meta) {
-            Ok(r) => r,
-            Err(e) => {
-                error!("cannot record to {}: {e}", path.display());
-                return None;
-            }
-        };
-        let (to, from) = std::sync::mpsc::sync_channel(RECORD_QUEUE);
-        let dir = rc.dir.clone();
-        let thread_path = path.clone();
-        let span = tracing::Span::current();
-        let spawned = std::thread::Builder::new()
-            .name("bitroom-record".into())
-            .spawn(move || {
-                let _span = span.enter();
-                write_recording(recorder, &from, &dir, &thread_path);
-                drop(done);
-            });
-        if let Err(e) = spawned {
-            error!("cannot start the recording thread: {e}");
-            return None;
-        }
-        info!("recording to {}", path.display());
-        Some(Recording {
-            to,
-            keyframe_interval: u64::from(rc.keyframe_interval),
-            path,
-        })
-    }
-
-    /// Hands the tick the room just took to the recording thread. `false`
-    /// when recording has stopped (the thread failed, or fell
-    /// [`RECORD_QUEUE`] ticks behind).
-    fn tick(&self, room: &ServerRoom<R>) -> bool {
-        let game = room.game();
-        let tick = game.tick();
-        let msg = RecordMsg::Tick {
-            tick,
-            inputs: room.last_inputs().clone(),
-            hash: room.last_hash(),
-            keyframe: tick
-                .is_multiple_of(self.keyframe_interval)
-                .then(|| Box::new(game.snapshot())),
-        };
-        match self.to.try_send(msg) {
-            Ok(()) => true,
-            Err(std::sync::mpsc::TrySendError::Full(_)) => {
-                error!(
-                    "recording to {} stopped: the writer fell {RECORD_QUEUE} ticks behind",
-                    self.path.display()
-                );
-                false
-            }
-            // The thread stopped after an error, which it logged.
-            Err(std::sync::mpsc::TrySendError::Disconnected(_)) => false,
-        }
-    }
-
-    /// Asks the recording thread for a desync report (server and client
-    /// state at the tick, their field diff) next to the replay.
-    fn desync_report(&self, room: &str, conn: ConnId, slot: Option<u8>, report: &DesyncReport) {
-        let ctx = DesyncContext {
-            room: room.to_string(),
-            client: match slot {
-                Some(s) => format!("slot{s}-conn{conn}"),
-                None => format!("conn{conn}"),
-            },
-            build: env!("CARGO_PKG_VERSION").to_string(),
-            tick: report.tick,
-            server_hash: report.server_hash,
-            client_hash: report.client_hash,
-        };
-        let msg = RecordMsg::<R>::Desync {
-            ctx,
-            state: report.state.clone(),
-        };
-        if self.to.try_send(msg).is_err() {
-            warn!("desync report not written: the recording is busy or stopped");
-        }
-    }
-}
-
-/// The recording thread: records until the room drops its [`Recording`]
-/// (then finishes the file) or a write fails.
-fn write_recording<R: NetRules>(
-    mut rec: Recorder<BufWriter<File>, R>,
-    from: &std::sync::mpsc::Receiver<RecordMsg<R>>,
-    dir: &std::path::Path,
-    path: &std::path::Path,
-) {
-    let mut flushed = std::time::Instant::now();
-    while let Ok(msg) = from.recv() {
-        match msg {
-            RecordMsg::Tick {
-                tick,
-                inputs,
-                hash,
-                keyframe,
-            } => {
-                let mut r = rec.record_parts(tick, &inputs, hash, keyframe.map(|k| *k));
-                if r.is_ok() && flushed.elapsed() >= FLUSH_EVERY {
-                    flushed = std::time::Instant::now();
-                    r = rec.flush();
-                }
-                if let Err(e) = r {
-                    error!("recording to {} stopped: {e}", path.display());
-                    return;
-                }
-            }
-            RecordMsg::Desync { ctx, state } => {
-                let server = rec.state_job(ctx.tick).map(|j| j.run());
-                match write_desync_report(dir, &ctx, server.as_ref(), &state) {
-                    Ok(p) => warn!("desync report written to {}", p.display()),
-                    Err(e) => error!("cannot write the desync report: {e}"),
-                }
-            }
-        }
-    }
-    match rec.finish() {
-        Ok(_) => info!("recording closed: {}", path.display()),
-        Err(e) => error!("recording {} not closed cleanly: {e}", path.display()),
     }
 }

@@ -1,7 +1,7 @@
 //! The server's TLS identity: a certificate chain and its key, loaded
 //! from files or generated as a self-signed development certificate.
 
-use bitroom_client::quic::{fingerprint, fingerprint_hex, load_certs, load_key, TlsError};
+use bitroom_transport::{fingerprint, fingerprint_hex, load_certs, load_key, TlsError};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -116,8 +116,8 @@ mod tests {
         assert!(!created_again);
         assert_eq!(a.fingerprint(), b.fingerprint());
         // The file's fingerprint is what a client pins with --cert FILE.
-        let pin = bitroom_client::quic::CertPin::from_cert_file(&path).unwrap();
-        assert_eq!(pin, bitroom_client::quic::CertPin::Sha256(a.fingerprint()));
+        let pin = bitroom_transport::CertPin::from_cert_file(&path).unwrap();
+        assert_eq!(pin, bitroom_transport::CertPin::Sha256(a.fingerprint()));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

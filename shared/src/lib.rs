@@ -1,21 +1,23 @@
 //! bitroom-sim: deterministic fixed-point 2D rigid-body simulation.
-mod canon;
 pub mod collision;
-mod compact;
 pub mod dynamics;
+mod encoding;
 pub mod game;
 pub mod geometry;
 pub mod math;
-mod packed;
 pub mod scene;
-pub mod state;
+
+/// Snapshots and their limit, at the path other crates use (they live in
+/// the crate's `encoding` module, with the other encodings of the state).
+pub mod state {
+    pub use crate::encoding::{Snapshot, SnapshotError, MAX_SNAPSHOT_BYTES};
+}
 
 pub use dynamics::{
     BodyDef, BodyId, BodyKind, ContactBeginTouchEvent, ContactEndTouchEvent, ContactEvents,
     ContactHitEvent, JointDef, JointId, JointKind, QueryFilter, RayHit, SensorBeginTouchEvent,
     SensorEndTouchEvent, SensorEvents, ShapeDef, ShapeId, Stage, World, WorldDef, WorldError,
 };
+pub use encoding::{PackError, Snapshot, SnapshotError};
 pub use geometry::{Capsule, Circle, Filter, Polygon, Segment, ShapeGeometry};
 pub use math::{fx, Aabb, Rot, Scalar, Transform, Vec2};
-pub use packed::PackError;
-pub use state::{Snapshot, SnapshotError};

@@ -1,10 +1,10 @@
 //! The game layer, the rollback timeline and the sync test.
 
-use bitroom_sim::game::bots::{Bot, Strategy};
-use bitroom_sim::game::sandbox::{Sandbox, SandboxConfig};
+use bitroom_sim::game::bots::Bot;
+use bitroom_sim::game::sandbox::{PlayerInput, Sandbox, SandboxBot, SandboxConfig, Strategy};
 use bitroom_sim::game::{
-    Game, GameSnapshot, GameSnapshotError, InputSet, PlayerInput, Rules, Slot, SlotEvent, SyncTest,
-    Timeline, TimelineError,
+    Game, GameSnapshot, GameSnapshotError, InputSet, Rules, Slot, SlotEvent, SyncTest, Timeline,
+    TimelineError,
 };
 use bitroom_sim::{PackError, SnapshotError, Vec2, World};
 use proptest::prelude::*;
@@ -16,7 +16,7 @@ fn small_sandbox() -> Sandbox {
 }
 
 /// Scripted inputs: slot `s` at tick `t`.
-fn scripted(slots: u8, t: u64) -> InputSet {
+fn scripted(slots: u8, t: u64) -> InputSet<PlayerInput> {
     let inputs = (0..slots)
         .map(|s| {
             let phase = (t / 17 + u64::from(s)) % 4;
@@ -380,7 +380,7 @@ fn confirmed_inputs_ahead_of_the_present_are_used() {
 #[test]
 fn sync_test_passes_on_the_arena() {
     let mut test = SyncTest::new(Game::new(Sandbox::default(), 4), 8);
-    let mut bots: Vec<Bot> = [
+    let mut bots: Vec<SandboxBot> = [
         Strategy::Random,
         Strategy::Chaser,
         Strategy::Circle,
@@ -388,7 +388,7 @@ fn sync_test_passes_on_the_arena() {
     ]
     .iter()
     .enumerate()
-    .map(|(i, &s)| Bot::new(s, i as u64))
+    .map(|(i, &s)| SandboxBot::new(s, i as u64))
     .collect();
     for t in 1..=120u64 {
         let inputs = (0..4u8)
@@ -415,6 +415,7 @@ struct Leaky {
 }
 
 impl Rules for Leaky {
+    type Input = PlayerInput;
     type Player = <Sandbox as Rules>::Player;
     type State = ();
     fn fingerprint(&self) -> u64 {
@@ -433,7 +434,7 @@ impl Rules for Leaky {
         &self,
         w: &mut World,
         _: &mut (),
-        slot: &mut Slot<Self::Player>,
+        slot: &mut Slot<Self::Player, PlayerInput>,
         _: PlayerInput,
     ) {
         let n = self.hidden.get() + 1;

@@ -217,28 +217,22 @@ const MIRI_PENDULUM_20: u64 = 0x20e1810e6245166b;
 /// trigonometry and grabbing, on top of the world.
 #[test]
 fn golden_sandbox_game() {
-    use bitroom_sim::game::bots::{Bot, Strategy};
-    use bitroom_sim::game::sandbox::Sandbox;
-    use bitroom_sim::game::{Game, InputSet, SlotEvent};
-    let mut game = Game::new(Sandbox::default(), 4);
+    use bitroom_sim::game::bots::LocalBots;
+    use bitroom_sim::game::sandbox::{Sandbox, Strategy};
+    use bitroom_sim::game::Game;
+    let rules = Sandbox::default();
     let strategies = [
         Strategy::Random,
         Strategy::Chaser,
         Strategy::Circle,
         Strategy::Random,
     ];
-    let mut bots: Vec<Bot> = (0..4)
-        .map(|i| Bot::new(strategies[i], 7 + i as u64))
-        .collect();
+    // Seat i joins at tick i + 1; bot i is seeded 7 + i.
+    let mut bots = LocalBots::cycling(&rules, 4, &strategies, 7);
+    let mut game = Game::new(rules, 4);
     let mut acc = 0u64;
     for t in 1..=SANDBOX_TICKS {
-        let inputs = (0..4u8)
-            .map(|i| bots[usize::from(i)].next_input(&game, i))
-            .collect();
-        let mut set = InputSet::with_inputs(inputs);
-        if t <= 4 {
-            set.events.push(SlotEvent::Join((t - 1) as u8));
-        }
+        let set = bots.inputs(&game);
         game.step(&set);
         if t % 50 == 0 {
             acc = acc.rotate_left(7) ^ game.state_hash();

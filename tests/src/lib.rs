@@ -1,7 +1,18 @@
-//! bitroom-tests: end-to-end tests across the crates, and the simulated
-//! network harness they share ([`netsim`]), the loopback server harness
-//! ([`loopback`]) and a hostile low-level client for attack tests
-//! ([`raw`]).
+//! bitroom-tests: end-to-end tests across the crates, and the harnesses
+//! they share.
+//!
+//! # Layout
+//! - [`netsim`]: a simulated network (virtual clock, latency, jitter,
+//!   loss, duplication, reordering, bandwidth) around one sans-IO
+//!   `ServerRoom` and any number of `ClientSession`s;
+//! - [`loopback`]: a real server on `127.0.0.1:0` and a raw QUIC client
+//!   that can misbehave;
+//! - [`raw`]: a hostile low-level client (raw frames, partial messages,
+//!   early datagrams, many streams and connections) and the server's
+//!   resident memory, for the attack tests;
+//! - `tests/netcode.rs`: netcode under loss and delay on the simulated
+//!   network; `tests/quic.rs`: the server and client libraries over real
+//!   QUIC (refusals, reconnects, shutdown, recording).
 
 pub mod loopback;
 pub mod netsim;

@@ -1,19 +1,18 @@
 //! Real QUIC on loopback: a server in-process on `127.0.0.1:0`, clients
 //! from the client library, and a raw client that can misbehave.
 
-use bitroom_client::quic::{client_config, CertPin, SERVER_NAME};
-use bitroom_client::{disconnect_reason, Disconnect, NetRules};
+use bitroom_client::{disconnect_reason, Disconnect};
 use bitroom_protocol::{
-    decode_server_reliable, encode_client_reliable, ClientReliable, Hello, KickReason,
+    decode_server_reliable, encode_client_reliable, ClientReliable, Hello, KickReason, NetRules,
     ServerReliable, StreamFramer, PROTOCOL_VERSION,
 };
 use bitroom_server::monitor::Monitor;
 use bitroom_server::tls::Identity;
-use bitroom_server::{Server, ServerConfig};
+use bitroom_server::{Server, ServerConfig, ShutdownHandle};
+use bitroom_transport::{client_config, CertPin, SERVER_NAME};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 /// A server running on loopback.
@@ -25,7 +24,7 @@ pub struct TestServer {
     pub pin: CertPin,
     /// Its measurements.
     pub monitor: Arc<Monitor>,
-    stop: Option<oneshot::Sender<()>>,
+    stop: ShutdownHandle,
     task: Option<JoinHandle<()>>,
 }
 
@@ -46,24 +45,20 @@ impl TestServer {
         let addr = server.local_addr();
         let pin = CertPin::Sha256(server.fingerprint());
         let monitor = server.monitor();
-        let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(server.run(async {
-            let _ = stopped.await;
-        }));
+        let stop = server.shutdown_handle();
+        let task = tokio::spawn(server.run());
         TestServer {
             addr,
             pin,
             monitor,
-            stop: Some(stop),
+            stop,
             task: Some(task),
         }
     }
 
     /// Shuts the server down and waits for it.
     pub async fn shutdown(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
+        self.stop.shutdown();
         if let Some(t) = self.task.take() {
             t.await.expect("server task");
         }

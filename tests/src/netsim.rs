@@ -6,10 +6,10 @@
 //! every time.
 
 use bitroom_protocol::{
-    ClientConfig, ClientEvent, ClientSession, ClientTransmit, ConnId, Micros, Output, RoomConfig,
-    RoomEvent, RoomRules, ServerRoom,
+    ClientConfig, ClientEvent, ClientSession, ClientTransmit, ConnId, Micros, NetRules, Output,
+    RoomConfig, RoomEvent, ServerRoom,
 };
-use bitroom_sim::game::{PlayerInput, Rules};
+use bitroom_sim::game::Rules;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -184,7 +184,7 @@ enum Delivery {
 }
 
 /// Chooses a client's input each tick.
-pub type InputFn<R> = Box<dyn FnMut(&ClientSession<R>) -> PlayerInput>;
+pub type InputFn<R> = Box<dyn FnMut(&ClientSession<R>) -> <R as Rules>::Input>;
 
 /// A simulated client.
 #[allow(missing_debug_implementations)] // holds an input closure
@@ -236,7 +236,7 @@ impl<R: Rules> SimClient<R> {
 
 /// The simulated network with one room.
 #[allow(missing_debug_implementations)] // holds input closures
-pub struct NetSim<R: RoomRules> {
+pub struct NetSim<R: NetRules> {
     /// Virtual time.
     pub now: Micros,
     /// The room.
@@ -254,7 +254,7 @@ pub struct NetSim<R: RoomRules> {
     rng: Rng,
 }
 
-impl<R: RoomRules> NetSim<R> {
+impl<R: NetRules> NetSim<R> {
     /// A room at time 0.
     pub fn new(rules: R, config: RoomConfig, seed: u64) -> NetSim<R> {
         NetSim {

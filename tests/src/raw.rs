@@ -14,13 +14,14 @@
 //! a limit, so a test against a server that misbehaves fails instead of
 //! hanging.
 
-use bitroom_client::quic::{client_config, CertPin, SERVER_NAME};
 use bitroom_client::{disconnect_reason, Disconnect};
 use bitroom_protocol::{
     decode_server_datagram, decode_server_reliable, encode_client_datagram, encode_client_reliable,
     ClientDatagram, ClientReliable, FrameAck, Hello, ServerDatagram, ServerReliable, StreamFramer,
     Welcome, PROTOCOL_VERSION,
 };
+use bitroom_sim::game::sandbox::PlayerInput;
+use bitroom_transport::{client_config, CertPin, SERVER_NAME};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -45,7 +46,7 @@ pub fn hello(room: &str, rules: u64) -> Hello {
 /// An ack-only datagram (what a client sends every tick when it has no
 /// inputs): the smallest well-formed datagram.
 pub fn ack_datagram() -> Vec<u8> {
-    encode_client_datagram(&ClientDatagram::Ack(FrameAck::default()))
+    encode_client_datagram(&ClientDatagram::<PlayerInput>::Ack(FrameAck::default()))
 }
 
 /// One hostile QUIC connection.
@@ -151,8 +152,8 @@ impl RawPeer {
     }
 
     /// The next datagram from the server, if one comes within `limit`
-    /// (undecodable ones are skipped).
-    pub async fn next_datagram(&self, limit: Duration) -> Option<ServerDatagram> {
+    /// (undecodable ones are skipped): the sandbox's input type.
+    pub async fn next_datagram(&self, limit: Duration) -> Option<ServerDatagram<PlayerInput>> {
         let end = tokio::time::Instant::now() + limit;
         loop {
             let d = tokio::time::timeout_at(end, self.connection.read_datagram())

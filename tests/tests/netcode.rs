@@ -5,9 +5,10 @@ use bitroom_protocol::{
     encode_client_reliable, ClientConfig, ClientEvent, ClientReliable, Hello, RoomConfig,
     RoomEvent, ServerRoom, PROTOCOL_VERSION,
 };
-use bitroom_sim::game::bots::{Bot, Strategy};
+use bitroom_sim::game::bots::Bot;
+use bitroom_sim::game::sandbox::PlayerInput;
 use bitroom_sim::game::sandbox::{Sandbox, SandboxConfig};
-use bitroom_sim::game::PlayerInput;
+use bitroom_sim::game::sandbox::{SandboxBot, Strategy};
 use bitroom_sim::game::Rules;
 use bitroom_tests::netsim::{InputFn, LinkConfig, NetSim};
 
@@ -19,7 +20,7 @@ fn rules() -> Sandbox {
 }
 
 fn bot(strategy: Strategy, seed: u64) -> InputFn<Sandbox> {
-    let mut b = Bot::new(strategy, seed);
+    let mut b = SandboxBot::new(strategy, seed);
     Box::new(move |s| match (s.game(), s.slot()) {
         (Some(g), Some(slot)) => b.next_input(g, slot),
         _ => PlayerInput::default(),

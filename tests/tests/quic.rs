@@ -12,9 +12,9 @@ use bitroom_protocol::{
     encode_client_datagram, ClientDatagram, FrameAck, InputBatch, KickReason, RoomConfig,
     ServerReliable, StreamFramer, MAX_RELIABLE,
 };
-use bitroom_sim::game::bots::Strategy;
-use bitroom_sim::game::sandbox::{Sandbox, SandboxConfig, SandboxPlayer};
-use bitroom_sim::game::{PlayerInput, Rules, Slot};
+use bitroom_sim::game::sandbox::Strategy;
+use bitroom_sim::game::sandbox::{PlayerInput, Sandbox, SandboxConfig, SandboxPlayer};
+use bitroom_sim::game::{Rules, Slot};
 use bitroom_sim::World;
 use bitroom_tests::loopback::{wait_for, RawClient, TestServer};
 use std::time::Duration;
@@ -25,7 +25,7 @@ fn rules() -> Sandbox {
     Sandbox::new(SandboxConfig { loose_bodies: 60 })
 }
 
-fn bot(name: &str, room: &str, strategy: Strategy, seed: u64) -> BotSpec {
+fn bot(name: &str, room: &str, strategy: Strategy, seed: u64) -> BotSpec<Strategy> {
     BotSpec {
         name: name.into(),
         room: room.into(),
@@ -176,7 +176,7 @@ async fn join_leave_and_reconnect_to_the_same_slot() {
     server.shutdown().await;
 }
 
-async fn wait_for_synced<R: bitroom_client::NetRules>(h: &mut bitroom_client::ClientHandle<R>) {
+async fn wait_for_synced<R: bitroom_protocol::NetRules>(h: &mut bitroom_client::ClientHandle<R>) {
     let synced = tokio::time::timeout(10 * SEC, async {
         while let Some(e) = h.next_event().await {
             if matches!(e, Event::Synced { .. }) {
@@ -291,6 +291,7 @@ impl Fragile {
 }
 
 impl Rules for Fragile {
+    type Input = PlayerInput;
     type Player = SandboxPlayer;
     type State = ();
     fn fingerprint(&self) -> u64 {
@@ -309,7 +310,7 @@ impl Rules for Fragile {
         &self,
         world: &mut World,
         state: &mut (),
-        slot: &mut Slot<SandboxPlayer>,
+        slot: &mut Slot<SandboxPlayer, PlayerInput>,
         input: PlayerInput,
     ) {
         if self.armed && input.aim == Fragile::POISON {
@@ -381,7 +382,7 @@ async fn mismatched_clients_are_refused_with_the_reason() {
         other => panic!("expected a rules mismatch, got {other:?}"),
     }
     // A certificate other than the pinned one fails the handshake.
-    let wrong_pin = bitroom_client::quic::CertPin::Sha256([7; 32]);
+    let wrong_pin = bitroom_transport::CertPin::Sha256([7; 32]);
     assert!(matches!(
         connect(
             server.addr,
@@ -565,9 +566,9 @@ async fn a_stalled_quic_handshake_is_dropped() {
         quinn::Endpoint::client("127.0.0.1:0".parse().expect("address literal")).expect("socket");
     let connecting = endpoint
         .connect_with(
-            bitroom_client::quic::client_config(server.pin).expect("tls"),
+            bitroom_transport::client_config(server.pin).expect("tls"),
             relay_addr,
-            bitroom_client::quic::SERVER_NAME,
+            bitroom_transport::SERVER_NAME,
         )
         .expect("connect");
     // Never completes; keep it alive meanwhile.
@@ -586,12 +587,13 @@ async fn a_stalled_quic_handshake_is_dropped() {
 /// verifies tick for tick (and names its players' joins and leaves).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recorded_room_verifies() {
-    use bitroom_protocol::replay::{sandbox_rules, verify, ReplayReader, VerifyOptions};
+    use bitroom_protocol::replay::{verify, ReplayReader, VerifyOptions};
     let dir = std::env::temp_dir().join(format!("bitroom-record-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let record_dir = dir.clone();
     let mut server = TestServer::start(rules(), move |c| {
-        c.record = Some(bitroom_server::serve::RecordConfig {
+        c.record = Some(bitroom_server::RecordConfig {
+            rules: "sandbox".into(),
             dir: record_dir,
             scene: "arena60".into(),
             keyframe_interval: 60,
@@ -620,7 +622,13 @@ async fn a_recorded_room_verifies() {
         start: None,
         synctest: None,
     };
-    let rep = verify(reader, sandbox_rules, &opts, &mut |_| {}).expect("re-simulates");
+    let rep = verify(
+        reader,
+        |h, i| Ok(Sandbox::replaying(i, h.rules_fingerprint)),
+        &opts,
+        &mut |_| {},
+    )
+    .expect("re-simulates");
     assert_eq!(rep.divergence, None);
     assert!(rep.damage.is_none(), "{:?}", rep.damage);
     assert!(rep.ticks_verified >= 200, "{rep:?}");

@@ -7,9 +7,11 @@
 //! project's machine image). Without them they are skipped with a message,
 //! except when env `CI` is set: there a missing Python is a failure.
 
-use bitroom_client::keys::{load_verifying_key, write_key_pair, PRIVATE_KEY_FILE, PUBLIC_KEY_FILE};
 use bitroom_protocol::token::{
     mint, verify_text, Claims, Nonce, Role, Token, FIXED_LEN, SIGNATURE_LEN,
+};
+use bitroom_transport::keys::{
+    load_verifying_key, write_key_pair, PRIVATE_KEY_FILE, PUBLIC_KEY_FILE,
 };
 use ed25519_dalek::SigningKey;
 use std::path::Path;
@@ -201,7 +203,7 @@ fn the_python_snippet_mints_with_a_keygen_key_file_and_we_verify_it() {
     let out = run_python(py, &code, &[private.to_str().expect("utf-8")]);
     // The snippet's own example prints first.
     let text = out.lines().last().expect("a token");
-    let now = bitroom_client::keys::unix_now();
+    let now = bitroom_transport::keys::unix_now();
     let v = verify_text(&[public], text, now, "").expect("python's token verifies");
     assert_eq!(v.claims().room, "lobby");
     assert_eq!(v.claims().role, Role::Spectator);

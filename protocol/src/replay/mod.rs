@@ -16,7 +16,8 @@
 //! rules, tick rate, fingerprint, room, scene, seats, keyframe interval and
 //! the initial game snapshot ([`GameSnapshot::to_packed`] bytes) at
 //! `start_tick`. Then, for every tick `start_tick + 1, start_tick + 2, …`, a
-//! [`Record::Tick`] with the tick's [`InputSet`] (every seat's input plus the
+//! [`Record::Tick`] with the tick's [`InputSet`] (every seat's input, in the
+//! game's own input type ([`Rules::Input`]), plus the
 //! join / leave events) and the state hash after it; after the tick record of
 //! every tick that is a multiple of the keyframe interval, a
 //! [`Record::Keyframe`] with the game snapshot at that tick; and, when the
@@ -51,10 +52,11 @@
 //! - `recorder.rs`: [`Recorder`], what a room calls at creation and per tick;
 //! - `resim.rs`: re-simulation: [`verify`], [`verify_parallel`], [`ReplayIndex`],
 //!   [`reconstruct`], [`diff_replays`], [`diff_against_resim`];
-//! - `report.rs`: state diffs as tables and JSON, and desync report files;
+//! - `report.rs`: state diffs as tables and JSON;
 //! - `scan.rs`: after a damaged record, looks for an intact one further on.
 //!
 //! [`GameSnapshot::to_bytes`]: bitroom_sim::game::GameSnapshot::to_bytes
+//! [`Rules::Input`]: bitroom_sim::game::Rules::Input
 //! [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
 
 mod recorder;
@@ -63,21 +65,20 @@ mod resim;
 mod scan;
 
 pub use recorder::{RecordError, Recorder, RecorderStats, RecordingMeta, StateJob};
-pub use report::{
-    body_json, diff_json, diff_table, safe_file_stem, write_desync_report, DesyncContext,
-    REPLAY_EXTENSION,
-};
+pub use report::{body_json, diff_json, diff_table};
 pub use resim::{
-    decode_initial, diff_against_resim, diff_replays, read_keyframe, reconstruct, sandbox_rules,
-    verify, verify_parallel, Comparison, DiffReport, Divergence, KeyframeEntry, Progress,
-    Reconstructed, ReplayIndex, ResimError, Side, StartAt, TickEntry, VerifyOptions, VerifyReport,
+    decode_initial, diff_against_resim, diff_replays, read_keyframe, reconstruct, verify,
+    verify_parallel, Comparison, DiffReport, Divergence, KeyframeEntry, Progress, Reconstructed,
+    ReplayIndex, ResimError, Side, StartAt, TickEntry, VerifyOptions, VerifyReport,
 };
 
 use crate::messages::MAX_FRAME_EVENTS;
 use bincode::config::{Configuration, Fixint, LittleEndian, NoLimit};
-use bitroom_sim::game::{InputSet, MAX_SLOTS};
+use bitroom_sim::game::{Input, InputSet, MAX_SLOTS};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read};
+use std::marker::PhantomData;
 
 /// The first 8 bytes of every replay file.
 pub const MAGIC: &[u8; 8] = b"BRREPLAY";
@@ -91,12 +92,17 @@ pub const MAGIC: &[u8; 8] = b"BRREPLAY";
 /// files of 4 and older replay to other hashes). 6: the same bytes as 5,
 /// of a new simulation (the contact solver works on coloured bundles of
 /// contacts), so files of 5 replay to other hashes. 7: the same bytes, of
-/// a simulation that recycles the contacts of thick shapes.
+/// a simulation that recycles the contacts of thick shapes. 8: tick records
+/// hold the recorded game's own input type ([`Rules::Input`]) and the
+/// header's `rules` names any game (7 knew only the sandbox); a sandbox
+/// recording's bytes are those of 7, which this build still reads.
 ///
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
-pub const FORMAT_VERSION: u32 = 7;
-/// The oldest format this build reads: 7. Older files hold states and
-/// hashes of an earlier simulation, which this build cannot reproduce.
+/// [`Rules::Input`]: bitroom_sim::game::Rules::Input
+pub const FORMAT_VERSION: u32 = 8;
+/// The oldest format this build reads: 7 (sandbox recordings, whose bytes
+/// 8 keeps). Older files hold states and hashes of an earlier simulation,
+/// which this build cannot reproduce.
 pub const OLDEST_FORMAT_VERSION: u32 = 7;
 /// Largest record payload accepted (a keyframe of the largest snapshot,
 /// 64 MiB of world plus 1 MiB of game state, fits).
@@ -107,8 +113,6 @@ pub const FRAME_HEADER: usize = 8;
 pub const DEFAULT_KEYFRAME_INTERVAL: u32 = 600;
 /// Longest text field in the header (bytes).
 pub const MAX_HEADER_TEXT: usize = 1024;
-/// Name of the sandbox rules in [`Header::rules`].
-pub const SANDBOX_RULES: &str = "sandbox";
 
 /// "version N" or "versions N to M", from the oldest readable format.
 fn readable_versions(supported: u32) -> String {
@@ -130,7 +134,8 @@ pub struct Header {
     pub format_version: u32,
     /// Version of the bitroom build that recorded.
     pub bitroom_version: String,
-    /// Name of the rules ([`SANDBOX_RULES`]).
+    /// Name of the game (tools pick the rules to re-simulate with by it;
+    /// the built-in game is `sandbox`).
     pub rules: String,
     /// Ticks per second.
     pub tick_rate: u32,
@@ -159,7 +164,7 @@ pub struct Header {
 
 /// One record of a replay file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Record {
+pub enum Record<I> {
     /// The header (first record, only there).
     Header(Header),
     /// One tick: what went in and the state hash after it.
@@ -167,7 +172,7 @@ pub enum Record {
         /// The tick (the state after stepping with `inputs`).
         tick: u64,
         /// Every seat's input and the join / leave events.
-        inputs: InputSet,
+        inputs: InputSet<I>,
         /// Game state hash at `tick`.
         hash: u64,
     },
@@ -190,11 +195,11 @@ pub enum Record {
 
 /// [`Record`] by reference: encodes to the same bytes without copying.
 #[derive(Serialize)]
-pub(crate) enum RecordRef<'a> {
+pub(crate) enum RecordRef<'a, I> {
     Header(&'a Header),
     Tick {
         tick: u64,
-        inputs: &'a InputSet,
+        inputs: &'a InputSet<I>,
         hash: u64,
     },
     Keyframe {
@@ -206,6 +211,10 @@ pub(crate) enum RecordRef<'a> {
         tick: u64,
     },
 }
+
+/// The header record encodes alike for every input type: this one
+/// stands for "none" where a type is needed.
+pub(crate) type NoInput = ();
 
 /// Why a replay (or the rest of it) cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -341,7 +350,7 @@ impl ReplayError {
 }
 
 /// Appends one framed record to `out`.
-pub fn encode_record(record: &Record, out: &mut Vec<u8>) {
+pub fn encode_record<I: Input>(record: &Record<I>, out: &mut Vec<u8>) {
     let r = match record {
         Record::Header(h) => RecordRef::Header(h),
         Record::Tick { tick, inputs, hash } => RecordRef::Tick {
@@ -360,7 +369,7 @@ pub fn encode_record(record: &Record, out: &mut Vec<u8>) {
 
 /// Appends one framed record: reserves the frame header, encodes in place,
 /// then fills in the length and CRC.
-pub(crate) fn encode_ref(record: &RecordRef<'_>, out: &mut Vec<u8>) {
+pub(crate) fn encode_ref<I: Serialize>(record: &RecordRef<'_, I>, out: &mut Vec<u8>) {
     let start = out.len();
     out.extend_from_slice(&[0; FRAME_HEADER]);
     bincode::serde::encode_into_std_write(record, out, CONFIG).expect("records encode");
@@ -376,15 +385,17 @@ pub(crate) fn encode_ref(record: &RecordRef<'_>, out: &mut Vec<u8>) {
 pub fn encode_header(header: &Header) -> Vec<u8> {
     let mut out = Vec::with_capacity(header.initial.len() + 256);
     out.extend_from_slice(MAGIC);
-    encode_ref(&RecordRef::Header(header), &mut out);
+    encode_ref(&RecordRef::<'_, NoInput>::Header(header), &mut out);
     out
 }
 
 /// Reads a replay: the header at [`ReplayReader::open`], then the records
 /// as an iterator that ends at the end of the file or at the first damaged
-/// record (see the module docs).
+/// record (see the module docs). `I` is the recorded game's input type:
+/// the header reads without it, the tick records with it (check
+/// [`Header::rules`] first when the game is not known in advance).
 #[derive(Debug)]
-pub struct ReplayReader<Rd> {
+pub struct ReplayReader<Rd, I> {
     inner: Rd,
     header: Header,
     /// Bytes consumed: the end of the last intact record.
@@ -400,15 +411,16 @@ pub struct ReplayReader<Rd> {
     /// The frame header read last (kept for the scan after damage).
     head: [u8; FRAME_HEADER],
     payload: Vec<u8>,
+    input: PhantomData<fn() -> I>,
 }
 
-impl<Rd: Read> ReplayReader<Rd> {
+impl<Rd: Read, I: Input> ReplayReader<Rd, I> {
     /// Reads the magic and the header.
     ///
     /// # Errors
     /// Not a replay, an unsupported format version, or a header record that
     /// is damaged, does not decode or breaks a rule.
-    pub fn open(mut inner: Rd) -> Result<ReplayReader<Rd>, ReplayError> {
+    pub fn open(mut inner: Rd) -> Result<ReplayReader<Rd, I>, ReplayError> {
         let mut magic = [0u8; 8];
         let n = read_full(&mut inner, &mut magic)
             .map_err(|source| ReplayError::Io { offset: 0, source })?;
@@ -451,7 +463,7 @@ impl<Rd: Read> ReplayReader<Rd> {
                 })
             }
         }
-        let Record::Header(h) = decode_payload(&payload, at)? else {
+        let Record::Header(h) = decode_payload::<I>(&payload, at)? else {
             unreachable!("variant 0 is the header");
         };
         let bad = |what| Err(ReplayError::Invalid { offset: at, what });
@@ -486,6 +498,7 @@ impl<Rd: Read> ReplayReader<Rd> {
             head,
             payload,
             header: h,
+            input: PhantomData,
         })
     }
 
@@ -526,7 +539,7 @@ impl<Rd: Read> ReplayReader<Rd> {
     }
 
     /// The next intact record, checked against the ordering rules.
-    fn next_checked(&mut self) -> Result<Option<Record>, ReplayError> {
+    fn next_checked(&mut self) -> Result<Option<Record<I>>, ReplayError> {
         let at = self.offset;
         if !read_frame(&mut self.inner, at, &mut self.head, &mut self.payload)? {
             return Ok(None);
@@ -548,6 +561,9 @@ impl<Rd: Read> ReplayReader<Rd> {
                 }
                 if inputs.events.len() > MAX_FRAME_EVENTS {
                     return bad("too many join / leave events");
+                }
+                if inputs.inputs.iter().any(|i: &I| !i.fits()) {
+                    return bad("an input is larger than the game's Input::MAX_ENCODED");
                 }
                 self.last_tick = *tick;
                 self.keyframe_at_last_tick = false;
@@ -606,10 +622,10 @@ impl<Rd: Read> ReplayReader<Rd> {
     }
 }
 
-impl<Rd: Read> Iterator for ReplayReader<Rd> {
-    type Item = Record;
+impl<Rd: Read, I: Input> Iterator for ReplayReader<Rd, I> {
+    type Item = Record<I>;
 
-    fn next(&mut self) -> Option<Record> {
+    fn next(&mut self) -> Option<Record<I>> {
         if self.done {
             return None;
         }
@@ -628,8 +644,11 @@ impl<Rd: Read> Iterator for ReplayReader<Rd> {
     }
 }
 
-fn decode_payload(payload: &[u8], offset: u64) -> Result<Record, ReplayError> {
-    let (rec, used): (Record, usize) =
+fn decode_payload<I: DeserializeOwned>(
+    payload: &[u8],
+    offset: u64,
+) -> Result<Record<I>, ReplayError> {
+    let (rec, used): (Record<I>, usize) =
         bincode::serde::decode_from_slice(payload, CONFIG.with_limit::<MAX_RECORD>())
             .map_err(|source| ReplayError::Decode { offset, source })?;
     if used != payload.len() {
@@ -710,7 +729,10 @@ fn read_frame<Rd: Read>(
 
 /// Reads the one record that starts at the reader's position, which is
 /// byte `offset` of the file (for seeking to a keyframe found earlier).
-pub(crate) fn read_record_at<Rd: Read>(mut inner: Rd, offset: u64) -> Result<Record, ReplayError> {
+pub(crate) fn read_record_at<Rd: Read, I: DeserializeOwned>(
+    mut inner: Rd,
+    offset: u64,
+) -> Result<Record<I>, ReplayError> {
     let mut payload = Vec::new();
     if !read_frame(&mut inner, offset, &mut [0; FRAME_HEADER], &mut payload)? {
         return Err(ReplayError::Truncated {
@@ -725,7 +747,8 @@ pub(crate) fn read_record_at<Rd: Read>(mut inner: Rd, offset: u64) -> Result<Rec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bitroom_sim::game::{PlayerInput, SlotEvent};
+    use bitroom_sim::game::sandbox::PlayerInput;
+    use bitroom_sim::game::SlotEvent;
 
     #[test]
     fn borrowed_and_owned_records_encode_alike() {
@@ -754,19 +777,16 @@ mod tests {
         )
         .unwrap();
         assert_eq!(bytes, by_ref);
-        let kf = Record::Keyframe {
+        let kf = Record::<PlayerInput>::Keyframe {
             tick: 5,
             snapshot: vec![1, 2, 3],
         };
         let a = bincode::serde::encode_to_vec(&kf, CONFIG).unwrap();
-        let b = bincode::serde::encode_to_vec(
-            RecordRef::Keyframe {
-                tick: 5,
-                snapshot: &[1, 2, 3],
-            },
-            CONFIG,
-        )
-        .unwrap();
+        let kf_ref: RecordRef<'_, PlayerInput> = RecordRef::Keyframe {
+            tick: 5,
+            snapshot: &[1, 2, 3],
+        };
+        let b = bincode::serde::encode_to_vec(kf_ref, CONFIG).unwrap();
         assert_eq!(a, b);
         // Byte strings encode as a plain sequence of u8 would.
         let plain = bincode::serde::encode_to_vec((2u32, 5u64, vec![1u8, 2, 3]), CONFIG).unwrap();

@@ -6,8 +6,8 @@
 //! writer between flushes, so the per-tick cost is an encode into memory.
 
 use super::{
-    encode_header, encode_ref, Header, RecordRef, DEFAULT_KEYFRAME_INTERVAL, FORMAT_VERSION,
-    MAX_HEADER_TEXT, SANDBOX_RULES,
+    encode_header, encode_ref, Header, NoInput, RecordRef, DEFAULT_KEYFRAME_INTERVAL,
+    FORMAT_VERSION, MAX_HEADER_TEXT,
 };
 use bitroom_sim::game::{Game, GameSnapshot, InputSet, Rules};
 use std::collections::VecDeque;
@@ -24,21 +24,22 @@ pub struct RecordingMeta {
     pub tick_rate: u32,
     /// Ticks between keyframes (default [`DEFAULT_KEYFRAME_INTERVAL`]).
     pub keyframe_interval: u32,
-    /// Name of the rules (default [`SANDBOX_RULES`]).
+    /// Name of the game ([`Header::rules`]).
     pub rules: String,
     /// Build that records (default: this crate's version).
     pub bitroom_version: String,
 }
 
 impl RecordingMeta {
-    /// Sandbox rules, the default keyframe interval and this build's version.
-    pub fn new(room: &str, scene: &str, tick_rate: u32) -> RecordingMeta {
+    /// The game `rules` (its name in the header), the default keyframe
+    /// interval and this build's version.
+    pub fn new(rules: &str, room: &str, scene: &str, tick_rate: u32) -> RecordingMeta {
         RecordingMeta {
             room: room.to_string(),
             scene: scene.to_string(),
             tick_rate,
             keyframe_interval: DEFAULT_KEYFRAME_INTERVAL,
-            rules: SANDBOX_RULES.to_string(),
+            rules: rules.to_string(),
             bitroom_version: env!("CARGO_PKG_VERSION").to_string(),
         }
     }
@@ -103,7 +104,7 @@ pub struct Recorder<W: Write, R: Rules> {
     /// The latest keyframes (the initial state counts), oldest first.
     kept: VecDeque<GameSnapshot<R>>,
     /// Inputs of every tick after the oldest kept keyframe.
-    inputs: VecDeque<InputSet>,
+    inputs: VecDeque<InputSet<R::Input>>,
     stats: RecorderStats,
 }
 
@@ -114,7 +115,7 @@ pub struct Recorder<W: Write, R: Rules> {
 pub struct StateJob<R: Rules> {
     rules: R,
     start: GameSnapshot<R>,
-    inputs: Vec<InputSet>,
+    inputs: Vec<InputSet<R::Input>>,
 }
 
 impl<R: Rules> StateJob<R> {
@@ -195,7 +196,7 @@ impl<W: Write, R: Rules> Recorder<W, R> {
     pub fn record_tick(
         &mut self,
         game: &Game<R>,
-        inputs: &InputSet,
+        inputs: &InputSet<R::Input>,
         hash: u64,
     ) -> Result<(), RecordError> {
         let tick = game.tick();
@@ -220,7 +221,7 @@ impl<W: Write, R: Rules> Recorder<W, R> {
     pub fn record_parts(
         &mut self,
         tick: u64,
-        inputs: &InputSet,
+        inputs: &InputSet<R::Input>,
         hash: u64,
         keyframe: Option<GameSnapshot<R>>,
     ) -> Result<(), RecordError> {
@@ -245,7 +246,7 @@ impl<W: Write, R: Rules> Recorder<W, R> {
         self.inputs.push_back(inputs.clone());
         if let Some(snap) = keyframe {
             let bytes = snap.to_packed();
-            encode_ref(
+            encode_ref::<NoInput>(
                 &RecordRef::Keyframe {
                     tick,
                     snapshot: &bytes,
@@ -301,7 +302,7 @@ impl<W: Write, R: Rules> Recorder<W, R> {
         if self.failed {
             return Err(RecordError::Stopped);
         }
-        encode_ref(
+        encode_ref::<NoInput>(
             &RecordRef::End {
                 tick: self.last_tick,
             },

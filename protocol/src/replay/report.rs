@@ -1,39 +1,11 @@
-//! State diffs for people (a table) and programs (JSON), and desync report
-//! files. Floats appear here only to print fixed-point values.
+//! State diffs for people (a table) and programs (JSON). Floats appear
+//! here only to print fixed-point values.
 
-use bitroom_sim::game::diff::{diff_states, BodyDiff, BodyFields, Field, StateDiff};
-use bitroom_sim::game::sandbox::AVATAR_TAG;
-use bitroom_sim::game::{GameSnapshot, Rules};
+use bitroom_sim::game::avatar_slot;
+use bitroom_sim::game::diff::{BodyDiff, BodyFields, Field, StateDiff};
 use bitroom_sim::{BodyKind, Scalar};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
-use std::fs::OpenOptions;
-use std::io::{self, Write};
-use std::path::{Path, PathBuf};
-
-/// File extension of replay files (without the dot).
-pub const REPLAY_EXTENSION: &str = "brr";
-
-/// A name made safe for a file name: ASCII letters, digits, `-` and `_`
-/// kept, everything else replaced by `_`, at most 64 bytes, never empty.
-/// Room and client names come from clients.
-pub fn safe_file_stem(name: &str) -> String {
-    let mut s: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(64)
-        .collect();
-    if s.is_empty() {
-        s.push('_');
-    }
-    s
-}
 
 // Floats from here on: printing only.
 fn f(x: Scalar) -> f64 {
@@ -46,11 +18,6 @@ fn kind_name(k: BodyKind) -> &'static str {
         BodyKind::Kinematic => "kinematic",
         BodyKind::Dynamic => "dynamic",
     }
-}
-
-/// The seat whose avatar a body is, for sandbox user data.
-fn avatar_slot(b: &BodyFields) -> Option<u8> {
-    (b.user_data & 0xFFFF_FFFF_0000_0000 == AVATAR_TAG).then_some((b.user_data & 0xFF) as u8)
 }
 
 /// One body as JSON (floats for reading and plotting; `id` is the slot
@@ -69,7 +36,7 @@ pub fn body_json(b: &BodyFields) -> Value {
         "awake": b.awake,
         "contacts": b.contacts,
     });
-    if let Some(s) = avatar_slot(b) {
+    if let Some(s) = avatar_slot(b.user_data) {
         v["avatar_of_slot"] = json!(s);
     }
     v
@@ -243,7 +210,11 @@ pub fn diff_table(d: &StateDiff, labels: (&str, &str)) -> String {
         )];
         for b in &d.bodies {
             let mut name = b.index.to_string();
-            if let Some(s) = b.a.as_ref().or(b.b.as_ref()).and_then(avatar_slot) {
+            if let Some(s) =
+                b.a.as_ref()
+                    .or(b.b.as_ref())
+                    .and_then(|f| avatar_slot(f.user_data))
+            {
                 let _ = write!(name, " (avatar of slot {s})");
             }
             for (i, (field, x, y, delta)) in body_rows(b).into_iter().enumerate() {
@@ -295,114 +266,4 @@ pub fn diff_table(d: &StateDiff, labels: (&str, &str)) -> String {
         }
     }
     out
-}
-
-/// Who saw a desync, and where.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DesyncContext {
-    /// Room name.
-    pub room: String,
-    /// The client (name, slot or connection; goes into the file name).
-    pub client: String,
-    /// The client's build, if known.
-    pub build: String,
-    /// The first tick whose hashes differ.
-    pub tick: u64,
-    /// The server's hash at that tick.
-    pub server_hash: u64,
-    /// The client's hash at that tick.
-    pub client_hash: u64,
-}
-
-fn hex(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
-}
-
-/// Writes a desync report into `dir` (created if missing) as one JSON file,
-/// `desync-<room>-t<tick>-<client>.json` (never overwriting: `-2`, `-3`, …
-/// are appended), and returns its path. It holds the context, both states
-/// (hex of their snapshot bytes; the client's as received, even when it
-/// does not decode) and, when both are available, their field diff (first
-/// state: the server's). `server` is the server's state at `ctx.tick`
-/// (see [`Recorder::state_job`](super::Recorder::state_job)), `None` when
-/// it is no longer available.
-///
-/// # Errors
-/// Creating the directory or writing the file.
-pub fn write_desync_report<R: Rules>(
-    dir: &Path,
-    ctx: &DesyncContext,
-    server: Option<&GameSnapshot<R>>,
-    client_state: &[u8],
-) -> io::Result<PathBuf> {
-    let client = if client_state.is_empty() {
-        Err("the client sent no state".to_string())
-    } else {
-        GameSnapshot::<R>::decode(client_state).map_err(|e| e.to_string())
-    };
-    let diff = match (server, &client) {
-        (Some(s), Ok(c)) => Some(diff_states(s, c)),
-        _ => None,
-    };
-    let server_json = server.map(|s| {
-        let bytes = s.to_bytes();
-        json!({ "tick": s.tick(), "hash": format!("{:016x}", s.state_hash()), "bytes": bytes.len(), "hex": hex(&bytes) })
-    });
-    let client_canonical = client.as_ref().ok().map(GameSnapshot::to_bytes);
-    let client_json = json!({
-        "decodes": client.is_ok(),
-        "error": client.as_ref().err(),
-        "tick": client.as_ref().ok().map(|c| c.tick()),
-        "hash": client.as_ref().ok().map(|c| format!("{:016x}", c.state_hash())),
-        "bytes": client_state.len(),
-        // The canonical bytes when the state decodes (clients send it
-        // packed), so both sides' hex compare field for field.
-        "hex": hex(client_canonical.as_deref().unwrap_or(client_state)),
-        "hex_form": if client_canonical.is_some() { "canonical" } else { "as received" },
-    });
-    let report = json!({
-        "report": "bitroom desync",
-        "room": ctx.room,
-        "client": ctx.client,
-        "build": ctx.build,
-        "server_build": env!("CARGO_PKG_VERSION"),
-        "tick": ctx.tick,
-        "server_hash": format!("{:016x}", ctx.server_hash),
-        "client_hash": format!("{:016x}", ctx.client_hash),
-        "diff": diff.as_ref().map(diff_json),
-        "diff_table": diff.as_ref().map(|d| diff_table(d, ("server", "client"))),
-        "server_state": server_json,
-        "client_state": client_json,
-    });
-    std::fs::create_dir_all(dir)?;
-    let stem = format!(
-        "desync-{}-t{}-{}",
-        safe_file_stem(&ctx.room),
-        ctx.tick,
-        safe_file_stem(&ctx.client)
-    );
-    let mut n = 1;
-    loop {
-        let name = if n == 1 {
-            format!("{stem}.json")
-        } else {
-            format!("{stem}-{n}.json")
-        };
-        let path = dir.join(name);
-        match OpenOptions::new().write(true).create_new(true).open(&path) {
-            Ok(mut file) => {
-                let mut text = serde_json::to_vec_pretty(&report).map_err(io::Error::other)?;
-                text.push(b'\n');
-                file.write_all(&text)?;
-                file.sync_all()?;
-                return Ok(path);
-            }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1000 => n += 1,
-            Err(e) => return Err(e),
-        }
-    }
 }

@@ -10,13 +10,11 @@
 //! and this build disagree about the interval), the comparison falls back
 //! to the first recorded keyframe after the divergence.
 
-use super::{read_record_at, Header, Record, ReplayError, ReplayReader, SANDBOX_RULES};
+use super::{read_record_at, Header, NoInput, Record, ReplayError, ReplayReader};
 use bitroom_sim::game::diff::{diff_states, StateDiff};
-use bitroom_sim::game::sandbox::Sandbox;
 use bitroom_sim::game::{
-    Game, GameSnapshot, GameSnapshotError, InputSet, Rules, SyncTest, SyncTestReport,
+    Game, GameSnapshot, GameSnapshotError, Input, InputSet, Rules, SyncTest, SyncTestReport,
 };
-use bitroom_sim::World;
 use std::fmt;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -61,9 +59,22 @@ pub enum ResimError {
         /// Where it was found before.
         offset: u64,
     },
-    /// Rules this build cannot re-simulate.
-    #[error("rules {0:?} cannot be re-simulated by this build (it knows \"sandbox\")")]
-    Rules(String),
+    /// A recording of a game the caller cannot re-simulate.
+    #[error("rules {found:?} cannot be re-simulated by this build (it knows {known:?})")]
+    Rules {
+        /// [`Header::rules`] of the recording.
+        found: String,
+        /// The games the caller knows.
+        known: &'static str,
+    },
+    /// The rules given to re-simulate with are not the recorded ones.
+    #[error("the recording was made with rules {recorded:016x}, these rules are {given:016x} (another game, scene or build)")]
+    Fingerprint {
+        /// [`Header::rules_fingerprint`].
+        recorded: u64,
+        /// [`Rules::fingerprint`] of the rules given.
+        given: u64,
+    },
     /// A tick outside the replay.
     #[error("tick {tick} is not in the replay (it holds ticks {first} to {last})")]
     NoSuchTick {
@@ -104,22 +115,21 @@ pub fn decode_initial<R: Rules>(header: &Header) -> Result<GameSnapshot<R>, Resi
     Ok(snap)
 }
 
-/// The rules to re-simulate a sandbox replay with (no scene file needed,
-/// see [`Sandbox::for_replay`]).
-///
-/// # Errors
-/// [`ResimError::Rules`] for a replay of other rules.
-pub fn sandbox_rules(
+/// The rules `make` gives for a recording, checked against its recorded
+/// fingerprint.
+fn checked_rules<R: Rules>(
     header: &Header,
-    initial: &GameSnapshot<Sandbox>,
-) -> Result<Sandbox, ResimError> {
-    if header.rules != SANDBOX_RULES {
-        return Err(ResimError::Rules(header.rules.clone()));
+    initial: &GameSnapshot<R>,
+    make: impl FnOnce(&Header, &GameSnapshot<R>) -> Result<R, ResimError>,
+) -> Result<R, ResimError> {
+    let rules = make(header, initial)?;
+    if rules.fingerprint() != header.rules_fingerprint {
+        return Err(ResimError::Fingerprint {
+            recorded: header.rules_fingerprint,
+            given: rules.fingerprint(),
+        });
     }
-    Ok(Sandbox::for_replay(
-        World::from_snapshot(initial.world()),
-        header.rules_fingerprint,
-    ))
+    Ok(rules)
 }
 
 /// Where [`verify`] starts re-simulating.
@@ -282,7 +292,7 @@ impl<R: Rules> Runner<R> {
     }
 
     /// Steps; a sync test mismatch found by this step, if any.
-    fn step(&mut self, inputs: InputSet) -> Option<Divergence> {
+    fn step(&mut self, inputs: InputSet<R::Input>) -> Option<Divergence> {
         match self {
             Runner::Plain(g) => {
                 g.step(&inputs);
@@ -312,24 +322,25 @@ impl<R: Rules> Runner<R> {
 }
 
 /// Reading before the start point (a keyframe not reached yet).
-struct Waiting {
+struct Waiting<I> {
     /// Latest keyframe seen: tick, bytes, recorded hash of its tick.
     keyframe: Option<(u64, Vec<u8>, u64)>,
     /// Tick records after it.
-    ticks: Vec<(u64, InputSet, u64)>,
+    ticks: Vec<(u64, InputSet<I>, u64)>,
 }
 
 /// Re-simulates a replay and checks every recorded hash (and every keyframe
 /// against its tick's hash). Stops at the first divergence. A damaged tail
 /// is not an error: what came before it is verified and the damage is in
 /// [`VerifyReport::damage`]. `rules` makes the rules from the header and the
-/// initial state ([`sandbox_rules`] for the sandbox). `progress` is called
+/// initial state; their fingerprint must be the recorded one. `progress` is called
 /// every 64 ticks.
 ///
 /// # Errors
-/// An initial state that does not decode, or rules `rules` refuses.
+/// An initial state that does not decode, rules `rules` refuses, or
+/// rules of another fingerprint ([`ResimError::Fingerprint`]).
 pub fn verify<R, Rd, F>(
-    mut reader: ReplayReader<Rd>,
+    mut reader: ReplayReader<Rd, R::Input>,
     rules: F,
     opts: &VerifyOptions,
     progress: &mut dyn FnMut(Progress),
@@ -341,7 +352,7 @@ where
 {
     let header = reader.header().clone();
     let initial = decode_initial::<R>(&header)?;
-    let rules = rules(&header, &initial)?;
+    let rules = checked_rules(&header, &initial, rules)?;
     let mut report = VerifyReport {
         start_tick: header.start_tick,
         last_verified: header.start_tick,
@@ -369,7 +380,7 @@ where
     let check = |runner: &mut Runner<R>,
                  report: &mut VerifyReport,
                  tick: u64,
-                 inputs: InputSet,
+                 inputs: InputSet<R::Input>,
                  hash: u64|
      -> bool {
         if let Some(d) = runner.step(inputs) {
@@ -392,37 +403,38 @@ where
     };
     // Starts from the waiting keyframe (or the initial state) and catches
     // up with the buffered ticks.
-    let start = |waiting: &mut Waiting, report: &mut VerifyReport| -> (Option<Runner<R>>, bool) {
-        let game = match waiting.keyframe.take() {
-            Some((tick, bytes, recorded)) => {
-                report.keyframes_checked += 1;
-                let snap = GameSnapshot::<R>::decode(&bytes)
-                    .ok()
-                    .filter(|s| s.tick() == tick);
-                let h = snap.as_ref().map(GameSnapshot::state_hash);
-                let Some(snap) = snap.filter(|_| h == Some(recorded)) else {
-                    report.divergence = Some(Divergence::Keyframe {
-                        tick,
-                        recorded,
-                        keyframe: h,
-                    });
-                    return (None, false);
-                };
-                report.start_tick = tick;
-                report.last_verified = tick;
-                report.final_hash = recorded;
-                Game::from_snapshot(rules.clone(), &snap)
+    let start =
+        |waiting: &mut Waiting<R::Input>, report: &mut VerifyReport| -> (Option<Runner<R>>, bool) {
+            let game = match waiting.keyframe.take() {
+                Some((tick, bytes, recorded)) => {
+                    report.keyframes_checked += 1;
+                    let snap = GameSnapshot::<R>::decode(&bytes)
+                        .ok()
+                        .filter(|s| s.tick() == tick);
+                    let h = snap.as_ref().map(GameSnapshot::state_hash);
+                    let Some(snap) = snap.filter(|_| h == Some(recorded)) else {
+                        report.divergence = Some(Divergence::Keyframe {
+                            tick,
+                            recorded,
+                            keyframe: h,
+                        });
+                        return (None, false);
+                    };
+                    report.start_tick = tick;
+                    report.last_verified = tick;
+                    report.final_hash = recorded;
+                    Game::from_snapshot(rules.clone(), &snap)
+                }
+                None => Game::from_snapshot(rules.clone(), &initial),
+            };
+            let mut r = Runner::new(game, opts.synctest);
+            for (tick, inputs, hash) in waiting.ticks.drain(..) {
+                if !check(&mut r, report, tick, inputs, hash) {
+                    return (Some(r), false);
+                }
             }
-            None => Game::from_snapshot(rules.clone(), &initial),
+            (Some(r), true)
         };
-        let mut r = Runner::new(game, opts.synctest);
-        for (tick, inputs, hash) in waiting.ticks.drain(..) {
-            if !check(&mut r, report, tick, inputs, hash) {
-                return (Some(r), false);
-            }
-        }
-        (Some(r), true)
-    };
     let mut going = true;
     while going {
         let Some(rec) = reader.next() else { break };
@@ -501,10 +513,10 @@ enum SegmentStart {
 }
 
 /// One keyframe interval: a start state and the ticks after it.
-struct Segment {
+struct Segment<I> {
     seq: usize,
     start: SegmentStart,
-    ticks: Vec<(u64, InputSet, u64)>,
+    ticks: Vec<(u64, InputSet<I>, u64)>,
 }
 
 /// What one segment's re-simulation found.
@@ -524,7 +536,7 @@ fn run_segment<R: Rules>(
     rules: &R,
     initial: &[u8],
     synctest: Option<u32>,
-    seg: Segment,
+    seg: Segment<R::Input>,
 ) -> SegmentResult {
     let mut res = SegmentResult {
         seq: seg.seq,
@@ -598,7 +610,7 @@ fn run_segment<R: Rules>(
 /// # Errors
 /// As [`verify`].
 pub fn verify_parallel<R, Rd, F>(
-    mut reader: ReplayReader<Rd>,
+    mut reader: ReplayReader<Rd, R::Input>,
     rules: F,
     opts: &VerifyOptions,
     jobs: usize,
@@ -614,7 +626,7 @@ where
     }
     let header = reader.header().clone();
     let initial = decode_initial::<R>(&header)?;
-    let rules = rules(&header, &initial)?;
+    let rules = checked_rules(&header, &initial, rules)?;
     let mut report = VerifyReport {
         start_tick: header.start_tick,
         last_verified: header.start_tick,
@@ -623,7 +635,7 @@ where
     };
     // Ticks after the earliest divergence found so far are not worth reading.
     let stop_after = AtomicU64::new(u64::MAX);
-    let (seg_tx, seg_rx) = mpsc::sync_channel::<Segment>(jobs);
+    let (seg_tx, seg_rx) = mpsc::sync_channel::<Segment<R::Input>>(jobs);
     let seg_rx = Mutex::new(seg_rx);
     let (res_tx, res_rx) = mpsc::channel::<SegmentResult>();
     let mut results = Vec::new();
@@ -749,13 +761,13 @@ where
 
 /// One tick of a replay.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TickEntry {
+pub struct TickEntry<I> {
     /// The tick.
     pub tick: u64,
     /// Recorded state hash.
     pub hash: u64,
     /// What went in.
-    pub inputs: InputSet,
+    pub inputs: InputSet<I>,
 }
 
 /// Where a keyframe is.
@@ -771,11 +783,11 @@ pub struct KeyframeEntry {
 
 /// A replay read into memory, except its keyframes (read back by offset).
 #[derive(Debug)]
-pub struct ReplayIndex {
+pub struct ReplayIndex<I> {
     /// The header.
     pub header: Header,
     /// Every intact tick, in order from `header.start_tick + 1`.
-    pub ticks: Vec<TickEntry>,
+    pub ticks: Vec<TickEntry<I>>,
     /// Every intact keyframe, in order.
     pub keyframes: Vec<KeyframeEntry>,
     /// Why the readable prefix ended early, if it did.
@@ -786,9 +798,9 @@ pub struct ReplayIndex {
     pub bytes: u64,
 }
 
-impl ReplayIndex {
+impl<I: Input> ReplayIndex<I> {
     /// Reads every intact record.
-    pub fn build<Rd: Read>(mut reader: ReplayReader<Rd>) -> ReplayIndex {
+    pub fn build<Rd: Read>(mut reader: ReplayReader<Rd, I>) -> ReplayIndex<I> {
         let mut ticks = Vec::new();
         let mut keyframes = Vec::new();
         while let Some(rec) = reader.next() {
@@ -823,7 +835,7 @@ impl ReplayIndex {
     }
 
     /// The record of a tick.
-    pub fn tick(&self, tick: u64) -> Option<&TickEntry> {
+    pub fn tick(&self, tick: u64) -> Option<&TickEntry<I>> {
         let i = tick.checked_sub(self.header.start_tick + 1)?;
         self.ticks.get(usize::try_from(i).ok()?)
     }
@@ -855,7 +867,7 @@ pub fn read_keyframe<S: Read + Seek>(
     k: &KeyframeEntry,
 ) -> Result<Vec<u8>, ResimError> {
     src.seek(SeekFrom::Start(k.offset))?;
-    match read_record_at(&mut *src, k.offset)? {
+    match read_record_at::<_, NoInput>(&mut *src, k.offset)? {
         Record::Keyframe { tick, snapshot } if tick == k.tick => Ok(snapshot),
         _ => Err(ResimError::KeyframeMoved {
             tick: k.tick,
@@ -900,7 +912,7 @@ pub struct Reconstructed<R: Rules> {
 /// # Errors
 /// A tick outside the replay; a keyframe that cannot be read back.
 pub fn reconstruct<R: Rules, S: Read + Seek>(
-    index: &ReplayIndex,
+    index: &ReplayIndex<R::Input>,
     src: &mut S,
     initial: &GameSnapshot<R>,
     rules: &R,
@@ -980,7 +992,7 @@ pub struct DiffReport {
 #[derive(Debug)]
 pub struct Side<'a, R: Rules, S> {
     /// Its index.
-    pub index: &'a ReplayIndex,
+    pub index: &'a ReplayIndex<R::Input>,
     /// The file, for keyframes.
     pub src: &'a mut S,
     /// Its decoded initial state.

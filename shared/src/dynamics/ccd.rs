@@ -31,9 +31,9 @@
 //! — on the right side (Box2D v3 tests only a disc around the centroid,
 //! which such a body pivots around).
 
-use super::body::{Body, BodyConfig, BodyId, BodyKind, NONE};
+use super::body::{Body, BodyConfig, BodyKind, NONE};
 use super::solver::BodyState;
-use super::world::{World, WorldError, WorldState};
+use super::world::WorldState;
 use crate::collision::{time_of_impact, DistanceProxy, Sweep, ToiState, TOI_TARGET};
 use crate::geometry::ShapeGeometry;
 use crate::math::{Rot, Scalar, Vec2};
@@ -42,7 +42,7 @@ use crate::math::{Rot, Scalar, Vec2};
 /// continuous collision.
 const SAFETY_FACTOR: Scalar = Scalar::HALF;
 
-/// Scratch memory for the continuous stage; never state.
+/// Scratch memory for continuous collision; never state.
 #[derive(Debug, Default)]
 pub(crate) struct CcdScratch {
     /// Start-of-step centre of mass and rotation of the body in solver slot `k + 1`.
@@ -152,7 +152,8 @@ fn is_fast(c: &BodyConfig, s: &BodyState, dt: Scalar) -> bool {
     s.v.length() * dt + spin >= limit
 }
 
-/// The continuous stage (after finalize, before the fat boxes are refreshed).
+/// Continuous collision, in the finish stage (after the bodies are
+/// finalized, before the fat boxes are refreshed).
 pub(crate) fn solve_continuous(
     st: &mut WorldState,
     awake: &[u32],
@@ -315,29 +316,6 @@ fn solve_body(
             b.linear_velocity = Vec2::ZERO;
             b.angular_velocity = Scalar::ZERO;
         }
-    }
-}
-
-impl World {
-    /// Makes a dynamic body a bullet (continuous collision against dynamic
-    /// bodies too) or not. Ignored for static and kinematic bodies.
-    ///
-    /// # Errors
-    /// A stale handle.
-    pub fn set_bullet(&mut self, id: BodyId, bullet: bool) -> Result<(), WorldError> {
-        let i = self.body_index(id)?;
-        let dynamic = self.state.bodies[i as usize].kind == BodyKind::Dynamic;
-        self.state.config_mut(i).bullet = bullet && dynamic;
-        Ok(())
-    }
-
-    /// Whether the body is a bullet.
-    ///
-    /// # Errors
-    /// A stale handle.
-    pub fn is_bullet(&self, id: BodyId) -> Result<bool, WorldError> {
-        let i = self.body_index(id)?;
-        Ok(self.state.body_config[i as usize].bullet)
     }
 }
 

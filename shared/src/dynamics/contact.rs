@@ -1,6 +1,6 @@
 //! Persistent contacts between pairs of shapes.
 
-use super::recycle;
+use super::recycle::{self, Pair};
 use super::shape::Shape;
 use crate::collision::Manifold;
 use crate::geometry::ShapeGeometry;
@@ -19,8 +19,8 @@ pub struct Contact {
     pub(crate) body_a: u32,
     pub(crate) body_b: u32,
     /// Encoded without its geometry, which the positions determine (see
-    /// `compact::manifold_state`).
-    #[serde(with = "crate::compact::manifold_state")]
+    /// `encoding::compact::manifold_state`).
+    #[serde(with = "crate::encoding::compact::manifold_state")]
     pub(crate) manifold: Manifold,
     /// Mixed friction √(μa·μb).
     pub(crate) friction: Scalar,
@@ -75,6 +75,17 @@ impl Contact {
     #[inline]
     pub fn key(&self) -> u64 {
         pair_key(self.shape_a, self.shape_b)
+    }
+
+    /// What the recycler needs of the contact.
+    #[inline]
+    pub(crate) fn pair(&self) -> Pair {
+        Pair {
+            key: self.key(),
+            body_a: self.body_a,
+            body_b: self.body_b,
+            recycled: self.recycled,
+        }
     }
 }
 

@@ -39,7 +39,6 @@ use super::body::ShapeId;
 use super::contact::Contact;
 use super::shape::Shape;
 use super::solver::ContactCold;
-use super::world::World;
 use crate::collision::Manifold;
 use crate::math::{Scalar, Vec2};
 use serde::Serialize;
@@ -266,29 +265,5 @@ impl Events {
                 approach_speed,
             });
         }
-    }
-}
-
-impl World {
-    /// Contact events of the last step (see the `events` module docs).
-    pub fn contact_events(&self) -> &ContactEvents {
-        &self.events.contact
-    }
-
-    /// Sensor events of the last step.
-    pub fn sensor_events(&self) -> &SensorEvents {
-        &self.events.sensor
-    }
-
-    /// XXH3-64 of the canonical encoding (as for the state hash) of the last
-    /// step's events: contact begin, end, hit, then sensor begin, end, each
-    /// list as its length (`u64`) and its events field by field.
-    pub fn event_hash(&self) -> u64 {
-        let bytes = bincode::serde::encode_to_vec(
-            (&self.events.contact, &self.events.sensor),
-            crate::state::CONFIG,
-        )
-        .expect("events encode");
-        xxhash_rust::xxh3::xxh3_64(&bytes)
     }
 }

@@ -15,7 +15,7 @@
 //! [`super::solver`], before the bundles.
 //!
 //! Within a window, each colour's contacts fill bundles in key order, and
-//! every stage walks the bundles in order: window by window, colour by
+//! every pass walks the bundles in order: window by window, colour by
 //! colour. No two contacts of a colour move the same body, so how they are
 //! grouped into bundles changes nothing: the result is that of solving the
 //! contacts one by one in (window, colour, key) order, whatever the lane
@@ -308,7 +308,7 @@ fn recip(x: Wide) -> Wide {
     Wide::from_array(x)
 }
 
-/// Prepares one bundle: the constraint of `world::prepare_contact`,
+/// Prepares one bundle: the constraint of `prepare_contact` (world/step/prepare.rs),
 /// product for product, lane by lane. Lanes without a contact, and the
 /// second point of one-point manifolds, are all zeros. The approach speeds
 /// are computed only if `any_velocity` (then the largest normal impulse is

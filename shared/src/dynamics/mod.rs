@@ -7,7 +7,6 @@ mod events;
 mod graph;
 mod island;
 pub mod joint;
-mod query;
 mod recycle;
 mod shape;
 mod solver;
@@ -22,11 +21,10 @@ pub use joint::{
     AngleJoint, BrokenJoint, DistanceJoint, FrictionJoint, JointDef, JointId, JointKind,
     MotorJoint, PrismaticJoint, PulleyJoint, RevoluteJoint, TargetJoint, WeldJoint, WheelJoint,
 };
-pub use query::{QueryFilter, RayHit};
 pub use shape::ShapeDef;
-pub use world::{ContactView, Stage, World, WorldDef, WorldError};
+pub use world::{ContactView, QueryFilter, RayHit, Stage, World, WorldDef, WorldError};
 
 pub(crate) use body::{Body, BodyConfig};
 pub(crate) use contact::Contact;
-pub(crate) use shape::Shape;
+pub(crate) use shape::{Shape, VACANT_GEOMETRY};
 pub(crate) use world::WorldState;

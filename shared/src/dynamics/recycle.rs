@@ -31,7 +31,6 @@
 //! `GRID / 2` = 0.016 m and about 0.2° of its reference).
 
 use super::body::Body;
-use super::contact::Contact;
 use crate::collision::{collide_into, Manifold};
 use crate::geometry::ShapeGeometry;
 use crate::math::{Rot, Scalar, Transform, Vec2};
@@ -286,25 +285,13 @@ impl Bases {
     }
 }
 
-/// What [`Recycler`] needs of a contact.
+/// What [`Recycler`] needs of a contact (see `Contact::pair`).
 #[derive(Clone, Copy)]
 pub(crate) struct Pair {
-    key: u64,
-    body_a: u32,
-    body_b: u32,
-    recycled: bool,
-}
-
-impl Pair {
-    #[inline]
-    pub(crate) fn of(c: &Contact) -> Pair {
-        Pair {
-            key: c.key(),
-            body_a: c.body_a,
-            body_b: c.body_b,
-            recycled: c.recycled,
-        }
-    }
+    pub(crate) key: u64,
+    pub(crate) body_a: u32,
+    pub(crate) body_b: u32,
+    pub(crate) recycled: bool,
 }
 
 /// What a pass over the contacts keeps of the positions: the bodies'

@@ -85,6 +85,9 @@ impl Shape {
     }
 }
 
+/// Fat-box margin around moving shapes.
+pub(crate) const AABB_MARGIN: Scalar = Scalar::milli(50);
+
 /// The geometry of a free shape slot (what the canonical encoding writes
 /// for it).
 pub(crate) const VACANT_GEOMETRY: ShapeGeometry =
@@ -92,64 +95,3 @@ pub(crate) const VACANT_GEOMETRY: ShapeGeometry =
         p1: crate::math::Vec2::ZERO,
         p2: crate::math::Vec2::ZERO,
     });
-
-/// A shape slot as the canonical encoding writes it: the fields of
-/// [`Shape`] with the geometry after `body` (the proxy is derived, skipped).
-#[derive(Serialize)]
-#[serde(rename = "Shape")]
-pub(crate) struct ShapeOut<'a> {
-    generation: u32,
-    alive: bool,
-    body: u32,
-    geometry: &'a ShapeGeometry,
-    def: &'a ShapeDef,
-    fat_aabb: &'a Aabb,
-    next: u32,
-    moved: bool,
-}
-
-impl<'a> ShapeOut<'a> {
-    pub(crate) fn new(s: &'a Shape, geometry: &'a ShapeGeometry) -> ShapeOut<'a> {
-        ShapeOut {
-            generation: s.generation,
-            alive: s.alive,
-            body: s.body,
-            geometry,
-            def: &s.def,
-            fat_aabb: &s.fat_aabb,
-            next: s.next,
-            moved: s.moved,
-        }
-    }
-}
-
-/// A decoded shape slot (see [`ShapeOut`]).
-#[derive(Deserialize)]
-#[serde(rename = "Shape")]
-pub(crate) struct ShapeIn {
-    generation: u32,
-    alive: bool,
-    body: u32,
-    geometry: ShapeGeometry,
-    def: ShapeDef,
-    fat_aabb: Aabb,
-    next: u32,
-    moved: bool,
-}
-
-impl ShapeIn {
-    /// The slot and its geometry.
-    pub(crate) fn split(self) -> (Shape, ShapeGeometry) {
-        let s = Shape {
-            generation: self.generation,
-            alive: self.alive,
-            body: self.body,
-            def: self.def,
-            fat_aabb: self.fat_aabb,
-            next: self.next,
-            moved: self.moved,
-            proxy: u32::MAX,
-        };
-        (s, self.geometry)
-    }
-}

@@ -1,202 +1,100 @@
-//! Deterministic input generators for headless players: load tests, soak
-//! tests, sync tests. Seeded; no clocks, no OS randomness.
+//! Headless players: a game's bot brain ([`Bot`]), how a game makes its
+//! bots ([`BotRules`]; the sandbox's are in [`super::sandbox`]), and
+//! [`LocalBots`], bots in every seat of a game run in-process (sync tests,
+//! recordings, benchmarks). Bots are deterministic: seeded, no clocks, no
+//! OS randomness.
 
-use super::sandbox::{Sandbox, AVATAR_TAG};
-use super::{Game, PlayerInput};
-use crate::math::{atan2, Scalar};
-use std::fmt;
-use std::str::FromStr;
+use super::{Game, InputSet, Rules, SlotEvent};
+use std::fmt::Debug;
+use std::marker::PhantomData;
 
-/// How a bot plays.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Strategy {
-    /// Sends neutral input.
-    Idle,
-    /// Holds random inputs for random spans, jumps, grabs and throws.
-    Random,
-    /// Runs back and forth, aiming around in a circle.
-    Circle,
-    /// Runs at the nearest other player and jumps when it is above.
-    Chaser,
+/// A bot's brain: chooses a seat's input for the next tick from the game
+/// as the bot sees it (a client's predicted game, or a local one).
+///
+/// Closures `FnMut(&Game<R>, u8) -> R::Input` are bots too.
+pub trait Bot<R: Rules>: Send {
+    /// The input for the next tick of the seat `slot`.
+    fn next_input(&mut self, game: &Game<R>, slot: u8) -> R::Input;
 }
 
-impl Strategy {
-    /// Every strategy name.
-    pub const NAMES: [&'static str; 4] = ["idle", "random", "circle", "chaser"];
-}
-
-impl FromStr for Strategy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Strategy, String> {
-        Ok(match s {
-            "idle" => Strategy::Idle,
-            "random" => Strategy::Random,
-            "circle" => Strategy::Circle,
-            "chaser" => Strategy::Chaser,
-            _ => {
-                return Err(format!(
-                    "unknown strategy {s:?} (expected one of {})",
-                    Strategy::NAMES.join(", ")
-                ))
-            }
-        })
+impl<R: Rules, F: FnMut(&Game<R>, u8) -> R::Input + Send> Bot<R> for F {
+    fn next_input(&mut self, game: &Game<R>, slot: u8) -> R::Input {
+        self(game, slot)
     }
 }
 
-impl fmt::Display for Strategy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let i = *self as usize;
-        f.write_str(Strategy::NAMES[i])
+/// Rules whose seats bots can play: the game's own bot brain. The bot
+/// fleets of the client library (`bitroom_client::bots`) and the tools
+/// make bots through it.
+pub trait BotRules: Rules {
+    /// What sets one bot apart from another beyond its seed (the sandbox:
+    /// its [`Strategy`](super::sandbox::Strategy); `()` when all bots play
+    /// alike).
+    type Strategy: Clone + Debug + Send + Sync + 'static;
+    /// The game's bot brain.
+    type Bot: Bot<Self> + 'static;
+
+    /// A bot that plays `strategy`, its choices drawn from `seed`.
+    fn bot(&self, strategy: &Self::Strategy, seed: u64) -> Self::Bot;
+
+    /// An input made from 64 random bits, for load clients, which send a
+    /// player's traffic without simulating the game (each input is held
+    /// for a few dozen ticks). Default: the neutral input.
+    fn random_input(&self, _bits: u64) -> Self::Input {
+        Self::Input::default()
     }
 }
 
-/// A bot's brain.
-#[derive(Clone, Debug)]
-pub struct Bot {
-    strategy: Strategy,
-    rng: u64,
-    hold: u32,
-    current: PlayerInput,
-    ticks: u64,
+/// Bots in every seat of a game run in-process: seat `i` joins at tick
+/// `i + 1`, and from then on its bot chooses its input every tick.
+#[derive(Debug)]
+pub struct LocalBots<R: Rules, B: Bot<R>> {
+    bots: Vec<B>,
+    rules: PhantomData<fn() -> R>,
 }
 
-impl Bot {
-    /// A bot with a seed (0 is replaced by a fixed non-zero seed).
-    pub fn new(strategy: Strategy, seed: u64) -> Bot {
-        Bot {
-            strategy,
-            rng: splitmix(seed),
-            hold: 0,
-            current: PlayerInput::default(),
-            ticks: 0,
+impl<R: Rules, B: Bot<R>> LocalBots<R, B> {
+    /// One bot per seat, seat `i` played by `bots[i]` (at most
+    /// [`MAX_SLOTS`](super::MAX_SLOTS) are used).
+    pub fn new(bots: Vec<B>) -> LocalBots<R, B> {
+        LocalBots {
+            bots,
+            rules: PhantomData,
         }
     }
 
-    /// The strategy.
-    pub fn strategy(&self) -> Strategy {
-        self.strategy
-    }
-
-    fn next(&mut self) -> u64 {
-        // xorshift64*
-        let mut x = self.rng;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.rng = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// The input for the next tick, given the game as this bot sees it.
-    pub fn next_input(&mut self, game: &Game<Sandbox>, slot: u8) -> PlayerInput {
-        self.ticks += 1;
-        match self.strategy {
-            Strategy::Idle => PlayerInput::default(),
-            Strategy::Random => {
-                if self.hold == 0 {
-                    let r = self.next();
-                    self.hold = 5 + (r % 40) as u32;
-                    let mut buttons = 0;
-                    if (r >> 8).is_multiple_of(5) {
-                        buttons |= PlayerInput::JUMP;
-                    }
-                    if (r >> 16).is_multiple_of(3) {
-                        buttons |= PlayerInput::GRAB;
-                    }
-                    if (r >> 20).is_multiple_of(7) {
-                        buttons |= PlayerInput::THROW;
-                    }
-                    self.current = PlayerInput {
-                        buttons,
-                        move_x: (((r >> 24) % 255) as i32 - 127) as i8,
-                        move_y: 0,
-                        aim: (r >> 40) as u16,
-                    };
-                }
-                self.hold -= 1;
-                self.current
-            }
-            Strategy::Circle => {
-                let phase = self.ticks % 240;
-                let move_x = if phase < 120 { 100 } else { -100 };
-                PlayerInput {
-                    buttons: if self.ticks.is_multiple_of(90) {
-                        PlayerInput::JUMP
-                    } else {
-                        0
-                    },
-                    move_x,
-                    move_y: 0,
-                    aim: (self.ticks.wrapping_mul(546) & 0xffff) as u16,
-                }
-            }
-            Strategy::Chaser => chase(game, slot, self.ticks),
+    /// The inputs of `game`'s next tick: every bot's input, and the join
+    /// of the seat whose turn it is.
+    pub fn inputs(&mut self, game: &Game<R>) -> InputSet<R::Input> {
+        let inputs = self
+            .bots
+            .iter_mut()
+            .enumerate()
+            .map(|(i, b)| b.next_input(game, i as u8))
+            .collect();
+        let mut set = InputSet::with_inputs(inputs);
+        let t = game.tick() + 1;
+        if t <= self.bots.len() as u64 {
+            set.events.push(SlotEvent::Join((t - 1) as u8));
         }
+        set
     }
 }
 
-fn splitmix(seed: u64) -> u64 {
-    let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    let z = z ^ (z >> 31);
-    if z == 0 {
-        0x2545_F491_4F6C_DD1D
-    } else {
-        z
-    }
-}
-
-fn chase(game: &Game<Sandbox>, slot: u8, ticks: u64) -> PlayerInput {
-    let world = game.world();
-    let me = game
-        .slots()
-        .get(usize::from(slot))
-        .and_then(|s| s.player.avatar)
-        .and_then(|b| world.world_center(b).ok());
-    let Some(me) = me else {
-        return PlayerInput::default();
-    };
-    let mut best: Option<(Scalar, crate::math::Vec2)> = None;
-    for (i, s) in game.slots().iter().enumerate() {
-        if i == usize::from(slot) || !s.active {
-            continue;
-        }
-        let Some(c) = s.player.avatar.and_then(|b| world.world_center(b).ok()) else {
-            continue;
-        };
-        let tag_ok = s
-            .player
-            .avatar
-            .and_then(|b| world.user_data(b).ok())
-            .is_some_and(|u| u & AVATAR_TAG == AVATAR_TAG);
-        if !tag_ok {
-            continue;
-        }
-        let d = (c - me).length_squared();
-        if best.is_none_or(|(bd, _)| d < bd) {
-            best = Some((d, c));
-        }
-    }
-    let Some((_, target)) = best else {
-        return PlayerInput::default();
-    };
-    let d = target - me;
-    let move_x = if d.x > Scalar::ONE {
-        127
-    } else if d.x < -Scalar::ONE {
-        -127
-    } else {
-        0
-    };
-    let jump = d.y > Scalar::ONE && ticks.is_multiple_of(20);
-    // Aim at the target: angle in turns × 65536.
-    let turns = atan2(d.y, d.x) / Scalar::TAU;
-    let aim = (turns.to_bits() >> 16) as u16;
-    PlayerInput {
-        buttons: if jump { PlayerInput::JUMP } else { 0 },
-        move_x,
-        move_y: 0,
-        aim,
+impl<R: BotRules> LocalBots<R, R::Bot> {
+    /// `players` of the game's bots, cycling through `strategies`, bot `i`
+    /// seeded with `seed + i`.
+    pub fn cycling(
+        rules: &R,
+        players: u8,
+        strategies: &[R::Strategy],
+        seed: u64,
+    ) -> LocalBots<R, R::Bot> {
+        LocalBots::new(
+            (0..players)
+                .zip(strategies.iter().cycle())
+                .map(|(i, s)| rules.bot(s, seed.wrapping_add(u64::from(i))))
+                .collect(),
+        )
     }
 }

@@ -12,7 +12,7 @@
 //! with, the timeline restores the state before that tick and re-simulates
 //! up to the present ([`Timeline::update`]).
 
-use super::{Game, GameSnapshot, InputSet, PlayerInput, Rules};
+use super::{Game, GameSnapshot, InputSet, Rules};
 use std::collections::BTreeMap;
 
 /// Why a timeline operation was refused.
@@ -49,14 +49,24 @@ pub struct RollbackStats {
     pub advanced: u64,
 }
 
-#[derive(Clone, Debug, Default)]
-struct Entry {
+#[derive(Clone, Debug)]
+struct Entry<I> {
     /// What the tick was (or will be) simulated with.
-    used: Option<InputSet>,
+    used: Option<InputSet<I>>,
     /// The authoritative inputs, once known.
-    confirmed: Option<InputSet>,
+    confirmed: Option<InputSet<I>>,
     /// Local inputs set for this tick.
-    local: Vec<(u8, PlayerInput)>,
+    local: Vec<(u8, I)>,
+}
+
+impl<I> Default for Entry<I> {
+    fn default() -> Entry<I> {
+        Entry {
+            used: None,
+            confirmed: None,
+            local: Vec::new(),
+        }
+    }
 }
 
 /// A game with prediction and rollback (see the module docs).
@@ -65,10 +75,10 @@ pub struct Timeline<R: Rules> {
     game: Game<R>,
     /// `ring[t % cap]` holds the state at tick `t` for recent ticks.
     ring: Vec<Option<GameSnapshot<R>>>,
-    entries: BTreeMap<u64, Entry>,
+    entries: BTreeMap<u64, Entry<R::Input>>,
     confirmed: u64,
     /// Inputs of every slot at the latest confirmed tick (the prediction).
-    last_confirmed: Vec<PlayerInput>,
+    last_confirmed: Vec<R::Input>,
     /// Earliest tick whose confirmed inputs differ from what was simulated.
     pending: Option<u64>,
     stats: RollbackStats,
@@ -137,7 +147,7 @@ impl<R: Rules> Timeline<R> {
     }
 
     /// Sets this peer's input for `slot` at `tick` (used when predicting).
-    pub fn set_local_input(&mut self, tick: u64, slot: u8, input: PlayerInput) {
+    pub fn set_local_input(&mut self, tick: u64, slot: u8, input: R::Input) {
         if tick <= self.confirmed {
             return;
         }
@@ -155,7 +165,7 @@ impl<R: Rules> Timeline<R> {
     ///
     /// # Errors
     /// [`TimelineError::OutOfOrder`] for a tick beyond the next one.
-    pub fn confirm(&mut self, tick: u64, inputs: InputSet) -> Result<(), TimelineError> {
+    pub fn confirm(&mut self, tick: u64, inputs: InputSet<R::Input>) -> Result<(), TimelineError> {
         if tick <= self.confirmed {
             return Ok(());
         }
@@ -206,7 +216,7 @@ impl<R: Rules> Timeline<R> {
         Ok(())
     }
 
-    fn inputs_for(&self, tick: u64) -> InputSet {
+    fn inputs_for(&self, tick: u64) -> InputSet<R::Input> {
         let e = self.entries.get(&tick);
         if let Some(c) = e.and_then(|e| e.confirmed.as_ref()) {
             return c.clone();
@@ -303,7 +313,7 @@ impl<R: Rules> Timeline<R> {
     }
 
     /// The inputs `tick` was simulated with, if still known.
-    pub fn used_inputs(&self, tick: u64) -> Option<&InputSet> {
+    pub fn used_inputs(&self, tick: u64) -> Option<&InputSet<R::Input>> {
         self.entries.get(&tick).and_then(|e| e.used.as_ref())
     }
 }

@@ -57,7 +57,7 @@ impl<R: Rules> SyncTest<R> {
     }
 
     /// Advances one tick with `inputs`, then rolls back and checks.
-    pub fn step(&mut self, inputs: InputSet) {
+    pub fn step(&mut self, inputs: InputSet<R::Input>) {
         let t = self.timeline.tick() + 1;
         // Inputs are confirmed before they are used, so the rollback below
         // re-simulates with exactly the same inputs.

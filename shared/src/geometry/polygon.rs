@@ -11,7 +11,7 @@ pub const MAX_POLYGON_VERTICES: usize = 8;
 /// `radius` rounds the polygon (a Minkowski sum with a disc); collision and
 /// mass account for it. Normals and centroid are derived data kept beside the
 /// vertices for speed. Its canonical encoding holds only the used vertices
-/// and normals (see `compact.rs`).
+/// and normals (see `encoding::compact`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Polygon {
     /// Vertices, counter-clockwise; only the first `count` are used.

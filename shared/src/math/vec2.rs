@@ -1,6 +1,6 @@
 //! 2D vectors, rotations and rigid transforms on [`Scalar`].
 
-use super::{sqrt, Scalar};
+use super::{sqrt, Scalar, WORLD_BOUND};
 use core::ops::{Add, AddAssign, Mul, Neg, Sub, SubAssign};
 use serde::{Deserialize, Serialize};
 
@@ -99,6 +99,23 @@ impl Vec2 {
         // Divide each component (rather than multiply by 1/len) so that
         // axis-aligned vectors normalise to exact unit vectors.
         (len, Vec2::new(self.x / len, self.y / len))
+    }
+
+    /// This velocity limited to length `max`, without overflowing on huge
+    /// inputs.
+    #[inline]
+    pub(crate) fn clamp_length(self, max: Scalar) -> Vec2 {
+        let (ax, ay) = (self.x.abs(), self.y.abs());
+        if ax <= max.shr(1) && ay <= max.shr(1) {
+            return self; // |v| ≤ max/√2: fast path, no squares.
+        }
+        // Scale down before squaring so the square cannot overflow.
+        let small = Vec2::new(self.x.shr(10), self.y.shr(10));
+        let len = small.length().shl(10);
+        if len <= max {
+            return self;
+        }
+        Vec2::new(self.x * max / len, self.y * max / len)
     }
 
     /// Component-wise absolute value.
@@ -381,6 +398,14 @@ impl Aabb {
         let w = self.upper.x - self.lower.x;
         let h = self.upper.y - self.lower.y;
         (w + h).shl(1)
+    }
+
+    /// Whether every coordinate is inside the world bounds.
+    pub fn within_world(&self) -> bool {
+        self.lower.x.abs() <= WORLD_BOUND
+            && self.lower.y.abs() <= WORLD_BOUND
+            && self.upper.x.abs() <= WORLD_BOUND
+            && self.upper.y.abs() <= WORLD_BOUND
     }
 
     /// Grows the box by `m` on every side.

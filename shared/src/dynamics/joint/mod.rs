@@ -7,7 +7,8 @@
 //! world state, so of snapshots and the state hash), the constraint prepared
 //! once per step, and the dispatch to the joint types. Each joint type lives
 //! in its own file with its parameters and its prepare / warm start / solve
-//! functions (after Box2D v3). The world's joint API is in `api.rs`.
+//! functions (after Box2D v3). The pair filter is in `filter.rs`; the world's
+//! joint API is in `world/joint_api.rs`.
 //!
 //! # How joints are solved
 //!
@@ -33,8 +34,8 @@
 //! significant bits in Q32.32, are still solved accurately.
 
 mod angle;
-pub(crate) mod api;
 mod distance;
+mod filter;
 mod friction;
 mod motor;
 mod prismatic;
@@ -46,9 +47,8 @@ mod weld;
 mod wheel;
 
 pub use angle::AngleJoint;
-pub use api::BrokenJoint;
-pub(crate) use api::JointFilter;
 pub use distance::DistanceJoint;
+pub(crate) use filter::JointFilter;
 pub use friction::FrictionJoint;
 pub use motor::MotorJoint;
 pub use prismatic::PrismaticJoint;
@@ -60,7 +60,6 @@ pub use wheel::WheelJoint;
 
 use super::body::{Body, BodyConfig, BodyId};
 use super::solver::{self, BodyState, Softness};
-use super::world::WorldState;
 use crate::math::{atan2, Rot, Scalar, Vec2};
 use serde::{Deserialize, Serialize};
 
@@ -71,6 +70,20 @@ pub struct JointId {
     pub index: u32,
     /// Generation of the slot when the handle was made.
     pub generation: u32,
+}
+
+/// A joint destroyed at the end of a step because its reaction exceeded its
+/// break threshold (see [`JointDef::break_force`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct BrokenJoint {
+    /// The handle the joint had (now stale).
+    pub id: JointId,
+    /// The joint's user data.
+    pub user_data: u64,
+    /// Reaction force on body B in the step it broke (N).
+    pub force: Vec2,
+    /// Reaction torque in the step it broke (N·m).
+    pub torque: Scalar,
 }
 
 /// The type of a joint and its type-specific parameters.
@@ -654,14 +667,13 @@ pub(crate) struct JointSolver {
 /// Prepares every joint that has a body being solved this step, and
 /// appends the solver slots of its bodies to `links` (in joint order).
 pub(crate) fn prepare(
-    st: &WorldState,
+    (joints, bodies, config): (&[Joint], &[Body], &[BodyConfig]),
     slot_of: &[u32],
     states: &[BodyState],
     ctx: &JointContext,
     out: &mut JointSolver,
     links: &mut Vec<(u32, u32)>,
 ) {
-    let (joints, bodies, config) = (&st.joints, &st.bodies, &st.body_config[..]);
     out.revolutes.clear();
     out.others.clear();
     out.breakable = false;

@@ -1,0 +1,304 @@
+//! `bitroom-server serve`: host sandbox rooms with the server library
+//! ([`bitroom_server::Server`]) until SIGINT or SIGTERM.
+
+use super::{bad_input, runtime};
+use crate::sandbox::{rules_for_scene, SANDBOX_RULES};
+use bitroom_protocol::RoomConfig;
+use bitroom_server::monitor::Monitor;
+use bitroom_server::tls::Identity;
+use bitroom_server::{RecordConfig, Server, ServerConfig};
+use bitroom_transport::fingerprint_hex;
+use clap::Args;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+use tracing::info;
+
+/// Arguments of `serve`.
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// UDP address to listen on.
+    #[arg(long, default_value = "127.0.0.1:4433", value_name = "ADDR")]
+    bind: String,
+    /// Ticks per second of every room.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    tick_rate: u32,
+    /// The scene every room plays: `arena` (the sandbox arena, 200 loose
+    /// bodies), `arena:N` (N loose bodies), a built-in scene or a JSON
+    /// scene file.
+    #[arg(long, default_value = "arena")]
+    scene: String,
+    /// Player seats per room.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u8).range(1..=32))]
+    max_players: u8,
+    /// Spectators per room.
+    #[arg(long, default_value_t = 16)]
+    max_spectators: u32,
+    /// Most rooms at once (rooms are created by the first join).
+    #[arg(long, default_value_t = 64)]
+    max_rooms: usize,
+    /// Most QUIC connections at once.
+    #[arg(long, default_value_t = 4096)]
+    max_connections: usize,
+    /// Certificate chain (PEM or DER); without it a development certificate
+    /// is generated (or reused) in --cert-dir.
+    #[arg(long, value_name = "FILE", requires = "key")]
+    cert: Option<PathBuf>,
+    /// Private key for --cert (PEM or DER PKCS#8).
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    key: Option<PathBuf>,
+    /// Where the development certificate and key are kept.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    cert_dir: PathBuf,
+    /// Serve Prometheus metrics over HTTP on this address, e.g. 127.0.0.1:9100.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
+    /// Time a client has from its first packet to its hello.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    hello_timeout: Duration,
+    /// An empty room closes after this long.
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    room_idle: Duration,
+    /// Load shedding: once a room starts a tick this late, refuse new joins
+    /// ("server is overloaded") for 2 s so running rooms catch up; 0 for
+    /// never.
+    #[arg(long, default_value = "100ms", value_parser = humantime::parse_duration)]
+    shed_lateness: Duration,
+    /// Receive and send buffer (bytes) asked of the kernel for the UDP
+    /// socket, capped by net.core.rmem_max / wmem_max; 0 keeps the
+    /// kernel's default. Too small drops datagrams in bursts (see the
+    /// `udp drops` in the status line).
+    #[arg(long, default_value_t = bitroom_server::udp::SOCKET_BUFFER_BYTES, value_name = "BYTES")]
+    udp_buffer: usize,
+    /// Log a status line (rooms, clients, tick time, lateness, UDP drops,
+    /// CPU) this often; 0 for never.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    stats_every: Duration,
+    /// Record every room into this directory (one replay file per room,
+    /// flushed every second) and write client desync reports there.
+    #[arg(long, value_name = "DIR")]
+    record: Option<std::path::PathBuf>,
+    /// Run every server thread under real-time scheduling (SCHED_FIFO,
+    /// priority 10) so ticks start on time on a busy machine; for machines
+    /// dedicated to serving (Linux). Needs CAP_SYS_NICE (root) or a
+    /// real-time priority limit of at least 11 (`ulimit -r 11`); without it
+    /// a warning is printed and the server runs at normal priority.
+    #[arg(long)]
+    realtime: bool,
+    /// Ticks between keyframe snapshots in recordings.
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u32).range(1..))]
+    keyframe_interval: u32,
+}
+
+/// Parses a socket address with a one-line error.
+///
+/// # Errors
+/// Not an `IP:PORT`.
+pub fn parse_addr(flag: &str, s: &str) -> Result<SocketAddr, String> {
+    s.parse()
+        .map_err(|_| format!("{flag} {s:?}: not an address like 127.0.0.1:4433"))
+}
+
+/// Runs `serve`.
+pub fn run(args: ServeArgs) -> ExitCode {
+    let bind = match parse_addr("--bind", &args.bind) {
+        Ok(a) => a,
+        Err(e) => return bad_input(e),
+    };
+    let metrics_addr = match args.metrics.as_deref().map(|m| parse_addr("--metrics", m)) {
+        Some(Err(e)) => return bad_input(e),
+        Some(Ok(a)) => Some(a),
+        None => None,
+    };
+    let rules = match rules_for_scene(&args.scene) {
+        Ok(r) => r,
+        Err(e) => return bad_input(e),
+    };
+    let (identity, dev_cert) = match (&args.cert, &args.key) {
+        (Some(c), Some(k)) => match Identity::load(c, k) {
+            Ok(id) => (id, None),
+            Err(e) => return bad_input(e),
+        },
+        _ => match Identity::development(&args.cert_dir) {
+            Ok((id, path, created)) => (id, Some((path, created))),
+            Err(e) => return bad_input(e),
+        },
+    };
+    if args.realtime {
+        // Before any thread starts: threads inherit the policy.
+        match bitroom_server::realtime::enter() {
+            Ok(()) => println!(
+                "real-time scheduling: SCHED_FIFO priority {}",
+                bitroom_server::realtime::PRIORITY
+            ),
+            Err(e) => eprintln!("warning: --realtime refused ({e}); running at normal priority"),
+        }
+    }
+    let runtime = match runtime() {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let mut config = ServerConfig::new(bind, rules, identity);
+    config.room = RoomConfig {
+        max_players: args.max_players,
+        max_spectators: args.max_spectators,
+        tick_rate: args.tick_rate,
+        ..RoomConfig::default()
+    };
+    config.max_rooms = args.max_rooms;
+    config.max_connections = args.max_connections;
+    config.hello_timeout = args.hello_timeout;
+    config.room_idle = args.room_idle;
+    config.shed_lateness = (!args.shed_lateness.is_zero()).then_some(args.shed_lateness);
+    config.udp_buffer = args.udp_buffer;
+    if let Some(dir) = &args.record {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            return bad_input(format_args!("--record {}: {e}", dir.display()));
+        }
+        config.record = Some(RecordConfig {
+            dir: dir.clone(),
+            rules: SANDBOX_RULES.to_string(),
+            scene: args.scene.clone(),
+            keyframe_interval: args.keyframe_interval,
+        });
+    }
+    let code = runtime.block_on(async move {
+        let metrics = match metrics_addr {
+            Some(addr) => {
+                let handle = match bitroom_server::metrics_http::install() {
+                    Ok(h) => h,
+                    Err(e) => return bad_input(e),
+                };
+                let listener = match bitroom_server::metrics_http::bind(addr).await {
+                    Ok(l) => l,
+                    Err(e) => return bad_input(e),
+                };
+                let local = listener.local_addr().unwrap_or(addr);
+                Some((listener, handle, local))
+            }
+            None => None,
+        };
+        let server = match Server::bind(config) {
+            Ok(s) => s,
+            Err(e) => return bad_input(e),
+        };
+        let fp = fingerprint_hex(&server.fingerprint());
+        println!("listening on {}", server.local_addr());
+        match &dev_cert {
+            Some((path, created)) => println!(
+                "development certificate {} ({}), sha256 {fp}",
+                path.display(),
+                if *created { "new" } else { "reused" }
+            ),
+            None => println!("certificate sha256 {fp}"),
+        }
+        println!(
+            "clients: bitroom-client bots --server {} --cert-sha256 {fp}",
+            server.local_addr()
+        );
+        if let Some((listener, handle, local)) = metrics {
+            println!("metrics on http://{local}/metrics");
+            tokio::spawn(bitroom_server::metrics_http::serve(listener, handle));
+        }
+        if !args.stats_every.is_zero() {
+            tokio::spawn(status_lines(server.monitor(), args.stats_every));
+        }
+        server.run_until(shutdown_signal()).await;
+        ExitCode::SUCCESS
+    });
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    code
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+/// Logs a status line every `every`.
+async fn status_lines(monitor: Arc<Monitor>, every: Duration) {
+    let mut cpu = CpuClock::new();
+    let mut interval = tokio::time::interval(every);
+    // After a stall, one line, not a burst of them.
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    interval.tick().await;
+    let mut drops_before = monitor.snapshot().udp_drops;
+    loop {
+        interval.tick().await;
+        let s = monitor.snapshot();
+        let (tick, late) = monitor.take_interval();
+        let udp_drops = s.udp_drops.saturating_sub(drops_before);
+        drops_before = s.udp_drops;
+        info!(
+            "rooms {} clients {} connections {} | tick p50 {} µs p99 {} µs max {} µs | lateness p50 {} µs p99 {} µs max {} µs | ticks {} | udp drops {} | cpu {}",
+            s.rooms,
+            s.clients,
+            s.connections,
+            tick.p50,
+            tick.p99,
+            tick.max,
+            late.p50,
+            late.p99,
+            late.max,
+            tick.count,
+            udp_drops,
+            cpu.sample()
+                .map_or("n/a".into(), |c| format!("{:.0}%", c * 100.0))
+        );
+    }
+}
+
+/// Process CPU use between samples, from /proc (Linux).
+#[derive(Debug)]
+pub struct CpuClock {
+    last: Option<(u64, std::time::Instant)>,
+}
+
+impl CpuClock {
+    /// Starts measuring.
+    pub fn new() -> CpuClock {
+        CpuClock {
+            last: process_cpu_ticks().map(|t| (t, std::time::Instant::now())),
+        }
+    }
+
+    /// CPU seconds per wall second since the previous sample (1.0 = one
+    /// core busy); `None` where /proc is not available.
+    pub fn sample(&mut self) -> Option<f64> {
+        let now = (process_cpu_ticks()?, std::time::Instant::now());
+        let (t0, w0) = self.last.replace(now)?;
+        let wall = now.1.duration_since(w0).as_secs_f64();
+        // /proc reports in USER_HZ, 100 on Linux.
+        Some((now.0.saturating_sub(t0)) as f64 / 100.0 / wall.max(1e-6))
+    }
+}
+
+impl Default for CpuClock {
+    fn default() -> CpuClock {
+        CpuClock::new()
+    }
+}
+
+/// utime + stime of this process in clock ticks.
+fn process_cpu_ticks() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which is in parentheses).
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    // utime and stime are fields 14 and 15 of the whole line: 11 and 12
+    // after the name.
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}

@@ -1,0 +1,39 @@
+//! The settings of a room.
+
+use crate::Micros;
+
+/// Room settings.
+#[derive(Clone, Debug)]
+pub struct RoomConfig {
+    /// Player seats (at most 32).
+    pub max_players: u8,
+    /// Most spectators.
+    pub max_spectators: u32,
+    /// Ticks per second.
+    pub tick_rate: u32,
+    /// Time to say hello after connecting.
+    pub handshake_timeout: Micros,
+    /// How long a dropped player's slot is kept for a reconnect.
+    pub reconnect_grace: Micros,
+    /// Inputs further ahead than this many ticks are refused.
+    pub max_input_ahead: u32,
+    /// Ticks of frames kept for resending; a client further behind resyncs.
+    pub history: u32,
+    /// Seed for reconnect tokens.
+    pub seed: u64,
+}
+
+impl Default for RoomConfig {
+    fn default() -> RoomConfig {
+        RoomConfig {
+            max_players: 8,
+            max_spectators: 16,
+            tick_rate: 60,
+            handshake_timeout: 5_000_000,
+            reconnect_grace: 10_000_000,
+            max_input_ahead: 120,
+            history: 240,
+            seed: 0x5eed,
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! Input collection: datagrams in (rate limited), input batches stored
+//! per seat until their tick, and each tick's inputs taken from them
+//! (never waiting: a missing input repeats the seat's last one).
+
+use super::{ConnId, NetRules, Phase, Rejection, ServerRoom};
+use crate::messages::*;
+use crate::{widen_tick, Micros};
+use bitroom_sim::game::SlotEvent;
+
+impl<R: NetRules> ServerRoom<R> {
+    /// Takes a datagram's cost from the rate limit: `None` for an unknown
+    /// (or just kicked) connection, `Some(false)` when over the limit.
+    pub(super) fn admit(&mut self, now: Micros, conn: ConnId) -> Option<bool> {
+        let rate = self.config.tick_rate;
+        let c = self.clients.get_mut(&conn)?;
+        // Refill at 3× the tick rate, up to 2 s of ticks.
+        let add = (now.saturating_sub(c.refilled) * u64::from(rate) * 3 / 1_000_000) as u32;
+        if add > 0 {
+            c.tokens = (c.tokens + add).min(rate * 2);
+            c.refilled = now;
+        }
+        let mut flooding = false;
+        if now >= c.window_start + 1_000_000 {
+            flooding = c.dropped_window > rate * 2;
+            c.window_start = now;
+            c.dropped_window = 0;
+        }
+        if flooding {
+            self.kick(conn, KickReason::Flood);
+            return None;
+        }
+        if c.tokens == 0 {
+            c.dropped_window += 1;
+            return Some(false);
+        }
+        c.tokens -= 1;
+        Some(true)
+    }
+
+    /// A datagram from a connection.
+    pub fn handle_datagram(&mut self, now: Micros, conn: ConnId, bytes: &[u8]) {
+        self.stats.bytes_in += bytes.len() as u64;
+        match self.admit(now, conn) {
+            None => return,
+            Some(false) => return self.reject(conn, Rejection::RateLimited),
+            Some(true) => {}
+        }
+        let msg = match decode_client_datagram::<R::Input>(bytes) {
+            Ok(m) => m,
+            Err(_) => return self.reject(conn, Rejection::Malformed),
+        };
+        let Some(c) = self.clients.get(&conn) else {
+            return;
+        };
+        if !matches!(c.phase, Phase::Active) {
+            if !matches!(msg, ClientDatagram::Ping { .. }) {
+                self.reject(conn, Rejection::Unexpected);
+            }
+            return;
+        }
+        match msg {
+            ClientDatagram::Ping { time } => {
+                self.send_datagram(conn, &ServerDatagram::Pong { time });
+            }
+            ClientDatagram::Ack(a) => self.ack(now, conn, a),
+            ClientDatagram::Report {
+                rollbacks,
+                max_rollback,
+            } => {
+                if let Some(c) = self.clients.get_mut(&conn) {
+                    // Cumulative: count what is new (reports may reorder).
+                    if rollbacks > c.rollbacks {
+                        self.stats.rollbacks_reported += rollbacks - c.rollbacks;
+                        c.rollbacks = rollbacks;
+                    }
+                    self.stats.max_rollback_reported =
+                        self.stats.max_rollback_reported.max(max_rollback);
+                }
+            }
+            ClientDatagram::Inputs(b) => {
+                self.ack(now, conn, b.ack);
+                self.inputs(now, conn, b);
+            }
+        }
+    }
+
+    pub(super) fn inputs(&mut self, now: Micros, conn: ConnId, b: InputBatch<R::Input>) {
+        let current = self.game.tick();
+        let Some(c) = self.clients.get(&conn) else {
+            return;
+        };
+        if c.slot != Some(b.slot) {
+            return self.reject(conn, Rejection::WrongSlot);
+        }
+        let first = widen_tick(b.first_tick, current);
+        let newest = first + b.inputs.len() as u64;
+        if b.inputs.is_empty() {
+            return;
+        }
+        let newest = newest - 1;
+        if newest > current + u64::from(self.config.max_input_ahead) {
+            return self.reject(conn, Rejection::TooFarAhead);
+        }
+        let deadline = self.deadline(newest);
+        let lead = (deadline as i64 - now as i64) / 100;
+        if let Some(c) = self.clients.get_mut(&conn) {
+            c.input_lead = lead.clamp(i64::from(i16::MIN), i64::from(i16::MAX)) as i16;
+        }
+        let seat = &mut self.seats[usize::from(b.slot)];
+        for (i, input) in b.inputs.into_iter().enumerate() {
+            let t = first + i as u64;
+            if t <= seat.input_ack {
+                continue;
+            }
+            seat.input_ack = t;
+            if t <= current {
+                self.stats.late_inputs += 1;
+                continue;
+            }
+            seat.inputs.insert(t, input);
+        }
+    }
+
+    /// Every seat's input for tick `t`: the input its player sent, the
+    /// last one again when it is missing (counted), the default input for
+    /// free seats, seats waiting for a reconnect, and seats that leave at
+    /// `t` (`events`).
+    pub(super) fn collect_inputs(&mut self, t: u64, events: &[SlotEvent]) -> Vec<R::Input> {
+        let mut inputs = Vec::with_capacity(self.seats.len());
+        for seat in &mut self.seats {
+            let input = if !seat.taken {
+                R::Input::default()
+            } else if seat.owner.is_none() {
+                // Dropped and waiting for a reconnect: stand still.
+                R::Input::default()
+            } else {
+                match seat.inputs.remove(&t) {
+                    Some(i) => i,
+                    None => {
+                        self.stats.missing_inputs += 1;
+                        seat.last
+                    }
+                }
+            };
+            while let Some((&k, _)) = seat.inputs.first_key_value() {
+                if k > t {
+                    break;
+                }
+                seat.inputs.pop_first();
+            }
+            seat.last = input;
+            inputs.push(input);
+        }
+        // A slot that left this tick starts from the default input.
+        for e in events {
+            if let SlotEvent::Leave(s) = *e {
+                if let Some(i) = inputs.get_mut(usize::from(s)) {
+                    if !self.seats[usize::from(s)].taken {
+                        *i = R::Input::default();
+                    }
+                }
+            }
+        }
+        inputs
+    }
+}

@@ -1,0 +1,76 @@
+//! What every task of a server shares: the settings, the measurements,
+//! the room registry, the tick timer, load shedding, and shutdown.
+//!
+//! Shutdown (mini-redis style): a watch channel tells every task; a
+//! channel whose senders the tasks hold tells when they are all gone.
+
+use crate::config::{RecordConfig, SHED_FOR};
+use crate::monitor::Monitor;
+use crate::registry::Registry;
+use crate::ticker::Ticker;
+use bitroom_protocol::{Micros, RoomConfig};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+use tracing::warn;
+
+/// State shared by the server's tasks.
+#[derive(Debug)]
+pub(crate) struct Context<R> {
+    pub rules: R,
+    pub room: RoomConfig,
+    pub max_rooms: usize,
+    pub room_idle: Duration,
+    pub hello_timeout: Duration,
+    /// The rooms' clock starts here ([`micros`]).
+    pub base: Instant,
+    pub monitor: Arc<Monitor>,
+    /// Set once: every task winds down.
+    pub shutdown: watch::Sender<bool>,
+    pub record: Option<RecordConfig>,
+    /// Wakes the rooms for their ticks.
+    pub ticker: Ticker,
+    /// [`crate::ServerConfig::shed_lateness`].
+    pub shed_lateness: Option<Duration>,
+    /// Joins are refused until this time (µs since `base`).
+    pub shed_until: AtomicU64,
+    pub rooms: Registry,
+    pub next_conn: AtomicU64,
+    /// Held by every task; `recv` on the other end returns `None` once
+    /// all have finished.
+    pub done: mpsc::Sender<()>,
+}
+
+impl<R> Context<R> {
+    /// A room started a tick `lateness` late: past the shedding threshold,
+    /// refuse joins for [`SHED_FOR`] from now.
+    pub(crate) fn tick_lateness(&self, lateness: Duration) {
+        if self.shed_lateness.is_some_and(|limit| lateness >= limit) {
+            let until = micros(self.base) + SHED_FOR.as_micros() as Micros;
+            let before = self.shed_until.fetch_max(until, Ordering::Relaxed);
+            if before < micros(self.base) {
+                warn!(
+                    "a room ticked {} ms late: refusing joins for {SHED_FOR:?}",
+                    lateness.as_millis()
+                );
+            }
+        }
+    }
+
+    /// Whether joins are being refused (see [`crate::ServerConfig::shed_lateness`]).
+    pub(crate) fn shedding(&self) -> bool {
+        micros(self.base) < self.shed_until.load(Ordering::Relaxed)
+    }
+}
+
+/// Resolves when the shutdown flag is set (without holding its lock).
+pub(crate) async fn shutting_down(rx: &mut watch::Receiver<bool>) {
+    let _ = rx.wait_for(|&s| s).await;
+}
+
+/// Microseconds since `base`: the rooms' clock.
+pub(crate) fn micros(base: Instant) -> Micros {
+    base.elapsed().as_micros() as Micros
+}

@@ -1,0 +1,67 @@
+//! The rooms by name, each reached through its inbox ([`RoomCmd`]): what
+//! connections send their room.
+
+use crate::writer::WriterMsg;
+use bitroom_protocol::{ConnId, KickReason, Micros};
+use bytes::Bytes;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use tokio::sync::mpsc;
+
+/// A connection as its room sees it.
+#[derive(Debug)]
+pub(crate) struct Peer {
+    pub connection: quinn::Connection,
+    pub writer: mpsc::Sender<WriterMsg>,
+}
+
+/// Work for a room.
+#[derive(Debug)]
+pub(crate) enum RoomCmd {
+    /// A connection that said hello to this room.
+    Join {
+        conn: ConnId,
+        peer: Peer,
+        hello: Vec<u8>,
+    },
+    /// A complete reliable message.
+    Reliable { conn: ConnId, bytes: Vec<u8> },
+    /// A datagram, with its arrival time (µs since the server's base): the
+    /// rate limit and the input-lead feedback count from arrival, not from
+    /// when a busy room gets to it.
+    Datagram {
+        conn: ConnId,
+        bytes: Bytes,
+        at: Micros,
+    },
+    /// The connection broke the stream framing: close it with this reason.
+    Kick { conn: ConnId, reason: KickReason },
+    /// The connection is gone.
+    Gone { conn: ConnId },
+}
+
+/// Commands queued per room.
+pub(crate) const ROOM_QUEUE: usize = 4096;
+
+/// The open rooms. A room is created by the first hello naming it and
+/// removes itself when it closes; both happen under the lock, so a join
+/// never lands in a room that is closing for idleness.
+#[derive(Debug, Default)]
+pub(crate) struct Registry {
+    rooms: Mutex<BTreeMap<String, mpsc::Sender<RoomCmd>>>,
+    created: AtomicU64,
+}
+
+impl Registry {
+    /// The map, locked.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, BTreeMap<String, mpsc::Sender<RoomCmd>>> {
+        self.rooms.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Counts a room created; returns how many were created before it
+    /// (rooms derive their seeds from it).
+    pub(crate) fn count_created(&self) -> u64 {
+        self.created.fetch_add(1, Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,212 @@
+//! [`Server`]: binds the QUIC endpoint, accepts connections (at most
+//! [`ServerConfig::max_connections`]) and hands each to its own task
+//! ([`crate::connection`]); on shutdown it stops accepting, kicks every
+//! client with [`KickReason::ServerShutdown`] and waits for the tasks.
+
+use crate::config::{ServeError, ServerConfig};
+use crate::connection::handle_incoming;
+use crate::context::Context;
+use crate::monitor::Monitor;
+use crate::registry::Registry;
+use crate::ticker::Ticker;
+use crate::tls::Identity;
+use crate::writer::close_reason;
+use bitroom_protocol::{KickReason, NetRules};
+use bitroom_transport::server_config;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+use tracing::{info, warn};
+
+/// A bound server; [`Server::run`] serves (see the crate docs).
+#[derive(Debug)]
+pub struct Server<R: NetRules> {
+    endpoint: quinn::Endpoint,
+    cx: Arc<Context<R>>,
+    done_rx: mpsc::Receiver<()>,
+    fingerprint: [u8; 32],
+    max_connections: usize,
+    connections: Arc<AtomicUsize>,
+    /// The UDP socket's inode, for the kernel's drop count (Linux).
+    udp_inode: Option<u64>,
+    stop: Arc<watch::Sender<bool>>,
+}
+
+/// Asks a running [`Server`] to shut down (cheap to clone; any clone will
+/// do). The server stops accepting, kicks every client with
+/// [`KickReason::ServerShutdown`], closes the connections and
+/// [`Server::run`] returns, within about 1.5 s.
+#[derive(Clone, Debug)]
+pub struct ShutdownHandle(Arc<watch::Sender<bool>>);
+
+impl ShutdownHandle {
+    /// Starts the shutdown (again: nothing more happens).
+    pub fn shutdown(&self) {
+        self.0.send_replace(true);
+    }
+
+    /// Whether a shutdown was asked for.
+    pub fn is_requested(&self) -> bool {
+        *self.0.borrow()
+    }
+}
+
+impl<R: NetRules> Server<R> {
+    /// Binds the endpoint (tasks start with [`Server::run`]). Needs a
+    /// tokio runtime.
+    ///
+    /// # Errors
+    /// The address cannot be bound, or the certificate and key don't fit.
+    pub fn bind(config: ServerConfig<R>) -> Result<Server<R>, ServeError> {
+        let fingerprint = config.identity.fingerprint();
+        let Identity { chain, key } = config.identity;
+        let quic = server_config(chain, key)?;
+        let bind_error = |source| ServeError::Bind {
+            addr: config.bind,
+            source,
+        };
+        let socket = crate::udp::bind_udp(config.bind, config.udp_buffer).map_err(bind_error)?;
+        let udp_inode = crate::udp::socket_inode(&socket);
+        let runtime = quinn::default_runtime()
+            .ok_or_else(|| bind_error(std::io::Error::other("no tokio runtime")))?;
+        let endpoint = quinn::Endpoint::new(
+            quinn::EndpointConfig::default(),
+            Some(quic),
+            socket,
+            runtime,
+        )
+        .map_err(bind_error)?;
+        let ticker = Ticker::start().map_err(ServeError::Ticker)?;
+        let (done, done_rx) = mpsc::channel(1);
+        let cx = Arc::new(Context {
+            rules: config.rules,
+            room: config.room,
+            max_rooms: config.max_rooms,
+            room_idle: config.room_idle,
+            hello_timeout: config.hello_timeout,
+            base: Instant::now(),
+            monitor: Arc::new(Monitor::default()),
+            shutdown: watch::channel(false).0,
+            record: config.record,
+            ticker,
+            shed_lateness: config.shed_lateness,
+            shed_until: AtomicU64::new(0),
+            rooms: Registry::default(),
+            next_conn: AtomicU64::new(1),
+            done,
+        });
+        Ok(Server {
+            endpoint,
+            cx,
+            done_rx,
+            fingerprint,
+            max_connections: config.max_connections,
+            connections: Arc::new(AtomicUsize::new(0)),
+            udp_inode,
+            stop: Arc::new(watch::channel(false).0),
+        })
+    }
+
+    /// The address the server listens on (the real port when bound to 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.endpoint
+            .local_addr()
+            .expect("a bound endpoint has an address")
+    }
+
+    /// SHA-256 of the server's certificate (for clients to pin).
+    pub fn fingerprint(&self) -> [u8; 32] {
+        self.fingerprint
+    }
+
+    /// Live measurements.
+    pub fn monitor(&self) -> Arc<Monitor> {
+        self.cx.monitor.clone()
+    }
+
+    /// A handle that stops [`Server::run`] from anywhere.
+    pub fn shutdown_handle(&self) -> ShutdownHandle {
+        ShutdownHandle(self.stop.clone())
+    }
+
+    /// Serves until a [`ShutdownHandle`] asks it to stop, then shuts down
+    /// (see [`ShutdownHandle`]) and returns.
+    pub async fn run(self) {
+        self.run_until(std::future::pending()).await;
+    }
+
+    /// [`Server::run`], also stopping when `signal` completes (SIGINT, a
+    /// test's oneshot).
+    pub async fn run_until(self, signal: impl Future<Output = ()>) {
+        tokio::pin!(signal);
+        let mut stop = self.stop.subscribe();
+        // The kernel's count of datagrams dropped on our socket, once a
+        // second (a rising count means the endpoint falls behind).
+        let drops = self.udp_inode.map(|inode| {
+            let monitor = self.cx.monitor.clone();
+            tokio::spawn(async move {
+                let mut every = tokio::time::interval(Duration::from_secs(1));
+                loop {
+                    every.tick().await;
+                    // /proc/net/udp lists every UDP socket of the host:
+                    // read it off the workers that tick the rooms.
+                    let read =
+                        tokio::task::spawn_blocking(move || crate::udp::receive_drops(inode));
+                    if let Ok(Some(n)) = read.await {
+                        monitor.udp_drops(n);
+                    }
+                }
+            })
+        });
+        loop {
+            tokio::select! {
+                _ = &mut signal => break,
+                _ = stop.wait_for(|&s| s) => break,
+                incoming = self.endpoint.accept() => {
+                    let Some(incoming) = incoming else { break };
+                    if self.connections.load(Ordering::Relaxed) >= self.max_connections {
+                        self.cx.monitor.refused("too_many_connections");
+                        incoming.refuse();
+                        continue;
+                    }
+                    let cx = self.cx.clone();
+                    let count = self.connections.clone();
+                    count.fetch_add(1, Ordering::Relaxed);
+                    tokio::spawn(async move {
+                        cx.monitor.connection(true);
+                        handle_incoming(incoming, &cx).await;
+                        cx.monitor.connection(false);
+                        count.fetch_sub(1, Ordering::Relaxed);
+                    });
+                }
+            }
+        }
+        if let Some(task) = drops {
+            task.abort();
+        }
+        info!("shutting down: kicking every client");
+        self.endpoint.set_server_config(None);
+        let _ = self.cx.shutdown.send(true);
+        // Our own handle on `done` must go for `recv` to end.
+        let Server {
+            endpoint,
+            cx,
+            mut done_rx,
+            ..
+        } = self;
+        drop(cx);
+        let finished = tokio::time::timeout(Duration::from_millis(1500), done_rx.recv())
+            .await
+            .is_ok();
+        if !finished {
+            warn!("some connections did not finish closing in time");
+        }
+        endpoint.close(0u8.into(), &close_reason(&KickReason::ServerShutdown));
+        let _ = tokio::time::timeout(Duration::from_millis(300), endpoint.wait_idle()).await;
+        info!("shut down");
+    }
+}

@@ -1,0 +1,282 @@
+//! The world's shape API: attach, detach and read shapes; the body's mass
+//! and fat boxes follow its shapes.
+
+use super::{World, WorldError};
+use crate::dynamics::body::{BodyId, BodyKind, ShapeId, NONE};
+use crate::dynamics::ccd;
+use crate::dynamics::shape::{Shape, ShapeDef, AABB_MARGIN, VACANT_GEOMETRY};
+use crate::geometry::ShapeGeometry;
+use crate::math::{Scalar, Vec2, WORLD_BOUND};
+use std::sync::Arc;
+
+impl World {
+    /// Attaches a shape to a body and updates its mass.
+    ///
+    /// # Errors
+    /// A stale body handle, a non-positive density on a dynamic body, or a
+    /// negative friction or restitution.
+    pub fn create_shape(
+        &mut self,
+        body: BodyId,
+        def: &ShapeDef,
+        geometry: ShapeGeometry,
+    ) -> Result<ShapeId, WorldError> {
+        let bi = self.body_index(body)?;
+        let b = self.state.bodies[bi as usize];
+        if b.kind == BodyKind::Dynamic
+            && def.density <= Scalar::ZERO
+            && !matches!(geometry, ShapeGeometry::Segment(_))
+        {
+            return Err(WorldError::BadDensity);
+        }
+        if def.density < Scalar::ZERO {
+            return Err(WorldError::BadDensity);
+        }
+        if def.friction < Scalar::ZERO {
+            return Err(WorldError::Negative("friction"));
+        }
+        if def.restitution < Scalar::ZERO {
+            return Err(WorldError::Negative("restitution"));
+        }
+        let aabb = geometry.aabb(b.transform);
+        for v in [aabb.lower, aabb.upper] {
+            if v.x.abs() > WORLD_BOUND || v.y.abs() > WORLD_BOUND {
+                return Err(WorldError::OutOfBounds("shape"));
+            }
+        }
+        let index = match self.state.free_shapes.pop() {
+            Some(i) => i,
+            None => {
+                self.state.shapes.push(Shape::vacant());
+                Arc::make_mut(&mut self.state.geometry).push(VACANT_GEOMETRY);
+                (self.state.shapes.len() - 1) as u32
+            }
+        };
+        let generation = self.state.shapes[index as usize].generation;
+        let fat = if b.kind == BodyKind::Static {
+            aabb
+        } else {
+            aabb.expand(AABB_MARGIN)
+        };
+        let tree = if b.kind == BodyKind::Static {
+            &mut self.state.static_tree
+        } else {
+            &mut self.state.dynamic_tree
+        };
+        let proxy = tree.create_filtered_proxy(fat, index, def.filter.category);
+        self.state.shapes[index as usize] = Shape {
+            generation,
+            alive: true,
+            body: bi,
+            def: *def,
+            fat_aabb: fat,
+            next: b.first_shape,
+            moved: true,
+            proxy,
+        };
+        Arc::make_mut(&mut self.state.geometry)[index as usize] = geometry;
+        self.state.moved.push(index);
+        self.state.bodies[bi as usize].first_shape = index;
+        // Adding a shape does not wake a body created asleep (the smash wall
+        // is built asleep); contacts wake it when something touches it.
+        self.update_mass(bi);
+        Ok(ShapeId { index, generation })
+    }
+
+    pub(super) fn shape_index(&self, id: ShapeId) -> Result<u32, WorldError> {
+        match self.state.shapes.get(id.index as usize) {
+            Some(s) if s.alive && s.generation == id.generation => Ok(id.index),
+            _ => Err(WorldError::InvalidShape(id)),
+        }
+    }
+
+    /// Detaches and destroys a shape; updates the body's mass.
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn destroy_shape(&mut self, id: ShapeId) -> Result<(), WorldError> {
+        let si = self.shape_index(id)?;
+        let bi = self.state.shapes[si as usize].body;
+        self.wake_touching(bi);
+        // Unlink from the body's list.
+        let mut link = self.state.bodies[bi as usize].first_shape;
+        if link == si {
+            self.state.bodies[bi as usize].first_shape = self.state.shapes[si as usize].next;
+        } else {
+            while link != NONE {
+                let next = self.state.shapes[link as usize].next;
+                if next == si {
+                    self.state.shapes[link as usize].next = self.state.shapes[si as usize].next;
+                    break;
+                }
+                link = next;
+            }
+        }
+        let st = &self.state;
+        let gone = st
+            .contacts
+            .iter()
+            .filter(|c| c.shape_a == si || c.shape_b == si);
+        self.events.contacts_destroyed(&st.shapes, gone);
+        self.state
+            .contacts
+            .retain(|c| c.shape_a != si && c.shape_b != si);
+        self.free_shape(si);
+        self.update_mass(bi);
+        Ok(())
+    }
+
+    pub(super) fn free_shape(&mut self, si: u32) {
+        let s = self.state.shapes[si as usize];
+        let is_static = self.state.bodies[s.body as usize].kind == BodyKind::Static;
+        let tree = if is_static {
+            &mut self.state.static_tree
+        } else {
+            &mut self.state.dynamic_tree
+        };
+        tree.destroy_proxy(s.proxy);
+        if s.moved {
+            self.state.moved.retain(|&m| m != si);
+        }
+        let generation = s.generation.wrapping_add(1);
+        self.state.shapes[si as usize] = Shape::vacant();
+        self.state.shapes[si as usize].generation = generation;
+        Arc::make_mut(&mut self.state.geometry)[si as usize] = VACANT_GEOMETRY;
+        self.state.free_shapes.push(si);
+    }
+
+    /// Shapes of a body, most recently attached first.
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn body_shapes(&self, id: BodyId) -> Result<Vec<ShapeId>, WorldError> {
+        let b = self.body_ref(id)?;
+        let mut out = Vec::new();
+        let mut s = b.first_shape;
+        while s != NONE {
+            let sh = &self.state.shapes[s as usize];
+            out.push(ShapeId {
+                index: s,
+                generation: sh.generation,
+            });
+            s = sh.next;
+        }
+        Ok(out)
+    }
+
+    /// Geometry of a shape in its body's frame.
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn shape_geometry(&self, id: ShapeId) -> Result<ShapeGeometry, WorldError> {
+        Ok(self.state.geometry[self.shape_index(id)? as usize])
+    }
+
+    /// Material and filter of a shape.
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn shape_def(&self, id: ShapeId) -> Result<ShapeDef, WorldError> {
+        Ok(self.state.shapes[self.shape_index(id)? as usize].def)
+    }
+
+    /// The body a shape is attached to.
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn shape_body(&self, id: ShapeId) -> Result<BodyId, WorldError> {
+        let b = self.state.shapes[self.shape_index(id)? as usize].body;
+        Ok(BodyId {
+            index: b,
+            generation: self.state.bodies[b as usize].generation,
+        })
+    }
+
+    /// Recomputes mass, centre and inertia from the body's shapes.
+    pub(super) fn update_mass(&mut self, bi: u32) {
+        let mut total = Scalar::ZERO;
+        let mut weighted = Vec2::ZERO;
+        let mut inertia = Scalar::ZERO;
+        let mut extent_shapes = Vec::new();
+        let b = self.state.bodies[bi as usize];
+        let mut s = b.first_shape;
+        while s != NONE {
+            let sh = &self.state.shapes[s as usize];
+            let geometry = &self.state.geometry[s as usize];
+            extent_shapes.push(*geometry);
+            if b.kind == BodyKind::Dynamic && sh.def.density > Scalar::ZERO {
+                let md = geometry.mass(sh.def.density);
+                total += md.mass;
+                weighted = weighted.mul_add(md.mass, md.center);
+                inertia += md.rotational_inertia + md.mass * md.center.dot(md.center);
+            }
+            s = sh.next;
+        }
+        let dynamic = b.kind == BodyKind::Dynamic;
+        let bc = self.state.config_mut(bi);
+        bc.mass = Scalar::ZERO;
+        bc.inv_mass = Scalar::ZERO;
+        bc.inertia = Scalar::ZERO;
+        bc.inv_inertia = Scalar::ZERO;
+        bc.local_center = Vec2::ZERO;
+        if dynamic {
+            if total > Scalar::ZERO {
+                let c = Vec2::new(weighted.x / total, weighted.y / total);
+                bc.mass = total;
+                bc.inv_mass = Scalar::ONE / total;
+                bc.local_center = c;
+                let i = inertia - total * c.dot(c);
+                if i > Scalar::ZERO && !bc.fixed_rotation {
+                    bc.inertia = i;
+                    bc.inv_inertia = Scalar::ONE / i;
+                }
+            } else {
+                // A dynamic body without mass still falls: unit mass, no rotation.
+                bc.mass = Scalar::ONE;
+                bc.inv_mass = Scalar::ONE;
+            }
+        }
+        let local_center = bc.local_center;
+        let mut ext = Scalar::ZERO;
+        for g in &extent_shapes {
+            ext = ext.max(g.extent_from(local_center));
+        }
+        bc.max_extent = ext;
+        bc.min_extent = extent_shapes
+            .iter()
+            .map(ccd::shape_min_extent)
+            .min()
+            .unwrap_or(Scalar::ZERO);
+        let b = &mut self.state.bodies[bi as usize];
+        b.center = b.transform.apply(local_center);
+    }
+
+    /// Recomputes fat boxes of a body's shapes after it moved.
+    pub(super) fn refresh_shapes(&mut self, bi: u32, force: bool) {
+        let b = self.state.bodies[bi as usize];
+        let margin = if b.kind == BodyKind::Static {
+            Scalar::ZERO
+        } else {
+            AABB_MARGIN
+        };
+        let mut s = b.first_shape;
+        while s != NONE {
+            let sh = &mut self.state.shapes[s as usize];
+            let aabb = self.state.geometry[s as usize].aabb(b.transform);
+            if force || !sh.fat_aabb.contains(&aabb) {
+                sh.fat_aabb = aabb.expand(margin);
+                let tree = if b.kind == BodyKind::Static {
+                    &mut self.state.static_tree
+                } else {
+                    &mut self.state.dynamic_tree
+                };
+                tree.move_proxy(sh.proxy, sh.fat_aabb);
+                if !sh.moved {
+                    sh.moved = true;
+                    self.state.moved.push(s);
+                }
+            }
+            s = sh.next;
+        }
+    }
+}

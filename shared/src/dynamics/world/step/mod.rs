@@ -1,0 +1,152 @@
+//! The step pipeline: one file per stage, run in the order of
+//! [`Stage::ALL`].
+//!
+//! 1. **prepare** (`prepare.rs`) — solver slots for the awake bodies; the
+//!    touching contacts coloured into bundles (see `graph`) and prepared;
+//!    the joints prepared (see `joint`);
+//! 2. **substeps** (`substeps.rs`) — the soft-step solver (see `solver`):
+//!    each substep integrates velocities, warm starts, solves the joints
+//!    then the contacts, integrates positions and relaxes;
+//! 3. **finish** (`finish.rs`) — restitution; impulses stored for the next
+//!    warm start; hit events; bodies finalized (transforms, sleep timers);
+//!    continuous collision for fast bodies (see `ccd`); fat boxes follow the
+//!    final transforms; joints whose reaction exceeded their threshold are
+//!    destroyed and reported;
+//! 4. **pairs** (`pairs.rs`) — the broad phase: shapes whose fat box moved
+//!    query the trees; new pairs are merged into the contact list (kept
+//!    sorted by shape pair);
+//! 5. **collide** (`collide.rs`) — the narrow phase: manifolds for contacts
+//!    with an awake body (recycled where they can be, see `recycle`);
+//!    contacts whose fat boxes separated are dropped; contacts that begin
+//!    touching a sleeping body wake its island;
+//! 6. **sleep** (`sleep.rs`) — islands at rest fall asleep (see `island`).
+//!
+//! Prepare, substeps and finish are *the solve*; a step with nothing awake
+//! skips them. Collision runs last, so the manifolds a step leaves are a
+//! function of the positions it leaves. Shapes created since the last step
+//! get their pairs and collide first, before the solve.
+//!
+//! Sensor pairs are contacts too, flagged `sensor`: collide tests them for
+//! overlap instead of building a manifold, and the solver and islands skip
+//! them. Collide and finish report events (see `events`). The step's
+//! buffers live in [`Scratch`] (`scratch.rs`), apart from the state.
+
+mod collide;
+mod finish;
+mod pairs;
+mod prepare;
+mod scratch;
+mod sleep;
+mod substeps;
+
+pub(crate) use scratch::Scratch;
+
+use crate::dynamics::joint::JointContext;
+use crate::dynamics::solver::Softness;
+use crate::dynamics::world::World;
+use crate::math::Scalar;
+
+/// A stage of a step, as [`World::step_observed`] reports it when it ends.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Stage {
+    /// Solver slots, colouring and preparing the contacts and joints.
+    Prepare,
+    /// The substeps: integration, warm start, solve, relax.
+    Substeps,
+    /// Restitution, impulses stored, hit events, bodies finalized,
+    /// continuous collision, fat boxes, broken joints.
+    Finish,
+    /// The pair search (broad phase).
+    Pairs,
+    /// The narrow phase: every awake contact's manifold.
+    Collide,
+    /// Islands and sleep, the step's events closed.
+    Sleep,
+}
+
+impl Stage {
+    /// Every stage, in step order.
+    pub const ALL: [Stage; 6] = [
+        Stage::Prepare,
+        Stage::Substeps,
+        Stage::Finish,
+        Stage::Pairs,
+        Stage::Collide,
+        Stage::Sleep,
+    ];
+
+    /// A short lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Prepare => "prepare",
+            Stage::Substeps => "substeps",
+            Stage::Finish => "finish",
+            Stage::Pairs => "pairs",
+            Stage::Collide => "collide",
+            Stage::Sleep => "sleep",
+        }
+    }
+}
+
+/// What the prepare stage hands to the substeps and finish stages: the
+/// step's rates and softness, fixed by the settings.
+#[derive(Clone, Copy)]
+struct Solve {
+    /// Step length.
+    dt: Scalar,
+    /// Substep length.
+    h: Scalar,
+    /// Substep rate (`inv_h_int` as a scalar).
+    inv_h: Scalar,
+    /// Substep rate, whole substeps per second.
+    inv_h_int: u32,
+    /// Contact softness: between moving bodies, and against static ones.
+    soft: [Softness; 2],
+    /// Joint constants.
+    joints: JointContext,
+    /// Whether a solved contact reports hit events.
+    any_hit_events: bool,
+}
+
+impl World {
+    /// Advances the world by one step of `1 / tick_rate` seconds.
+    ///
+    /// Collision runs at the *end* of the step, after the bodies moved: the
+    /// manifolds a step leaves behind are those of the positions it leaves
+    /// behind, so the contact geometry is a function of the rest of the
+    /// state (see `encoding`: it is not stored in snapshots or hashed).
+    /// Shapes created since the last step (the only API change that needs
+    /// new pairs) get their pairs and manifolds first. Over a run of steps
+    /// the order of the stages is the same as colliding first.
+    pub fn step(&mut self) {
+        self.step_observed(&mut |_| {});
+    }
+
+    /// [`World::step`], calling `observe` as each [`Stage`] ends (in the
+    /// order of [`Stage::ALL`]; a step with nothing awake skips the solver's
+    /// stages). The observer cannot change the step: it is for profiles,
+    /// which measure time outside this crate (no clocks in here).
+    pub fn step_observed(&mut self, observe: &mut dyn FnMut(Stage)) {
+        self.events.begin_step();
+        self.broken_joints.clear();
+        if !self.state.moved.is_empty() {
+            self.pairs();
+            self.collide(false);
+        }
+        if let Some(solve) = self.prepare() {
+            observe(Stage::Prepare);
+            self.substeps(&solve);
+            observe(Stage::Substeps);
+            self.finish(&solve);
+            observe(Stage::Finish);
+        }
+        self.pairs();
+        observe(Stage::Pairs);
+        self.collide(true);
+        observe(Stage::Collide);
+        self.sleep();
+        self.events.finish_step();
+        self.state.tick += 1;
+        observe(Stage::Sleep);
+    }
+}

@@ -1,0 +1,128 @@
+//! Stage **pairs** (the broad phase): shapes whose fat box moved query the
+//! trees; new pairs are sorted and merged into the contact list, which stays
+//! sorted by shape pair.
+
+use crate::dynamics::body::BodyKind;
+use crate::dynamics::contact::{pair_key, sensor_pair_allowed, Contact};
+use crate::dynamics::world::World;
+
+impl World {
+    /// New pairs for shapes whose fat box moved.
+    pub(super) fn pairs(&mut self) {
+        // Trees grown or filled since the last step are rebuilt first (their
+        // shape never changes which pairs are found).
+        for tree in [&mut self.state.static_tree, &mut self.state.dynamic_tree] {
+            if tree.needs_rebuild() {
+                tree.rebuild();
+            }
+        }
+        if self.state.moved.is_empty() {
+            return;
+        }
+        let st = &mut self.state;
+        let sc = &mut self.scratch;
+        let mut moved = core::mem::take(&mut st.moved);
+        moved.sort_unstable();
+        sc.pairs.clear();
+        // Flags stay set until every moved shape has queried: a pair of two
+        // moved shapes is then found once, from its lower shape (the higher
+        // one skips it), so there are half as many duplicates to sort.
+        for &si in &moved {
+            let shape = &st.shapes[si as usize];
+            let body = &st.bodies[shape.body as usize];
+            sc.candidates.clear();
+            let cands = &mut sc.candidates;
+            // Skip subtrees of categories this shape never collides with; a
+            // positive group may override the masks, so it sees everything.
+            let f = &shape.def.filter;
+            let mask = if f.group > 0 { u32::MAX } else { f.mask };
+            if body.kind != BodyKind::Static {
+                st.static_tree
+                    .query_masked(&shape.fat_aabb, mask, |o| cands.push(o));
+            }
+            st.dynamic_tree
+                .query_masked(&shape.fat_aabb, mask, |o| cands.push(o));
+            for &o in sc.candidates.iter() {
+                if o == si {
+                    continue;
+                }
+                let other = &st.shapes[o as usize];
+                if o < si && other.moved {
+                    continue;
+                }
+                if other.body == shape.body {
+                    continue;
+                }
+                let ob = &st.bodies[other.body as usize];
+                if body.kind != BodyKind::Dynamic && ob.kind != BodyKind::Dynamic {
+                    continue;
+                }
+                if !shape.def.filter.should_collide(&other.def.filter)
+                    || !sensor_pair_allowed(shape, other)
+                {
+                    continue;
+                }
+                let (a, b) = if si < o { (si, o) } else { (o, si) };
+                sc.pairs.push(pair_key(a, b));
+            }
+        }
+        for &si in &moved {
+            st.shapes[si as usize].moved = false;
+        }
+        moved.clear();
+        st.moved = moved;
+        if sc.pairs.is_empty() {
+            return;
+        }
+        sc.pairs.sort_unstable();
+        sc.pairs.dedup();
+        sc.new_contacts.clear();
+        // Skip pairs that already have a contact. Few pairs: binary search;
+        // many pairs: one sequential walk, which is kinder to the cache.
+        let walk = sc.pairs.len() * 16 > st.contacts.len();
+        st.joint_filter.refresh(&st.joints, st.bodies.len());
+        let mut ci = 0;
+        for &key in &sc.pairs {
+            let exists = if walk {
+                while ci < st.contacts.len() && st.contacts[ci].key() < key {
+                    ci += 1;
+                }
+                ci < st.contacts.len() && st.contacts[ci].key() == key
+            } else {
+                st.contacts.binary_search_by_key(&key, |c| c.key()).is_ok()
+            };
+            if exists {
+                continue;
+            }
+            let (a, b) = ((key >> 32) as u32, key as u32);
+            let (sa, sb) = (&st.shapes[a as usize], &st.shapes[b as usize]);
+            if st.joint_filter.blocks(sa.body, sb.body) {
+                continue;
+            }
+            sc.new_contacts.push(Contact::new(
+                (a, sa, &st.geometry[a as usize]),
+                (b, sb, &st.geometry[b as usize]),
+            ));
+        }
+        if sc.new_contacts.is_empty() {
+            return;
+        }
+        // Merge the sorted new contacts into the sorted list in place, from
+        // the back: each run of old contacts moves once, as one block, and
+        // the contacts before the first new key do not move at all.
+        let old_len = st.contacts.len();
+        let new = &sc.new_contacts;
+        st.contacts.extend_from_slice(new);
+        let list = &mut st.contacts[..];
+        let (mut i, mut j) = (old_len, new.len());
+        while j > 0 {
+            let key = new[j - 1].key();
+            // Old contacts [lo, i) with larger keys shift up by j.
+            let lo = list[..i].partition_point(|c| c.key() < key);
+            list.copy_within(lo..i, lo + j);
+            list[lo + j - 1] = new[j - 1];
+            i = lo;
+            j -= 1;
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! Stage **prepare**, the first of the solve: solver slots for the awake
+//! bodies, the contacts to solve coloured into bundles (see `graph`) and
+//! prepared, the joints prepared (see `joint`).
+
+use super::Solve;
+use crate::dynamics::body::{Body, BodyKind, NO_ISLAND};
+use crate::dynamics::contact::Contact;
+use crate::dynamics::graph::OVERFLOW;
+use crate::dynamics::island;
+use crate::dynamics::joint::{self, JointContext};
+use crate::dynamics::solver::{self, BodyState, ConstraintPoint, ContactCold, ContactConstraint};
+use crate::dynamics::world::{World, WorldState};
+use crate::math::{Rot, Scalar, Vec2};
+
+impl World {
+    /// Prepares the solve; `None` when no body is awake (nothing to solve).
+    pub(super) fn prepare(&mut self) -> Option<Solve> {
+        let st = &mut self.state;
+        let sc = &mut self.scratch;
+        let set = st.settings;
+        let dt = Scalar::ONE / Scalar::from_int(set.tick_rate as i32);
+        let n = set.substeps;
+        let h = dt / Scalar::from_int(n as i32);
+        let inv_h_int = set.tick_rate * n;
+        let inv_h = Scalar::from_int(inv_h_int as i32);
+        sc.broken.clear();
+        // Emptied before any early return: `collide` stores the
+        // impulses of whatever this step solved.
+        sc.constraints.clear();
+        sc.constraints_cold.clear();
+
+        // A joint is never solved against a sleeping body: wake it.
+        if !st.joints.is_empty() {
+            wake_jointed(st, &mut sc.wake);
+        }
+
+        // Solver slots for awake non-static bodies; slot 0 is the static dummy.
+        sc.slot_of.clear();
+        sc.slot_of.resize(st.bodies.len(), 0);
+        sc.states.clear();
+        sc.states.push(BodyState::STATIC);
+        sc.awake.clear();
+        for (i, b) in st.bodies.iter().enumerate() {
+            if b.is_simulated() {
+                sc.slot_of[i] = sc.states.len() as u32;
+                sc.awake.push(i as u32);
+                sc.states.push(BodyState {
+                    v: b.linear_velocity,
+                    w: b.angular_velocity,
+                    dp: Vec2::ZERO,
+                    dq: Rot::IDENTITY,
+                    inv_mass: st.body_config[i].inv_mass,
+                    inv_inertia: st.body_config[i].inv_inertia,
+                });
+            }
+        }
+        if sc.awake.is_empty() {
+            return None;
+        }
+
+        // Prepare contact constraints. First the order: the contacts to
+        // solve, in key order, coloured (see `graph`).
+        let substep_rate = inv_h;
+        let hertz = set.contact_hertz.min(substep_rate.shr(3));
+        let soft = [
+            solver::make_soft(hertz, set.contact_damping_ratio, h),
+            solver::make_soft(hertz.shl(1), set.contact_damping_ratio, h),
+        ];
+        sc.links.clear();
+        sc.solve_order.clear();
+        sc.graph.begin(sc.states.len());
+        let moves = |states: &[BodyState], s: u32| {
+            let b = &states[s as usize];
+            !(b.inv_mass.is_zero() && b.inv_inertia.is_zero())
+        };
+        // The key-ordered list, with the overflow's constraints prepared
+        // one at a time, and the bundles a window at a time.
+        let mut any_hit_events = false;
+        for (ci, c) in st.contacts.iter().enumerate() {
+            if !c.touching || c.sensor {
+                continue;
+            }
+            let (a, b) = (sc.slot_of[c.body_a as usize], sc.slot_of[c.body_b as usize]);
+            if a == 0 && b == 0 {
+                continue;
+            }
+            sc.links.push((a, b));
+            let k = sc.solve_order.len() as u32;
+            let color = sc
+                .graph
+                .add(a, b, moves(&sc.states, a), moves(&sc.states, b));
+            sc.solve_order.push(ci as u32);
+            any_hit_events |= c.hit_events;
+            if color == OVERFLOW {
+                let (ba, bb) = (&st.bodies[c.body_a as usize], &st.bodies[c.body_b as usize]);
+                let (sa, sb) = (&sc.states[a as usize], &sc.states[b as usize]);
+                let (cc, cold) =
+                    prepare_contact(c, ci as u32, k, (a, b), (ba, bb), (sa, sb), &soft);
+                sc.constraints.push(cc);
+                sc.constraints_cold.push(cold);
+            } else {
+                sc.constraints_cold.push(ContactCold::new(ci as u32, c));
+            }
+            if sc.graph.window_full() {
+                sc.finish_window(st);
+            }
+        }
+        if !sc.graph.window_full() {
+            sc.finish_window(st);
+        }
+        #[cfg(debug_assertions)]
+        sc.graph.check(|s| moves(&sc.states, s));
+
+        // Prepare joints: rigid parts use the joint softness, capped at a
+        // quarter of the substep rate.
+        let jctx = JointContext {
+            h,
+            inv_h,
+            soft: solver::make_soft(
+                set.joint_hertz.min(substep_rate.shr(2)),
+                set.joint_damping_ratio,
+                h,
+            ),
+        };
+        joint::prepare(
+            (&st.joints, &st.bodies, &st.body_config),
+            &sc.slot_of,
+            &sc.states,
+            &jctx,
+            &mut sc.joints,
+            &mut sc.links,
+        );
+        Some(Solve {
+            dt,
+            h,
+            inv_h,
+            inv_h_int,
+            soft,
+            joints: jctx,
+            any_hit_events,
+        })
+    }
+}
+
+/// A touching contact prepared for the solver: the constraint (fixed for
+/// the step: lever arms, effective masses, softness) and what the substep
+/// loop never reads. `k` is its place in the step's key-ordered list.
+#[inline(always)]
+fn prepare_contact(
+    c: &Contact,
+    ci: u32,
+    k: u32,
+    (a, b): (u32, u32),
+    (ba, bb): (&Body, &Body),
+    (sa, sb): (&BodyState, &BodyState),
+    soft: &[solver::Softness; 2],
+) -> (ContactConstraint, ContactCold) {
+    let (ma, ia, mb, ib) = (sa.inv_mass, sa.inv_inertia, sb.inv_mass, sb.inv_inertia);
+    let normal = c.manifold.normal;
+    let tangent = normal.right_perp();
+    let mut cc = ContactConstraint {
+        a,
+        b,
+        cold_index: k,
+        against_static: ma.is_zero() || mb.is_zero(),
+        count: c.manifold.count,
+        normal,
+        m_n_a: normal * ma,
+        m_n_b: normal * mb,
+        friction: c.friction,
+        points: [ConstraintPoint::default(); 2],
+    };
+    let mut cold = ContactCold::new(ci, c);
+    // `rb − ra` is `cA − cB` exactly (wrapping sums are exact), the same
+    // for every point.
+    let centers_n = (ba.center - bb.center).dot(normal);
+    let mass_scale = soft[usize::from(cc.against_static)].mass_scale;
+    for (k, mp) in c.manifold.points().iter().enumerate() {
+        let ra = mp.point - ba.center;
+        let rb = mp.point - bb.center;
+        let rna = ra.cross(normal);
+        let rnb = rb.cross(normal);
+        let kn = ma + mb + ia * rna * rna + ib * rnb * rnb;
+        let rta = ra.cross(tangent);
+        let rtb = rb.cross(tangent);
+        let kt = ma + mb + ia * rta * rta + ib * rtb * rtb;
+        // Read only by restitution and hit events.
+        if !c.restitution.is_zero() || c.hit_events {
+            let dv = sb.velocity_at(rb) - sa.velocity_at(ra);
+            cold.relative_velocity[k] = normal.dot(dv);
+        }
+        let mut cp = ConstraintPoint {
+            an_a: ra.dot(normal),
+            an_b: rb.dot(normal),
+            rn_a: rna,
+            rn_b: rnb,
+            wn_a: ia * rna,
+            wn_b: ib * rnb,
+            wt_a: ia * rta,
+            wt_b: ib * rtb,
+            base_separation: mp.separation - centers_n,
+            separation: Scalar::ZERO,
+            normal_impulse: mp.normal_impulse,
+            tangent_impulse: mp.tangent_impulse,
+            max_normal_impulse: Scalar::ZERO,
+            neg_normal_mass: -kn.recip(),
+            soft_normal_mass: Scalar::ZERO,
+            neg_tangent_mass: -kt.recip(),
+        };
+        cp.soft_normal_mass = cp.neg_normal_mass * mass_scale;
+        // Nothing has moved yet: the relax pass's formula at zero
+        // displacement and no turn (`solver::separation`), whose products
+        // by one and zero are exact.
+        cp.separation = cp.an_b - cp.an_a + cp.base_separation;
+        cc.points[k] = cp;
+    }
+    (cc, cold)
+}
+
+/// Wakes sleeping bodies joined to bodies that are awake, so that a joint is
+/// never solved against a sleeping (frozen) body. `islands` is scratch.
+pub(crate) fn wake_jointed(st: &mut WorldState, islands: &mut Vec<u32>) {
+    islands.clear();
+    // Only a sleeping body can be woken: without one (no sleeping, or all
+    // awake) skip the pass over the joints, which is the costlier one.
+    let sleeping = |b: &Body| b.kind != BodyKind::Static && !b.awake && b.sleep_island != NO_ISLAND;
+    if !st.bodies.iter().any(sleeping) {
+        return;
+    }
+    for j in &st.joints {
+        if !j.alive {
+            continue;
+        }
+        let (ba, bb) = (&st.bodies[j.body_a as usize], &st.bodies[j.body_b as usize]);
+        for (me, other) in [(ba, bb), (bb, ba)] {
+            if me.is_simulated()
+                && other.kind != BodyKind::Static
+                && !other.awake
+                && other.sleep_island != NO_ISLAND
+            {
+                islands.push(other.sleep_island);
+            }
+        }
+    }
+    if !islands.is_empty() {
+        islands.sort_unstable();
+        islands.dedup();
+        island::wake_islands(st, islands);
+    }
+}

@@ -1,0 +1,61 @@
+//! The step's scratch memory: buffers reused from step to step, never
+//! state (not saved, not hashed).
+
+use crate::dynamics::ccd::CcdScratch;
+use crate::dynamics::contact::Contact;
+use crate::dynamics::graph::Graph;
+use crate::dynamics::joint::JointSolver;
+use crate::dynamics::recycle::Recycler;
+use crate::dynamics::solver::{BodyState, ContactCold, ContactConstraint};
+use crate::dynamics::world::WorldState;
+use crate::math::Scalar;
+
+/// Scratch memory reused between steps; never state.
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    pub(crate) states: Vec<BodyState>,
+    pub(crate) slot_of: Vec<u32>,
+    pub(crate) awake: Vec<u32>,
+    /// Contacts solved one at a time: those the colouring could not place.
+    pub(crate) constraints: Vec<ContactConstraint>,
+    /// Every contact solved this step, in key order: what the substep
+    /// loop never reads, and the impulses it accumulated.
+    pub(crate) constraints_cold: Vec<ContactCold>,
+    /// The contacts to solve this step, in key order (indices into the
+    /// contact list).
+    pub(crate) solve_order: Vec<u32>,
+    /// The coloured contacts, in bundles (see `graph`).
+    pub(crate) graph: Graph,
+    pub(crate) candidates: Vec<u32>,
+    pub(crate) pairs: Vec<u64>,
+    pub(crate) new_contacts: Vec<Contact>,
+    pub(crate) remove: Vec<bool>,
+    pub(crate) wake: Vec<u32>,
+    /// Solver slots of the bodies of every touching contact, then every
+    /// joint, being solved this step (for the islands).
+    pub(crate) links: Vec<(u32, u32)>,
+    pub(crate) parent: Vec<u32>,
+    pub(crate) min_time: Vec<Scalar>,
+    pub(crate) min_index: Vec<u32>,
+    pub(crate) ccd: CcdScratch,
+    pub(crate) joints: JointSolver,
+    pub(crate) broken: Vec<u32>,
+    /// The bodies' reference poses and the contacts' manifolds at them
+    /// (see `recycle`): caches of the positions.
+    pub(crate) recycler: Recycler,
+}
+
+impl Scratch {
+    /// Lays out and prepares the contacts coloured since the last call
+    /// ([`Graph::finish_window`]) from this step's solver slots and order.
+    pub(super) fn finish_window(&mut self, st: &WorldState) {
+        self.graph.finish_window(
+            &st.contacts,
+            &st.bodies,
+            &self.states,
+            &self.slot_of,
+            &self.solve_order,
+            &mut self.constraints_cold,
+        );
+    }
+}

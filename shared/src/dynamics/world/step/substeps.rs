@@ -1,0 +1,109 @@
+//! Stage **substeps**, the second of the solve: each substep integrates
+//! the velocities, warm starts, solves the joints then the contacts, integrates
+//! the positions and relaxes (the soft step, see `solver`).
+
+use super::Solve;
+use crate::dynamics::body::{BodyKind, MAX_ANGULAR_SPEED};
+use crate::dynamics::graph;
+use crate::dynamics::joint;
+use crate::dynamics::solver;
+use crate::dynamics::world::World;
+use crate::math::{Scalar, Vec2};
+
+impl World {
+    /// Runs the substeps of the solve.
+    pub(super) fn substeps(&mut self, solve: &Solve) {
+        let Solve {
+            h,
+            inv_h,
+            inv_h_int,
+            soft,
+            joints: jctx,
+            ..
+        } = *solve;
+        let st = &mut self.state;
+        let sc = &mut self.scratch;
+        let set = st.settings;
+        let n = set.substeps;
+        // Per-body velocity increments for the step.
+        let max_v = set.max_linear_speed;
+        let mut deltas: Vec<(Vec2, Scalar, Scalar, Scalar)> = Vec::with_capacity(sc.awake.len());
+        for &bi in &sc.awake {
+            let b = &st.bodies[bi as usize];
+            if b.kind == BodyKind::Dynamic {
+                let c = &st.body_config[bi as usize];
+                let dv = (set.gravity * c.gravity_scale).mul_add(c.inv_mass, b.force) * h;
+                let dw = h * c.inv_inertia * b.torque;
+                let ld = if c.linear_damping.is_zero() {
+                    Scalar::ONE
+                } else {
+                    (Scalar::ONE + h * c.linear_damping).recip()
+                };
+                let ad = if c.angular_damping.is_zero() {
+                    Scalar::ONE
+                } else {
+                    (Scalar::ONE + h * c.angular_damping).recip()
+                };
+                deltas.push((dv, dw, ld, ad));
+            } else {
+                deltas.push((Vec2::ZERO, Scalar::ZERO, Scalar::ONE, Scalar::ONE));
+            }
+        }
+
+        for _ in 0..n {
+            // Integrate velocities.
+            for (k, d) in deltas.iter().enumerate() {
+                let s = &mut sc.states[k + 1];
+                if s.inv_mass.is_zero() && s.inv_inertia.is_zero() && d.0 == Vec2::ZERO {
+                    continue;
+                }
+                // Undamped bodies (damping factor exactly one) skip the
+                // products by one, which would not change a bit.
+                let v = if d.2 == Scalar::ONE { s.v } else { s.v * d.2 };
+                let w = if d.3 == Scalar::ONE { s.w } else { s.w * d.3 };
+                s.v = (d.0 + v).clamp_length(max_v);
+                s.w = (d.1 + w).clamp(-MAX_ANGULAR_SPEED, MAX_ANGULAR_SPEED);
+            }
+            joint::warm_start(&mut sc.joints, &mut sc.states);
+            solver::warm_start(&sc.constraints, &mut sc.states);
+            graph::warm_start(sc.graph.bundles(), &mut sc.states);
+            joint::solve(&mut sc.joints, &mut sc.states, &jctx, true);
+            solver::solve_contacts(
+                &mut sc.constraints,
+                &mut sc.states,
+                &soft,
+                inv_h,
+                set.contact_push_max_velocity,
+                true,
+            );
+            graph::solve::<true>(
+                sc.graph.bundles_mut(),
+                &mut sc.states,
+                &soft,
+                inv_h_int,
+                set.contact_push_max_velocity,
+            );
+            // Integrate positions.
+            for s in sc.states[1..].iter_mut() {
+                s.dq = s.dq.integrate(h * s.w);
+                s.dp = s.dp.mul_add(h, s.v);
+            }
+            joint::solve(&mut sc.joints, &mut sc.states, &jctx, false);
+            solver::solve_contacts(
+                &mut sc.constraints,
+                &mut sc.states,
+                &soft,
+                inv_h,
+                set.contact_push_max_velocity,
+                false,
+            );
+            graph::solve::<false>(
+                sc.graph.bundles_mut(),
+                &mut sc.states,
+                &soft,
+                inv_h_int,
+                set.contact_push_max_velocity,
+            );
+        }
+    }
+}
