@@ -38,6 +38,8 @@ pub struct BotSpec<S> {
     pub conditioner: Option<ConditionerConfig>,
     /// Traffic only ([`crate::load`]): no simulation, no hash checks.
     pub load: bool,
+    /// Its connect token's bytes (servers that require tokens).
+    pub token: Option<Vec<u8>>,
 }
 
 /// A bot's counters, live and at the end.
@@ -361,6 +363,7 @@ async fn run_bot<R: BotRules + NetRules>(
     options.name = spec.name.clone();
     options.predict = spec.predict;
     options.conditioner = spec.conditioner;
+    options.token = spec.token.clone();
     options.input = Some(Box::new(move |g, slot| bot.next_input(g, slot)));
     let t0 = Instant::now();
     let connected = tokio::select! {
@@ -453,6 +456,7 @@ async fn run_load_bot<R: BotRules + NetRules>(
         &spec.room,
         fingerprint,
         pin,
+        spec.token.clone(),
         spec.seed,
         |bits| rules.random_input(bits),
         publish,
@@ -493,6 +497,7 @@ pub fn plan<S: Clone>(
                 ..c
             }),
             load,
+            token: None,
         })
         .collect()
 }

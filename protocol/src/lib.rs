@@ -63,6 +63,8 @@
 //! - [`room`]: [`ServerRoom`] (split by concern: seats, inputs, frames,
 //!   snapshots);
 //! - [`session`]: the client, [`ClientSession`];
+//! - [`token`]: signed connect tokens (layout, minting, pure
+//!   verification, replay protection with [`token::NonceCache`]);
 //! - [`replay`]: the replay format, [`replay::Recorder`], re-simulation and
 //!   state diffs;
 //! - this file: [`NetRules`], [`Micros`], [`widen_tick`].
@@ -75,7 +77,8 @@ pub mod token;
 
 pub use messages::*;
 pub use room::{
-    ConnId, Output, Rejection, RoomConfig, RoomEvent, RoomStats, ServerRoom, SnapshotJob,
+    ConnId, Grant, Output, Rejection, RoomConfig, RoomEvent, RoomStats, ServerRoom, SnapshotJob,
+    BASE_CLIENT_MESSAGE, MAX_REPORTS, REPORT_MARGIN, REPORT_PERIOD, REPORT_WINDOW,
 };
 pub use session::{ClientConfig, ClientEvent, ClientSession, ClientStats, ClientTransmit};
 

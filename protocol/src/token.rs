@@ -38,10 +38,14 @@ use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use base64::engine::DecodePaddingMode;
 use base64::Engine;
 use bitroom_sim::game::MAX_SLOTS;
-use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
+use ed25519_dalek::{Signature, Signer};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+
+/// The key types of tokens: backends mint with a [`SigningKey`], servers
+/// verify with the [`VerifyingKey`] (re-exported from `ed25519-dalek`).
+pub use ed25519_dalek::{SigningKey, VerifyingKey};
 
 /// The first four bytes of every token.
 pub const TOKEN_MAGIC: [u8; 4] = *b"BRTK";

@@ -46,6 +46,7 @@ fn hello(fingerprint: u64) -> Vec<u8> {
         name: "bot".into(),
         spectator: false,
         reconnect: None,
+        token: None,
     }))
 }
 

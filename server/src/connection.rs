@@ -1,38 +1,65 @@
 //! One connection from its first packet to its end: the QUIC handshake,
 //! the hello (one stream, one framed message, in time, in at most
-//! [`MAX_HELLO`] bytes), routing to the room it names (created on first
-//! join), then forwarding its stream messages and datagrams to that room
-//! while a writer task ([`crate::writer`]) sends the room's messages back.
+//! [`MAX_HELLO`] bytes; datagrams sent before it are dropped), the
+//! admission checks ([`crate::admission`]: version, rules, token, room
+//! creation limits), routing to the room it names (created only now, by a
+//! hello that passed every check), then forwarding its stream messages
+//! and datagrams to that room while a writer task ([`crate::writer`])
+//! sends the room's messages back.
+//!
+//! Forwarding bounds what the connection holds (`docs/limits.md`): the
+//! stream is read a message at a time (its length prefix, then no more
+//! than its body); a message longer than the room allows is refused by its
+//! length prefix; its body is read only once its declared length is
+//! reserved in the server's budget of unfinished messages, and must be
+//! whole
+//! [`Limits::message_deadline`](crate::config::Limits::message_deadline)
+//! after that, or the connection is closed.
 
 use crate::context::{micros, shutting_down, Context};
-use crate::registry::{Peer, RoomCmd, ROOM_QUEUE};
+use crate::limits::{AddressPlace, HalfOpenPlace, Reservation};
+use crate::registry::{Peer, RoomCmd, RoomHandle, ROOM_QUEUE};
 use crate::room_task;
 use crate::writer::{self, close_now, kick_and_close, WRITER_QUEUE};
 use bitroom_protocol::{
-    decode_client_reliable, ClientReliable, ConnId, KickReason, NetRules, StreamFramer,
+    decode_client_reliable, ClientReliable, ConnId, Grant, Hello, KickReason, NetRules,
+    StreamFramer, BASE_CLIENT_MESSAGE,
 };
-use std::sync::atomic::Ordering;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-use tracing::{debug, info, info_span, Instrument};
+use tracing::{debug, info, info_span, warn, Instrument};
 
-/// Largest hello accepted (bytes): names are short.
+/// Largest hello accepted (bytes): names and a token are short.
 pub const MAX_HELLO: usize = 4096;
 
-/// Serves one incoming connection until it ends.
-pub(crate) async fn handle_incoming<R: NetRules>(incoming: quinn::Incoming, cx: &Arc<Context<R>>) {
+/// How often a connection waiting for room in the budget of unfinished
+/// messages tries again.
+const BUDGET_RETRY: Duration = Duration::from_millis(50);
+
+/// Serves one incoming connection until it ends. `places` hold its place
+/// in its address's count (for the whole connection) and among the
+/// half-open connections (until its hello is taken or refused).
+pub(crate) async fn handle_incoming<R: NetRules>(
+    incoming: quinn::Incoming,
+    cx: &Arc<Context<R>>,
+    places: (AddressPlace, HalfOpenPlace),
+) {
     let conn: ConnId = cx.next_conn.fetch_add(1, Ordering::Relaxed);
     let span = info_span!("conn", id = conn, remote = %incoming.remote_address());
-    handle_connection(conn, incoming, cx).instrument(span).await;
+    handle_connection(conn, incoming, cx, places)
+        .instrument(span)
+        .await;
 }
 
 /// Reads the first framed message (the hello), refusing lengths above
 /// [`MAX_HELLO`] before reading them. Returns it and the framer holding
 /// whatever followed it.
 async fn read_hello(recv: &mut quinn::RecvStream) -> Result<(Vec<u8>, StreamFramer), String> {
-    let mut framer = StreamFramer::default();
-    let mut head: Vec<u8> = Vec::with_capacity(4);
+    let mut framer = StreamFramer::with_limit(MAX_HELLO);
     let mut buf = [0u8; 2048];
     loop {
         let n = match recv.read(&mut buf).await {
@@ -40,24 +67,29 @@ async fn read_hello(recv: &mut quinn::RecvStream) -> Result<(Vec<u8>, StreamFram
             Ok(None) => return Err("stream ended before the hello".into()),
             Err(e) => return Err(format!("stream failed before the hello: {e}")),
         };
-        if head.len() < 4 {
-            let take = (4 - head.len()).min(n);
-            head.extend_from_slice(&buf[..take]);
-            if head.len() == 4 {
-                let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
-                if len > MAX_HELLO {
-                    return Err(format!(
-                        "hello of {len} bytes exceeds the limit of {MAX_HELLO}"
-                    ));
-                }
-            }
-        }
         framer.push(&buf[..n]);
         match framer.next_message() {
             Ok(Some(m)) => return Ok((m, framer)),
             Ok(None) => {}
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(format!("hello: {e}")),
         }
+    }
+}
+
+/// Drops the datagrams a connection sends before its hello is taken
+/// (counted): they are never charged to its rate limit later. Runs until
+/// the connection ends.
+async fn drop_early_datagrams(connection: &quinn::Connection, cx: &Context<impl NetRules>) {
+    while connection.read_datagram().await.is_ok() {
+        cx.monitor.early_datagram();
+    }
+    std::future::pending::<()>().await;
+}
+
+/// Drops the datagrams already received (without waiting for more).
+async fn drop_received_datagrams(connection: &quinn::Connection, cx: &Context<impl NetRules>) {
+    while let Ok(Ok(_)) = tokio::time::timeout(Duration::ZERO, connection.read_datagram()).await {
+        cx.monitor.early_datagram();
     }
 }
 
@@ -79,8 +111,11 @@ async fn handle_connection<R: NetRules>(
     conn: ConnId,
     incoming: quinn::Incoming,
     cx: &Arc<Context<R>>,
+    places: (AddressPlace, HalfOpenPlace),
 ) {
     let _done = cx.done.clone();
+    let (_address_place, half_open) = places;
+    let ip = incoming.remote_address().ip();
     let mut shutdown = cx.shutdown.subscribe();
     let deadline = Instant::now() + cx.hello_timeout;
     let connection = match tokio::time::timeout_at(deadline, incoming).await {
@@ -97,7 +132,8 @@ async fn handle_connection<R: NetRules>(
         }
     };
     debug!("connected");
-    // The hello: one stream, one framed message, in time.
+    // The hello: one stream, one framed message, in time. Datagrams sent
+    // before it are dropped.
     let opened = tokio::select! {
         r = tokio::time::timeout_at(deadline, async {
             let (send, mut recv) = connection.accept_bi().await.map_err(|e| (None, e.to_string()))?;
@@ -106,12 +142,14 @@ async fn handle_connection<R: NetRules>(
                 Err(e) => Err((Some(send), e)),
             }
         }) => r,
+        () = drop_early_datagrams(&connection, cx) => unreachable!("never finishes"),
         _ = shutting_down(&mut shutdown) => {
             refuse(&connection, None, KickReason::ServerShutdown).await;
             return;
         }
     };
-    let (mut send, recv, hello, framer) = match opened {
+    drop_received_datagrams(&connection, cx).await;
+    let (mut send, recv, hello_bytes, framer) = match opened {
         Ok(Ok(x)) => x,
         Ok(Err((send, e))) => {
             cx.monitor.refused("bad_hello");
@@ -125,8 +163,8 @@ async fn handle_connection<R: NetRules>(
             return;
         }
     };
-    let room_name = match decode_client_reliable(&hello) {
-        Ok(ClientReliable::Hello(h)) => h.room,
+    let hello = match decode_client_reliable(&hello_bytes) {
+        Ok(ClientReliable::Hello(h)) => h,
         Ok(_) => {
             cx.monitor.refused("bad_hello");
             let reason = KickReason::BadMessage("the first message must be a hello".into());
@@ -140,19 +178,31 @@ async fn handle_connection<R: NetRules>(
             return;
         }
     };
+    let seats = cx.room.max_players.clamp(1, bitroom_sim::game::MAX_SLOTS);
+    let now = bitroom_transport::keys::unix_now();
+    let checked = cx
+        .admission
+        .check(&hello, cx.rules.fingerprint(), seats, now);
+    let grant = match checked {
+        Ok(g) => g,
+        Err(reason) => {
+            cx.monitor.refused(reason.label());
+            refuse(&connection, Some(&mut send), reason).await;
+            return;
+        }
+    };
     let (writer_tx, writer_rx) = mpsc::channel(WRITER_QUEUE);
     let peer = Peer {
         connection: connection.clone(),
         writer: writer_tx,
     };
-    let room = match join_room(cx, &room_name, conn, peer, hello) {
-        Ok(tx) => tx,
+    let joined = join_room(cx, &hello, ip, conn, peer, hello_bytes, grant);
+    // Taken or refused: no longer half-open.
+    drop(half_open);
+    let room = match joined {
+        Ok(room) => room,
         Err(reason) => {
-            let what = match reason {
-                KickReason::Overloaded => "overloaded",
-                _ => "room_refused",
-            };
-            cx.monitor.refused(what);
+            cx.monitor.refused(reason.label());
             refuse(&connection, Some(&mut send), reason).await;
             return;
         }
@@ -167,93 +217,168 @@ async fn handle_connection<R: NetRules>(
         )
         .instrument(tracing::Span::current()),
     );
-    forward(conn, &connection, recv, framer, &room, cx.base).await;
-    let _ = room.send(RoomCmd::Gone { conn }).await;
+    forward(conn, &connection, recv, framer, &room, cx).await;
+    let _ = room.tx.send(RoomCmd::Gone { conn }).await;
     debug!("connection over");
 }
 
-/// Hands a connection to its room, creating the room if needed.
+/// Hands a connection whose hello passed the checks to its room, creating
+/// the room if needed (within the server's room limit and the creation
+/// limits of the source address and the token's user).
 fn join_room<R: NetRules>(
     cx: &Arc<Context<R>>,
-    name: &str,
+    hello: &Hello,
+    ip: IpAddr,
     conn: ConnId,
     peer: Peer,
-    hello: Vec<u8>,
-) -> Result<mpsc::Sender<RoomCmd>, KickReason> {
+    hello_bytes: Vec<u8>,
+    grant: Option<Grant>,
+) -> Result<RoomHandle, KickReason> {
     if *cx.shutdown.borrow() {
         return Err(KickReason::ServerShutdown);
     }
     if cx.shedding() {
         return Err(KickReason::Overloaded);
     }
+    let name = hello.room.as_str();
     let mut rooms = cx.rooms.lock();
-    let tx = match rooms.get(name) {
-        Some(tx) => tx.clone(),
+    let room = match rooms.get(name) {
+        Some(room) => room.clone(),
         None => {
             if rooms.len() >= cx.max_rooms {
                 return Err(KickReason::TooManyRooms);
             }
-            let (tx, rx) = mpsc::channel(ROOM_QUEUE);
+            // A spectator cannot be let into a new room that takes none.
+            if hello.spectator && cx.room.max_spectators == 0 {
+                return Err(KickReason::RoomFull);
+            }
+            if !cx
+                .admission
+                .may_create(ip, grant.as_ref(), std::time::Instant::now())
+            {
+                return Err(KickReason::TooManyRoomsCreated);
+            }
             let mut config = cx.room.clone();
-            let n = cx.rooms.count_created();
-            config.seed = config
-                .seed
-                .wrapping_add(n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            // The reconnect secrets' key: 256 bits from the OS (the room
+            // itself draws no randomness).
+            if let Err(e) = bitroom_transport::keys::os_random(&mut config.secret_seed) {
+                warn!("cannot open room {name:?}: {e}");
+                return Err(KickReason::RoomClosed(e.to_string()));
+            }
+            config.tokens_required = cx.admission.requires_tokens();
+            let (tx, rx) = mpsc::channel(ROOM_QUEUE);
+            let room = RoomHandle {
+                tx,
+                max_message: Arc::new(AtomicUsize::new(BASE_CLIENT_MESSAGE)),
+            };
             let span = info_span!("room", name = %name);
             let task_cx = cx.clone();
             let done = cx.done.clone();
             let room_name = name.to_string();
+            let max_message = room.max_message.clone();
             tokio::spawn(
                 async move {
-                    room_task::run(room_name, task_cx, rx, config).await;
+                    room_task::run(room_name, task_cx, rx, config, max_message).await;
                     drop(done);
                 }
                 .instrument(span),
             );
-            rooms.insert(name.to_string(), tx.clone());
-            tx
+            rooms.insert(name.to_string(), room.clone());
+            room
         }
     };
     // Queued under the registry lock: a room closing for idleness checks
     // its queue under the same lock.
-    tx.try_send(RoomCmd::Join { conn, peer, hello })
+    room.tx
+        .try_send(RoomCmd::Join {
+            conn,
+            peer,
+            hello: hello_bytes,
+            grant,
+        })
         .map_err(|_| KickReason::RoomClosed("room is too busy to take a join".into()))?;
-    Ok(tx)
+    Ok(room)
+}
+
+/// The message being received on a connection's stream.
+#[derive(Debug)]
+struct Unfinished {
+    /// Its declared length in the budget, once there was room for it.
+    held: Option<Reservation>,
+    /// When it must be whole: from its first byte, and again from when
+    /// its reservation was granted (`None` while it waits for one: the
+    /// wait is the server's, not the client's).
+    deadline: Option<Instant>,
 }
 
 /// Forwards a joined connection's stream messages and datagrams to its
-/// room until the connection ends.
-async fn forward(
+/// room until the connection ends (see the module docs for the bounds).
+async fn forward<R: NetRules>(
     conn: ConnId,
     connection: &quinn::Connection,
     mut recv: quinn::RecvStream,
     mut framer: StreamFramer,
-    room: &mpsc::Sender<RoomCmd>,
-    base: Instant,
+    room: &RoomHandle,
+    cx: &Context<R>,
 ) {
+    let base = cx.base;
+    let allowed = cx.limits.message_deadline;
     let mut buf = vec![0u8; 64 << 10];
     let mut stream_open = true;
+    let mut unfinished: Option<Unfinished> = None;
     loop {
+        framer.set_limit(room.max_message.load(Ordering::Relaxed));
         // Messages already framed go first (the hello may have company).
         loop {
             match framer.next_message() {
                 Ok(Some(bytes)) => {
-                    if room.send(RoomCmd::Reliable { conn, bytes }).await.is_err() {
+                    let held = unfinished.take().and_then(|u| u.held);
+                    let cmd = RoomCmd::Reliable { conn, bytes, held };
+                    if room.tx.send(cmd).await.is_err() {
                         return;
                     }
                 }
                 Ok(None) => break,
                 Err(e) => {
+                    drop((framer, unfinished));
                     let reason = KickReason::BadMessage(e.to_string());
-                    let _ = room.send(RoomCmd::Kick { conn, reason }).await;
-                    // Wait for the room's close.
-                    connection.closed().await;
-                    return;
+                    return kick(conn, connection, room, reason).await;
                 }
             }
         }
+        let now = Instant::now();
+        if framer.buffered() == 0 {
+            unfinished = None;
+        } else {
+            let u = unfinished.get_or_insert(Unfinished {
+                held: None,
+                deadline: Some(now + allowed),
+            });
+            if let (None, Some(len)) = (&u.held, framer.unfinished()) {
+                match cx.budget.reserve(len) {
+                    Some(r) => {
+                        u.held = Some(r);
+                        u.deadline = Some(now + allowed);
+                    }
+                    None => u.deadline = None,
+                }
+            }
+        }
+        // A message whose length is known is read only once it is held in
+        // the budget: until then flow control holds the sender.
+        let waiting = unfinished
+            .as_ref()
+            .is_some_and(|u| u.held.is_none() && framer.unfinished().is_some());
+        let deadline = unfinished.as_ref().and_then(|u| u.deadline);
+        // Read no further than the message being received (its length
+        // prefix first), so the framer holds one message, reserved.
+        let want = match framer.unfinished() {
+            Some(len) => (4 + len - framer.buffered()).min(buf.len()),
+            None => 4usize.saturating_sub(framer.buffered()).max(1),
+        };
+        cx.monitor.publish_pending();
         tokio::select! {
-            r = recv.read(&mut buf), if stream_open => match r {
+            r = recv.read(&mut buf[..want]), if stream_open && !waiting => match r {
                 Ok(Some(n)) => framer.push(&buf[..n]),
                 // The client finished its side (a leave was sent before).
                 Ok(None) => stream_open = false,
@@ -262,7 +387,7 @@ async fn forward(
             d = connection.read_datagram() => match d {
                 Ok(bytes) => {
                     let at = micros(base);
-                    if let Err(e) = room.try_send(RoomCmd::Datagram { conn, bytes, at }) {
+                    if let Err(e) = room.tx.try_send(RoomCmd::Datagram { conn, bytes, at }) {
                         match e {
                             mpsc::error::TrySendError::Full(_) => {
                                 metrics::counter!(crate::monitor::names::QUEUE_DROPS).increment(1);
@@ -273,6 +398,26 @@ async fn forward(
                 }
                 Err(_) => return,
             },
+            () = sleep_until_some(deadline) => {
+                drop((framer, unfinished));
+                let secs = allowed.as_secs().try_into().unwrap_or(u32::MAX);
+                return kick(conn, connection, room, KickReason::MessageTimeout(secs)).await;
+            }
+            () = tokio::time::sleep(BUDGET_RETRY), if waiting => {}
         }
     }
+}
+
+/// Sleeps until `at`; never wakes for `None`.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Asks the room to close a connection with `reason`, and waits for it.
+async fn kick(conn: ConnId, connection: &quinn::Connection, room: &RoomHandle, reason: KickReason) {
+    let _ = room.tx.send(RoomCmd::Kick { conn, reason }).await;
+    connection.closed().await;
 }

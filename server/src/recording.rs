@@ -1,15 +1,18 @@
 //! A room's replay file (`serve --record DIR`) and its desync reports,
 //! written by a thread of the room's own so that packing keyframes,
-//! writing and flushing never land on the room's tick.
+//! writing and flushing never land on the room's tick. Everything written
+//! is weighed against the directory's quota ([`crate::quota`]).
 
 use crate::config::RecordConfig;
-use crate::desync_report::{write_desync_report, DesyncContext};
+use crate::desync_report::{desync_report_json, write_report_file, DesyncContext};
+use crate::quota::Quota;
 use bitroom_protocol::replay::{Recorder, RecordingMeta};
 use bitroom_protocol::{ConnId, DesyncReport, NetRules, ServerRoom};
 use bitroom_sim::game::{GameSnapshot, InputSet};
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tracing::{error, info, warn};
@@ -83,10 +86,14 @@ impl<R: NetRules> Recording<R> {
         rc: &RecordConfig,
         room_name: &str,
         room: &ServerRoom<R>,
+        quota: Arc<Quota>,
         done: mpsc::Sender<()>,
     ) -> Option<Recording<R>> {
         if let Err(e) = std::fs::create_dir_all(&rc.dir) {
             error!("cannot record into {}: {e}", rc.dir.display());
+            return None;
+        }
+        if !quota.may_record(room_name) {
             return None;
         }
         let stamp = std::time::SystemTime::now()
@@ -120,7 +127,7 @@ impl<R: NetRules> Recording<R> {
             .name("bitroom-record".into())
             .spawn(move || {
                 let _span = span.enter();
-                write_recording(recorder, &from, &dir, &thread_path);
+                write_recording(recorder, &from, &dir, &thread_path, &quota);
                 drop(done);
             });
         if let Err(e) = spawned {
@@ -200,8 +207,10 @@ fn write_recording<R: NetRules>(
     from: &std::sync::mpsc::Receiver<RecordMsg<R>>,
     dir: &Path,
     path: &Path,
+    quota: &Quota,
 ) {
     let mut flushed = std::time::Instant::now();
+    let mut charged = 0;
     while let Ok(msg) = from.recv() {
         match msg {
             RecordMsg::Tick {
@@ -214,6 +223,14 @@ fn write_recording<R: NetRules>(
                 if r.is_ok() && flushed.elapsed() >= FLUSH_EVERY {
                     flushed = std::time::Instant::now();
                     r = rec.flush();
+                    let written = rec.stats().bytes_written;
+                    let fits = quota.charge(written - charged, path);
+                    charged = written;
+                    if !fits {
+                        // Closed cleanly: a recording cut by the quota
+                        // verifies like any other.
+                        break;
+                    }
                 }
                 if let Err(e) = r {
                     error!("recording to {} stopped: {e}", path.display());
@@ -222,15 +239,29 @@ fn write_recording<R: NetRules>(
             }
             RecordMsg::Desync { ctx, state } => {
                 let server = rec.state_job(ctx.tick).map(|j| j.run());
-                match write_desync_report(dir, &ctx, server.as_ref(), &state) {
-                    Ok(p) => warn!("desync report written to {}", p.display()),
+                let written = desync_report_json(&ctx, server.as_ref(), &state).and_then(|text| {
+                    if !quota.admit_report(text.len() as u64) {
+                        return Ok(None);
+                    }
+                    let p = write_report_file(dir, &ctx, &text)?;
+                    quota.add_report(p.clone(), text.len() as u64);
+                    Ok(Some(p))
+                });
+                match written {
+                    Ok(Some(p)) => warn!("desync report written to {}", p.display()),
+                    Ok(None) => {}
                     Err(e) => error!("cannot write the desync report: {e}"),
                 }
             }
         }
     }
     match rec.finish() {
-        Ok(_) => info!("recording closed: {}", path.display()),
+        Ok(_) => {
+            // What the last flushes wrote: the file's size counts.
+            let len = std::fs::metadata(path).map_or(charged, |m| m.len());
+            quota.count(len.saturating_sub(charged));
+            info!("recording closed: {}", path.display());
+        }
         Err(e) => error!("recording {} not closed cleanly: {e}", path.display()),
     }
 }

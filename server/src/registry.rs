@@ -1,12 +1,13 @@
 //! The rooms by name, each reached through its inbox ([`RoomCmd`]): what
 //! connections send their room.
 
+use crate::limits::Reservation;
 use crate::writer::WriterMsg;
-use bitroom_protocol::{ConnId, KickReason, Micros};
+use bitroom_protocol::{ConnId, Grant, KickReason, Micros};
 use bytes::Bytes;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::mpsc;
 
 /// A connection as its room sees it.
@@ -19,14 +20,21 @@ pub(crate) struct Peer {
 /// Work for a room.
 #[derive(Debug)]
 pub(crate) enum RoomCmd {
-    /// A connection that said hello to this room.
+    /// A connection that said hello to this room; the hello passed the
+    /// server's checks ([`crate::admission`]) and its token granted this.
     Join {
         conn: ConnId,
         peer: Peer,
         hello: Vec<u8>,
+        grant: Option<Grant>,
     },
-    /// A complete reliable message.
-    Reliable { conn: ConnId, bytes: Vec<u8> },
+    /// A complete reliable message, with the budget it holds until the
+    /// room has taken it.
+    Reliable {
+        conn: ConnId,
+        bytes: Vec<u8>,
+        held: Option<Reservation>,
+    },
     /// A datagram, with its arrival time (µs since the server's base): the
     /// rate limit and the input-lead feedback count from arrival, not from
     /// when a busy room gets to it.
@@ -44,24 +52,30 @@ pub(crate) enum RoomCmd {
 /// Commands queued per room.
 pub(crate) const ROOM_QUEUE: usize = 4096;
 
-/// The open rooms. A room is created by the first hello naming it and
-/// removes itself when it closes; both happen under the lock, so a join
-/// never lands in a room that is closing for idleness.
+/// A room as its connections reach it.
+#[derive(Clone, Debug)]
+pub(crate) struct RoomHandle {
+    /// Its inbox.
+    pub tx: mpsc::Sender<RoomCmd>,
+    /// The largest message a joined client may send
+    /// ([`ServerRoom::max_client_message`](bitroom_protocol::ServerRoom::max_client_message)),
+    /// kept current by the room's task: connections refuse longer length
+    /// prefixes before reading the message.
+    pub max_message: Arc<AtomicUsize>,
+}
+
+/// The open rooms. A room is created by the first hello naming it that
+/// passed every check, and removes itself when it closes; both happen
+/// under the lock, so a join never lands in a room that is closing for
+/// idleness.
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
-    rooms: Mutex<BTreeMap<String, mpsc::Sender<RoomCmd>>>,
-    created: AtomicU64,
+    rooms: Mutex<BTreeMap<String, RoomHandle>>,
 }
 
 impl Registry {
     /// The map, locked.
-    pub(crate) fn lock(&self) -> MutexGuard<'_, BTreeMap<String, mpsc::Sender<RoomCmd>>> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, BTreeMap<String, RoomHandle>> {
         self.rooms.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Counts a room created; returns how many were created before it
-    /// (rooms derive their seeds from it).
-    pub(crate) fn count_created(&self) -> u64 {
-        self.created.fetch_add(1, Ordering::Relaxed)
     }
 }

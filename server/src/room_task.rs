@@ -20,6 +20,7 @@ use bitroom_protocol::{
 use bytes::Bytes;
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -35,10 +36,12 @@ pub(crate) async fn run<R: NetRules>(
     cx: Arc<Context<R>>,
     mut rx: mpsc::Receiver<RoomCmd>,
     config: RoomConfig,
+    max_message: Arc<AtomicUsize>,
 ) {
     let monitor: &Monitor = &cx.monitor;
     let base = cx.base;
     let mut room = ServerRoom::new(cx.rules.clone(), config, micros(base));
+    max_message.store(room.max_client_message(), Ordering::Relaxed);
     let mut peers: BTreeMap<ConnId, Peer> = BTreeMap::new();
     let mut shutdown = cx.shutdown.subscribe();
     let mut published = RoomStats::default();
@@ -46,10 +49,12 @@ pub(crate) async fn run<R: NetRules>(
     let idle = cx.room_idle;
     monitor.room_opened(&name);
     info!("room opened");
-    let mut recording = cx
-        .record
-        .as_ref()
-        .and_then(|rc| Recording::start(rc, &name, &room, cx.done.clone()));
+    let mut recording = match (&cx.record, &cx.quota) {
+        (Some(rc), Some(quota)) => {
+            Recording::start(rc, &name, &room, quota.clone(), cx.done.clone())
+        }
+        _ => None,
+    };
     let mut timer = cx.ticker.timer();
     let outcome: Result<(), String> = loop {
         let due = base + Duration::from_micros(room.deadline(room.tick_number() + 1));
@@ -72,6 +77,7 @@ pub(crate) async fn run<R: NetRules>(
                         recording = None;
                     }
                     monitor.tick(start.elapsed(), lateness);
+                    max_message.store(room.max_client_message(), Ordering::Relaxed);
                     cx.tick_lateness(lateness);
                     if room.tick_number().is_multiple_of(PUBLISH_EVERY) {
                         let now = room.stats();
@@ -106,7 +112,7 @@ pub(crate) async fn run<R: NetRules>(
             dispatch(&mut room, &mut peers);
         }
         while let Some(e) = room.poll_event() {
-            log_event(&e);
+            log_event(&e, monitor);
             if let (Some(rec), RoomEvent::Desync { conn, slot, report }) = (&recording, &e) {
                 rec.desync_report(&name, *conn, *slot, report);
             }
@@ -168,15 +174,25 @@ fn handle<R: NetRules>(
 ) {
     let now = micros(base);
     match cmd {
-        RoomCmd::Join { conn, peer, hello } => {
+        RoomCmd::Join {
+            conn,
+            peer,
+            hello,
+            grant,
+        } => {
             peers.insert(conn, peer);
             room.handle_connect(now, conn);
-            room.handle_reliable(now, conn, &hello);
+            match grant {
+                Some(g) => room.handle_hello(now, conn, &hello, g),
+                None => room.handle_reliable(now, conn, &hello),
+            }
         }
-        RoomCmd::Reliable { conn, bytes } => {
+        RoomCmd::Reliable { conn, bytes, held } => {
             if peers.contains_key(&conn) {
                 room.handle_reliable(now, conn, &bytes);
             }
+            // The message's budget is free once the room has taken it.
+            drop(held);
         }
         RoomCmd::Datagram { conn, bytes, at } => {
             if peers.contains_key(&conn) {
@@ -263,7 +279,7 @@ fn close_peer(p: &Peer, reason: KickReason, kick: bool) {
     }
 }
 
-fn log_event(e: &RoomEvent) {
+fn log_event(e: &RoomEvent, monitor: &Monitor) {
     match e {
         RoomEvent::Joined {
             conn,
@@ -271,7 +287,12 @@ fn log_event(e: &RoomEvent) {
             name,
             reconnect,
         } => info!(conn, ?slot, name = %name, reconnect, "joined"),
-        RoomEvent::Left { conn, slot, reason } => info!(conn, ?slot, "left: {reason}"),
+        RoomEvent::Left { conn, slot, reason } => {
+            info!(conn, ?slot, "left: {reason}");
+            if !matches!(reason, KickReason::Left | KickReason::ServerShutdown) {
+                monitor.kicked(reason.label());
+            }
+        }
         RoomEvent::Desync { conn, slot, report } => warn!(
             conn,
             ?slot,
@@ -280,6 +301,10 @@ fn log_event(e: &RoomEvent) {
             report.client_hash,
             report.server_hash
         ),
+        RoomEvent::Refused { conn, reason } => {
+            info!(conn, "refused: {reason}");
+            monitor.refused(reason.label());
+        }
         RoomEvent::Rejected { conn, what } => debug!(conn, "rejected: {what:?}"),
     }
 }

@@ -10,10 +10,15 @@
 //! - [`raw`]: a hostile low-level client (raw frames, partial messages,
 //!   early datagrams, many streams and connections) and the server's
 //!   resident memory, for the attack tests;
+//! - [`witness`]: what the attack and admission tests share: the honest
+//!   player in the attacked room, the memory bound, test tokens;
 //! - `tests/netcode.rs`: netcode under loss and delay on the simulated
 //!   network; `tests/quic.rs`: the server and client libraries over real
-//!   QUIC (refusals, reconnects, shutdown, recording).
+//!   QUIC (refusals, reconnects, shutdown, recording); `tests/attacks.rs`:
+//!   a hostile client against every bound of `docs/limits.md`;
+//!   `tests/admission.rs`: connect tokens and seats over real QUIC.
 
 pub mod loopback;
 pub mod netsim;
 pub mod raw;
+pub mod witness;

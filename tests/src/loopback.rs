@@ -123,6 +123,7 @@ impl RawClient {
             name: "raw".into(),
             spectator: false,
             reconnect: None,
+            token: None,
         }))
     }
 

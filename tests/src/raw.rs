@@ -40,6 +40,7 @@ pub fn hello(room: &str, rules: u64) -> Hello {
         name: "raw".into(),
         spectator: false,
         reconnect: None,
+        token: None,
     }
 }
 

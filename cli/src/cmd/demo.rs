@@ -6,12 +6,13 @@ use crate::sandbox::rules_for_scene;
 use crate::status::StatusLine;
 use bitroom_client::bots::{BotFleet, BotSpec, FleetStatus};
 use bitroom_client::conditioner::ConditionerConfig;
+use bitroom_protocol::token::{Claims, KeyId};
 use bitroom_protocol::RoomConfig;
 use bitroom_server::tls::Identity;
-use bitroom_server::{Server, ServerConfig};
+use bitroom_server::{Server, ServerConfig, TokenConfig};
 use bitroom_sim::game::sandbox::{Sandbox, Strategy};
 use bitroom_sim::game::Rules;
-use bitroom_transport::CertPin;
+use bitroom_transport::{keys, CertPin};
 use clap::Args;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -36,6 +37,8 @@ pub struct DemoArgs {
 
 /// The room the demo plays in.
 const ROOM: &str = "demo";
+/// The demo server's id (its tokens name it).
+const SERVER_ID: &str = "demo";
 
 /// Runs the demo.
 pub fn run(args: DemoArgs) -> ExitCode {
@@ -72,6 +75,16 @@ async fn demo(args: DemoArgs, rules: Sandbox) -> ExitCode {
     };
     // The demo's four bots must all get in, even on a busy machine.
     config.shed_lateness = None;
+    // The demo plays the game backend too: a key pair in memory, the
+    // server trusting its public key, a token minted for each bot.
+    let key = match keys::generate_signing_key() {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    config.tokens = Some(TokenConfig::new(vec![key.verifying_key()], SERVER_ID));
     let server = match Server::bind(config) {
         Ok(s) => s,
         Err(e) => {
@@ -98,6 +111,10 @@ async fn demo(args: DemoArgs, rules: Sandbox) -> ExitCode {
         args.duration.as_secs_f64()
     );
     println!("bot3 plays through a link conditioner: {conditioner}");
+    println!(
+        "connect tokens: the server requires them ({}, server id {SERVER_ID:?}); each bot got one minted for it",
+        KeyId::of(&key.verifying_key())
+    );
     let mut fleet = BotFleet::new(addr, rules, pin);
     let strategies = [
         Strategy::Random,
@@ -106,9 +123,21 @@ async fn demo(args: DemoArgs, rules: Sandbox) -> ExitCode {
         Strategy::Random,
     ];
     for (i, strategy) in strategies.into_iter().enumerate() {
+        let name = format!("bot{i}");
+        let mut claims = Claims::player(ROOM, keys::unix_now(), 60);
+        claims.user = name.clone().into_bytes();
+        claims.server_id = SERVER_ID.into();
+        let token = match keys::mint_token(&key, &claims) {
+            Ok(t) => t.to_bytes(),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(1);
+            }
+        };
         fleet.spawn(BotSpec {
-            name: format!("bot{i}"),
+            name,
             room: ROOM.into(),
+            token: Some(token),
             strategy,
             seed: args.seed.wrapping_add(i as u64),
             predict: true,
