@@ -430,5 +430,5 @@ fn the_committed_release_fixture_verifies_in_this_build() {
     let (code, out, err) = run(&["replay", "verify", fixture.to_str().expect("utf-8")]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("verified 240 ticks"), "{out}");
-    assert!(out.contains("hash at tick 240 09e9f4f12743f90c"), "{out}");
+    assert!(out.contains("hash at tick 240 1d8e041bdc204dd5"), "{out}");
 }

@@ -47,7 +47,14 @@ use std::fmt;
 /// batches and tick frames carry the game's own input type
 /// ([`Rules::Input`], at most [`MAX_INPUT_BYTES`] each; the sandbox's
 /// `PlayerInput` encodes as in 8), and inputs over the game's stated size
-/// are refused. 10: admission (issue 22): the hello carries a connect
+/// are refused. 10: the physics checked against Box2D v3
+/// (`tools/box2d-compare`): recycled contacts keep their lever arms and
+/// normal fixed at the bodies' reference rotations and follow the pair's
+/// relative pose, polygons clip before trying a vertex pair, friction is
+/// solved in the relax pass only, the contact colouring alternates direction
+/// on odd ticks, fat boxes include the speculative distance, and the
+/// revolute joint's relax pass turns its anchors (a new simulation, the same
+/// encodings). 11: admission (issue 22): the hello carries a connect
 /// token ([`Hello::token`], at most [`MAX_TOKEN_LEN`] bytes) and a 128-bit
 /// reconnect secret ([`ReconnectSecret`], was a guessable `u64`), the
 /// welcome hands out that secret, and refusals have their own kick reasons
@@ -56,7 +63,7 @@ use std::fmt;
 ///
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
 /// [`Rules::Input`]: bitroom_sim::game::Rules::Input
-pub const PROTOCOL_VERSION: u32 = 10;
+pub const PROTOCOL_VERSION: u32 = 11;
 /// Largest datagram we send or accept (quinn's initial max is 1162).
 pub const MAX_DATAGRAM: usize = 1150;
 /// Largest reliable message (a snapshot chunk, a desync report).

@@ -7,7 +7,9 @@
 //! ```
 //!
 //! (replay format 7, packed snapshots without contact geometry; recorded
-//! 2026-11-24 when contacts between thick shapes began to be recycled).
+//! 2026-11-25 for protocol 10's simulation: fixed lever arms for recycled
+//! contacts, Box2D's fat boxes, friction in the relax pass, alternating
+//! colour order, the revolute joint's relax anchors).
 //!
 //! It must verify in every build (debug tests included) and on every
 //! platform: `.ci/cross-check.sh` runs this file on each target and diffs
@@ -27,7 +29,7 @@ const FIXTURE: &[u8] = include_bytes!("fixtures/arena-4-bots-v7.brr");
 /// Ticks in the fixture.
 const TICKS: u64 = 240;
 /// Its final state hash (also recorded in the file).
-const FINAL_HASH: u64 = 0x09e9f4f12743f90c;
+const FINAL_HASH: u64 = 0x1d8e041bdc204dd5;
 
 fn run(bytes: &[u8], synctest: Option<u32>) -> VerifyReport {
     let reader = ReplayReader::open(bytes).expect("the fixture opens");

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Builds Box2D v3 (the C sources vendored by the crates.io crate boxdd-sys
 # 0.6.0, upstream revision 56edae79f2949d86142b03450d5d60f63bcf5a6f) and the
-# b2bench driver into tools/box2d-reference/target/. Needs curl, tar and gcc.
+# b2bench driver into tools/box2d-reference/target/. Needs cargo and gcc.
 # Flags as a CMake Release build: -O3, SSE2 only (no AVX2), one thread.
 # With AVX2=1: Box2D's BOX2D_AVX2 option (eight-wide solver, -mavx2), built
 # into target/avx2/ instead.
@@ -15,12 +15,18 @@ if [ "${AVX2:-0}" = 1 ]; then
   BIN=$OUT/avx2
 fi
 CRATE=boxdd-sys-0.6.0
-SHA256=08783b52bc311647b7a227c49f52241007d4a0e8b11d631ecf81b1939d1c3a92
 mkdir -p "$BIN/obj"
 if [ ! -d "$OUT/$CRATE" ]; then
-  curl -sSfL "https://static.crates.io/crates/boxdd-sys/$CRATE.crate" -o "$OUT/$CRATE.crate"
-  echo "$SHA256  $OUT/$CRATE.crate" | sha256sum -c -
-  tar xzf "$OUT/$CRATE.crate" -C "$OUT"
+  # Through cargo (crates.io checks the crate's checksum): a throwaway
+  # package that depends on exactly this version, fetched, then copied out
+  # of cargo's registry cache.
+  FETCH=$OUT/fetch
+  mkdir -p "$FETCH/src"
+  printf '[workspace]\n[package]\nname = "b2fetch"\nversion = "0.0.0"\nedition = "2021"\n[dependencies]\nboxdd-sys = "=0.6.0"\n' > "$FETCH/Cargo.toml"
+  : > "$FETCH/src/lib.rs"
+  (cd "$FETCH" && cargo fetch --quiet)
+  REG=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/"$CRATE" | head -n 1)
+  cp -r "$REG" "$OUT/$CRATE"
 fi
 SRC=$OUT/$CRATE/third-party/box2d
 CFLAGS="-O3 -DNDEBUG -std=c17 -ffp-contract=off $EXTRA"

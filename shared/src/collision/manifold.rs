@@ -22,6 +22,10 @@ pub const SPECULATIVE_DISTANCE: Scalar = Scalar::milli(20);
 
 /// Tolerance for degenerate divisions in clipping.
 const CLIP_EPS: Scalar = Scalar::from_bits(1 << 16);
+/// A tenth of the linear slop: polygons farther apart than this take the
+/// closest-feature test, and a vertex pair must be this much farther apart
+/// than the clipped points to replace them (Box2D's `0.1 * linearSlop`).
+const VERTEX_MARGIN: Scalar = Scalar::from_bits(LINEAR_SLOP.to_bits() / 10);
 
 /// One contact point of a manifold.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
@@ -38,6 +42,12 @@ pub struct ManifoldPoint {
     pub id: u16,
     /// Whether the point matched a point of the previous step.
     pub persisted: bool,
+    /// Half the vector from the point's anchor on A to its anchor on B:
+    /// zero from the narrow phase; for a recycled manifold, whose point is
+    /// carried with each body, the solver's lever arms are `point − shift`
+    /// on A and `point + shift` on B (each body's own anchor, as Box2D's
+    /// recycled contacts keep them; see `dynamics::recycle`).
+    pub shift: Vec2,
 }
 
 impl ManifoldPoint {
@@ -49,6 +59,7 @@ impl ManifoldPoint {
         tangent_impulse: Scalar::ZERO,
         id: 0,
         persisted: false,
+        shift: Vec2::ZERO,
     };
 }
 
@@ -653,6 +664,11 @@ fn clip_polygons<const AXIS: bool>(
     // The incident edge runs against the tangent (both polygons are CCW).
     let upper2 = dot_n::<AXIS>(tangent, v21 - v11);
     let lower2 = dot_n::<AXIS>(tangent, v22 - v11);
+    if upper2 < lower1 || upper1 < lower2 {
+        // The edges do not overlap along the reference face: no points
+        // (Box2D's clipping; a vertex pair may still touch, see the caller).
+        return;
+    }
     let span = upper2 - lower2;
     let v_lower = if lower2 < lower1 && span > CLIP_EPS {
         v22.lerp(v21, (lower1 - lower2) / span)
@@ -774,7 +790,7 @@ fn collide_polygons_into(
     }
     // Prefer A's face unless B's is clearly better, so the reference face
     // does not flip-flop between steps.
-    let flip = sep_b > sep_a + LINEAR_SLOP.shr(3);
+    let flip = sep_b > sep_a;
     let (poly1, poly2, edge1, separation, axis1, axis2) = if flip {
         (&pb, &pa, edge_b, sep_b, pb_axis, a_axis)
     } else {
@@ -798,8 +814,17 @@ fn collide_polygons_into(
             edge2 = i;
         }
     }
-    if separation > LINEAR_SLOP.shr(3) {
-        // Apart: the closest features of the two edges decide.
+    // Apart (beyond a tenth of the slop, as Box2D): the closest features
+    // of the two edges. When they are two vertices, that single point is
+    // a candidate, taken only if it is clearly farther apart than the
+    // clipped edges' points (Box2D v3's order since its "tunable ccd"
+    // revisions). Taking it whenever the closest features are vertices
+    // made two parallel, overlapping edges a millimetre apart (a stack
+    // with small gaps) touch at one corner only: the segment distance of
+    // parallel edges ends at vertices, and the one-corner contact turned
+    // each box as it landed, which tall columns turned into sideways
+    // sway and collapse.
+    let vertex = if separation > VERTEX_MARGIN {
         let (i11, i12) = (edge1, poly1.next(edge1));
         let (i21, i22) = (edge2, poly2.next(edge2));
         let (v11, v12, v21, v22) = (poly1.v[i11], poly1.v[i12], poly2.v[i21], poly2.v[i22]);
@@ -807,7 +832,6 @@ fn collide_polygons_into(
         let end1 = sd.fraction1 == Scalar::ZERO || sd.fraction1 == Scalar::ONE;
         let end2 = sd.fraction2 == Scalar::ZERO || sd.fraction2 == Scalar::ONE;
         if end1 && end2 {
-            // Vertex against vertex: one point along the line between them.
             let (distance, mut normal) = normalize_or(sd.closest2 - sd.closest1, n1);
             if distance - radius > SPECULATIVE_DISTANCE {
                 return;
@@ -830,17 +854,33 @@ fn collide_polygons_into(
             } else {
                 make_id(j1, j2)
             };
+            Some((normal, c1.lerp(c2, Scalar::HALF), distance - radius, id))
+        } else {
+            None
+        }
+    } else {
+        None
+    };
+    if axis1 {
+        clip_polygons::<true>(poly1, poly2, edge1, edge2, flip, m);
+    } else {
+        clip_polygons::<false>(poly1, poly2, edge1, edge2, flip, m);
+    }
+    if let Some((normal, point, separation, id)) = vertex {
+        let clipped = m.points[..usize::from(m.count)]
+            .iter()
+            .fold(Scalar::MAX, |s, p| s.min(p.separation));
+        if separation + VERTEX_MARGIN < clipped {
+            *m = Manifold::EMPTY;
             m.normal = normal;
-            m.push(c1.lerp(c2, Scalar::HALF), distance - radius, id);
+            m.push(point, separation, id);
             m.finish(xf_a, origin);
             return;
         }
     }
     if axis1 {
-        clip_polygons::<true>(poly1, poly2, edge1, edge2, flip, m);
         m.finish_axis(xf_a, origin);
     } else {
-        clip_polygons::<false>(poly1, poly2, edge1, edge2, flip, m);
         m.finish(xf_a, origin);
     }
 }

@@ -1,6 +1,6 @@
-//! Contact recycling without history: manifolds computed at reference
-//! poses that are a function of the current pose, and carried to the
-//! current pose by the bodies' motion.
+//! Contact recycling without history: manifolds computed at a reference
+//! relative pose that is a function of the current poses, and carried to
+//! the current poses by the bodies' motion.
 //!
 //! Box2D v3 skips the narrow phase for a contact whose relative pose has
 //! moved less than a tolerance since its manifold was computed, and carries
@@ -8,27 +8,37 @@
 //! manifold depends on when it was computed: history, which every snapshot
 //! would have to carry (a pose and a manifold per contact).
 //!
-//! Here the pose a manifold is computed at is the body's *reference pose*:
-//! its position rounded to a grid of [`GRID`] and its rotation's smaller
-//! component rounded to steps of [`TURN`] (the other from it, by square
-//! root). That is a function of the current pose, so the manifold is too:
+//! Here the pose a manifold is computed at is the pair's *reference
+//! relative pose*: B's pose in A's frame, its position rounded to a grid of
+//! [`GRID`] and its rotation's smaller component rounded to steps of
+//! [`TURN`] (the other from it, by square root). That is a function of the
+//! current poses, so the manifold is too:
 //!
-//! - the *basis*: the narrow phase run at both bodies' reference poses;
-//! - if the basis has points, each is carried from the reference poses to
-//!   the current ones rigidly with each body (its position on A and on B,
-//!   their midpoint, and the separation plus the gap those two motions
-//!   open along the basis normal; Box2D's recycling formula);
+//! - the *basis*: the narrow phase run in A's frame, B at the reference
+//!   relative pose;
+//! - if the basis has points, each is carried to the current poses
+//!   rigidly with each body: on A by A's pose, on B by B's pose from where
+//!   the reference put it. Each body keeps its own anchor (the manifold
+//!   point's `shift`), the separation is the basis's plus the gap the two
+//!   motions open along the normal (A's basis normal turned with A): Box2D's
+//!   recycling formula;
 //! - if it has none, the narrow phase at the current poses decides (a pair
 //!   that approaches within one grid cell is not missed).
 //!
 //! Nothing of it is state: a decoded world recomputes it from the
-//! positions. The basis is cached in the contact with the two bodies'
-//! reference keys, and recomputed only when a key changes: in a settled
-//! pile most bodies keep their cell from step to step, so most pairs skip
-//! the narrow phase, as in Box2D. The error this admits is that of
-//! Box2D's: features and normal of a pose up to half a cell away (Box2D's
-//! tolerance is 0.05 m of relative motion; here each body is within
-//! `GRID / 2` = 0.016 m and about 0.2° of its reference).
+//! positions. The basis is cached per contact with its reference key, and
+//! recomputed only when the key changes. The key follows the *relative*
+//! pose, as Box2D's tolerance does: bodies moving together (a pile sliding,
+//! a tall column settling, a stack on a moving platform) keep their bases,
+//! and between renewals the manifold follows the motion exactly as the
+//! solver's substeps model it, so each step continues where the last one
+//! left off. (An earlier version rounded each body's own pose: every body
+//! crossing a cell renewed its contacts, so a 50-box column settling
+//! through 87 cm of soft-contact compression re-collided its contacts
+//! every few steps, swayed and fell, as in Box2D with its recycling
+//! switched off, where Box2D's stands.) The error admitted is that of a
+//! relative pose up to half a cell and about 0.2° away (Box2D's tolerance
+//! is 0.05 m of relative motion).
 
 use super::body::Body;
 use crate::collision::{collide_into, Manifold};
@@ -56,9 +66,9 @@ fn round_shift(v: Scalar, s: u32) -> i64 {
 }
 
 /// Shapes at least this thick (inscribed radius, rounding included) have
-/// their contacts recycled: eight cells, 0.25 m. Between reference and
-/// current poses a pair moves by up to about 4.5 cm (half a cell each way
-/// per body, and the rotation step at the corners); that must never move
+/// their contacts recycled: eight cells, 0.25 m. Between the reference and
+/// the current relative pose B moves by up to about 3 cm (half a cell on
+/// each axis, and the rotation step at the corners); that must never move
 /// one shape's centre past the middle of the other (which would pick the
 /// opposite face), and should stay a small part of either shape. Thinner
 /// ones (segments, planks, small boxes and balls) always take the narrow
@@ -84,37 +94,6 @@ fn thick(g: &ShapeGeometry) -> bool {
 /// Whether contacts between shapes `a` and `b` are recycled: both thick.
 pub(crate) fn recyclable(a: &ShapeGeometry, b: &ShapeGeometry) -> bool {
     thick(a) && thick(b)
-}
-
-/// A body's reference pose and what carries points from it to the body.
-#[derive(Clone, Copy, Debug)]
-struct BodyRef {
-    /// Identifies `pose` (a function of it).
-    key: u64,
-    /// The reference pose.
-    pose: Transform,
-    /// The body's rotation relative to `pose`'s.
-    turn: Rot,
-    /// The body's position.
-    p: Vec2,
-    /// Whether `key` and `pose` hold a body's (not yet on a new list).
-    set: bool,
-}
-
-impl BodyRef {
-    const UNSET: BodyRef = BodyRef {
-        key: u64::MAX,
-        pose: Transform::IDENTITY,
-        turn: Rot::IDENTITY,
-        p: Vec2::ZERO,
-        set: false,
-    };
-
-    /// Where the point `v`, given at the reference pose, is now.
-    #[inline(always)]
-    fn carry(&self, v: Vec2) -> Vec2 {
-        self.p + self.turn.rotate(v - self.pose.p)
-    }
 }
 
 /// A pose rounded: its grid cell, and which rotation component is rounded
@@ -175,52 +154,32 @@ impl Cell {
     }
 }
 
-/// The reference key of a pose: its grid cell and rotation step.
+/// The reference key of a relative pose: its grid cell and rotation step.
 #[cfg(test)]
 fn reference_key(xf: Transform) -> u64 {
     Cell::of(xf).key()
 }
 
-/// The reference pose of a pose (a function of [`reference_key`]).
+/// The reference pose of a relative pose (a function of [`reference_key`]).
 #[cfg(test)]
 fn reference_pose(xf: Transform) -> Transform {
     Cell::of(xf).pose()
 }
 
-/// Every body's [`BodyRef`] for its current pose, into `refs` (which keeps
-/// the reference poses of the last call: a pose is recomputed only when
-/// its key changes).
-fn body_refs(bodies: &[Body], refs: &mut Vec<BodyRef>) {
-    refs_of(bodies.iter().map(|b| b.transform), bodies.len(), refs);
-}
-
-/// [`body_refs`] for `n` poses.
-fn refs_of(poses: impl Iterator<Item = Transform>, n: usize, refs: &mut Vec<BodyRef>) {
-    refs.resize(n, BodyRef::UNSET);
-    for (r, xf) in refs.iter_mut().zip(poses) {
-        let cell = Cell::of(xf);
-        let key = cell.key();
-        if key != r.key || !r.set {
-            r.key = key;
-            r.pose = cell.pose();
-            r.set = true;
-        }
-        r.turn = r.pose.q.inv_mul(xf.q);
-        r.p = xf.p;
-    }
-}
-
-/// The narrow phase's result at the reference poses for one contact (its
-/// pair key), with the reference keys it was computed for. A cache, not
+/// The narrow phase's result at a contact's reference relative pose, in
+/// A's frame, with the key and pose it was computed for. A cache, not
 /// state: the world keeps these apart from the contacts, in key order, and
 /// never encodes, hashes or compares them (see [`Bases`]).
 #[derive(Clone, Copy, Debug, Default)]
 struct Basis {
     pair: u64,
-    key_a: u64,
-    key_b: u64,
+    key: u64,
     valid: bool,
     count: u8,
+    /// B's reference pose in A's frame.
+    pose: Transform,
+    /// In A's frame.
+    normal: Vec2,
     points: [Vec2; 2],
     separations: [Scalar; 2],
 }
@@ -294,8 +253,62 @@ pub(crate) struct Pair {
     pub(crate) recycled: bool,
 }
 
-/// What a pass over the contacts keeps of the positions: the bodies'
-/// reference poses and the contacts' bases. Scratch of the world.
+/// A body's reference rotation (its rotation rounded as [`Cell`] rounds
+/// one) and what takes its current orientation there, with its centre:
+/// what fixes a recycled point's lever arm on the body.
+#[derive(Clone, Copy, Debug)]
+struct BodyRef {
+    /// Identifies `rot` (the rotation part of the body's cell key).
+    key: u64,
+    /// The reference rotation.
+    rot: Rot,
+    /// `rot · q⁻¹` for the body's rotation `q`.
+    back: Rot,
+    /// The body's centre of mass.
+    center: Vec2,
+    /// Whether `key` and `rot` hold a body's (not yet on a new list).
+    set: bool,
+}
+
+impl BodyRef {
+    const UNSET: BodyRef = BodyRef {
+        key: u64::MAX,
+        rot: Rot::IDENTITY,
+        back: Rot::IDENTITY,
+        center: Vec2::ZERO,
+        set: false,
+    };
+
+    /// The lever arm of world point `p` on the body, turned to the
+    /// reference rotation.
+    #[inline(always)]
+    fn arm(&self, p: Vec2) -> Vec2 {
+        self.back.rotate(p - self.center)
+    }
+}
+
+/// Every body's [`BodyRef`], into `refs` (which keeps the reference
+/// rotations of the last call: one is recomputed only when its key
+/// changes).
+fn body_refs(bodies: &[Body], refs: &mut Vec<BodyRef>) {
+    refs.resize(bodies.len(), BodyRef::UNSET);
+    for (r, b) in refs.iter_mut().zip(bodies) {
+        let q = b.transform.q;
+        let cell = Cell::of(Transform::new(Vec2::ZERO, q));
+        let key = cell.key();
+        if key != r.key || !r.set {
+            r.key = key;
+            r.rot = cell.pose().q;
+            r.set = true;
+        }
+        // `rot · q⁻¹`: q is a unit rotation, so its inverse is (c, −s).
+        r.back = r.rot.mul_rot(Rot { c: q.c, s: -q.s });
+        r.center = b.center;
+    }
+}
+
+/// What a pass over the contacts keeps: the bodies' reference rotations
+/// and the contacts' bases. Scratch of the world.
 #[derive(Debug, Default)]
 pub(crate) struct Recycler {
     refs: Vec<BodyRef>,
@@ -344,51 +357,77 @@ impl Recycler {
         }
         let mut basis = self.bases.take(c.key, fresh);
         let (ra, rb) = (&self.refs[c.body_a as usize], &self.refs[c.body_b as usize]);
-        let renewed = update_manifold(&mut basis, (ga, ra, xa), (gb, rb, xb), m);
+        let renewed = update_manifold(&mut basis, (ga, xa, ra), (gb, xb, rb), m);
         self.bases.keep(basis);
         renewed
     }
 }
 
 /// The manifold of a pair of thick shapes ([`recyclable`]) at the
-/// current poses, as the module describes:
-/// written into `m`, whose points keep their ids and impulses when the
-/// basis is unchanged. Returns whether the feature ids may have changed
-/// (the caller then carries the old impulses over by id).
+/// current poses, as the module describes: written into `m`, whose points
+/// keep their ids and impulses when the basis is unchanged. Returns
+/// whether the feature ids may have changed (the caller then carries the
+/// old impulses over by id).
 #[inline]
 fn update_manifold(
     basis: &mut Basis,
-    (ga, ra, xa): (&ShapeGeometry, &BodyRef, Transform),
-    (gb, rb, xb): (&ShapeGeometry, &BodyRef, Transform),
+    (ga, xa, ra): (&ShapeGeometry, Transform, &BodyRef),
+    (gb, xb, rb): (&ShapeGeometry, Transform, &BodyRef),
     m: &mut Manifold,
 ) -> bool {
     let mut renewed = false;
-    if !(basis.valid && basis.key_a == ra.key && basis.key_b == rb.key) {
+    let cell = Cell::of(xa.inv_mul(xb));
+    let key = cell.key();
+    if !(basis.valid && basis.key == key) {
+        let pose = cell.pose();
+        collide_into(ga, Transform::IDENTITY, gb, pose, m);
         *basis = Basis {
             pair: basis.pair,
-            key_a: ra.key,
-            key_b: rb.key,
+            key,
             valid: true,
-            ..Basis::default()
+            count: m.count,
+            pose,
+            normal: m.normal,
+            points: [m.points[0].point, m.points[1].point],
+            separations: [m.points[0].separation, m.points[1].separation],
         };
-        collide_into(ga, ra.pose, gb, rb.pose, m);
-        basis.count = m.count;
-        basis.points = [m.points[0].point, m.points[1].point];
-        basis.separations = [m.points[0].separation, m.points[1].separation];
         renewed = true;
     }
     if basis.count == 0 {
         collide_into(ga, xa, gb, xb, m);
         return true;
     }
-    // `m` holds the basis's normal: it was computed from it, here or by
-    // an earlier pass (`renewed` false), and only this function writes it.
-    let normal = m.normal;
+    // `m` holds the basis's ids and point count: they were set from it,
+    // here or by an earlier pass (`renewed` false), and only this function
+    // writes them.
+    // The normal is A's basis normal at A's reference rotation, fixed like
+    // the lever arms (Box2D's recycled normal stays as it was found).
+    let normal = ra.rot.rotate(basis.normal);
+    m.normal = normal;
     for i in 0..usize::from(basis.count) {
-        let (pa, pb) = (ra.carry(basis.points[i]), rb.carry(basis.points[i]));
+        // The point on A, and the same point on B: where the reference
+        // pose put it in B's frame, at B's pose.
+        let v = basis.points[i];
+        let pa = xa.apply(v);
+        let pb = xb.apply(basis.pose.inv_apply(v));
         let p = &mut m.points[i];
-        p.point = pa.lerp(pb, Scalar::HALF);
         p.separation = basis.separations[i] + normal.dot(pb - pa);
+        // The lever arms: each body's own point, turned back to the body's
+        // reference rotation. The solver keeps a contact's lever arms fixed
+        // through a step and turns only the separation's anchors; Box2D's
+        // recycled contacts keep them fixed from step to step as well, in
+        // the orientation they were found at. Arms that turned with the
+        // bodies every step (as a fresh narrow phase's do, in Box2D with
+        // its recycling switched off too) fed each box's turn back into
+        // its neighbours' torques: a 50-box column swayed and fell. Here
+        // they are fixed at the reference rotation (steps of about 0.45°),
+        // a function of the pose, so no history is needed.
+        let (aa, ab) = (ra.center + ra.arm(pa), rb.center + rb.arm(pb));
+        p.point = aa.lerp(ab, Scalar::HALF);
+        // Each body keeps its own anchor: A's at `aa` (exactly), B's at
+        // `ab` (to a rounding). A common point midway would move each
+        // body's lever arm by half the pair's sliding.
+        p.shift = p.point - aa;
     }
     renewed
 }
@@ -477,11 +516,16 @@ mod tests {
             );
             for (ga, gb) in [(&half, &half), (&wide, &half)] {
                 let direct = collide(ga, a, gb, b);
-                let mut refs = Vec::new();
-                refs_of([a, b].into_iter(), 2, &mut refs);
                 let mut m = Manifold::EMPTY;
                 let mut basis = Basis::default();
-                update_manifold(&mut basis, (ga, &refs[0], a), (gb, &refs[1], b), &mut m);
+                let bodies = [a, b].map(|xf| Body {
+                    transform: xf,
+                    center: xf.p,
+                    ..Body::vacant()
+                });
+                let mut refs = Vec::new();
+                body_refs(&bodies, &mut refs);
+                update_manifold(&mut basis, (ga, a, &refs[0]), (gb, b, &refs[1]), &mut m);
                 total += 1;
                 let ids = |m: &Manifold| m.points().iter().map(|p| p.id).collect::<Vec<_>>();
                 // The same features on the same reference face (ids alone

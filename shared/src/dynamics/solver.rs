@@ -357,6 +357,11 @@ fn solve_contact<const USE_BIAS: bool, const SAME: bool>(
         let applied = cp.accumulate_normal(impulse);
         apply::<SAME>(&mut sa, &mut sb, m_n, (cp.wn_a, cp.wn_b), applied);
     }
+    // Friction only in the relax pass (see `graph::solve`).
+    if USE_BIAS {
+        store(states, c.a, c.b, &sa, &sb);
+        return;
+    }
     for cp in &mut c.points[..c.count as usize] {
         // r × t = −r·n.
         let vt = (sb.v - sa.v).dot(tangent) + sa.w * cp.an_a - sb.w * cp.an_b;

@@ -188,6 +188,7 @@ mod tests {
                 tangent_impulse: fx(-2),
                 id: 0x0102 + k as u16,
                 persisted: true,
+                shift: Vec2::ZERO,
             };
             m.count = k as u8 + 1;
             let b = encode(&InState(m));

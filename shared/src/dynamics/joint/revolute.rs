@@ -75,8 +75,9 @@ pub(crate) struct Hot {
     cold: u32,
     /// `centre B − centre A` at the start of the step.
     dc: Vec2,
-    /// Anchors of the current substep (set by the warm start) and the
-    /// inverse of the point constraint's effective mass for them.
+    /// Anchors for the current rotations (prepared, then turned by each
+    /// relax pass) and the inverse of the point constraint's effective
+    /// mass for them.
     ra: Vec2,
     rb: Vec2,
     k: Sym22,
@@ -182,31 +183,17 @@ impl Revolutes {
             dc: f.dc,
             ra: f.ra,
             rb: f.rb,
-            k: Sym22::default(),
+            k: Sym22::point_mass(m.ma, m.ia, m.mb, m.ib, f.ra, f.rb).inverse(),
             linear: j.impulses.linear,
         });
     }
 
-    /// Starts a substep: the current anchors and effective mass (kept for
-    /// the solve and relax passes of this substep, as Box2D rebuilds them
-    /// from the current anchors: a mass from the start of the step
-    /// over-corrects fast-spinning bodies), then the accumulated impulses.
+    /// Starts a substep: the accumulated impulses, at this substep's
+    /// anchors (those the last relax pass left, or the prepared ones).
     pub(super) fn warm_start(&mut self, states: &mut [BodyState]) {
-        for (h, &(ra0, rb0)) in self.hot.iter_mut().zip(&self.anchors0) {
+        for h in self.hot.iter_mut() {
             let (mut sa, mut sb) = solver::two(states, h.a, h.b);
-            let (ra, rb) = (sa.dq.rotate(ra0), sb.dq.rotate(rb0));
-            h.ra = ra;
-            h.rb = rb;
-            h.k = Sym22::point_mass(
-                sa.inv_mass,
-                sa.inv_inertia,
-                sb.inv_mass,
-                sb.inv_inertia,
-                ra,
-                rb,
-            )
-            .inverse();
-            apply_point(&mut sa, &mut sb, ra, rb, h.linear);
+            apply_point(&mut sa, &mut sb, h.ra, h.rb, h.linear);
             if h.cold != NO_COLD {
                 let c = &self.cold[h.cold as usize];
                 let axial = c.spring_impulse + c.motor_impulse + c.lower_impulse - c.upper_impulse;
@@ -218,7 +205,7 @@ impl Revolutes {
 
     /// One iteration; `use_bias` corrects position errors.
     pub(super) fn solve(&mut self, states: &mut [BodyState], ctx: &JointContext, use_bias: bool) {
-        for h in self.hot.iter_mut() {
+        for (h, &(ra0, rb0)) in self.hot.iter_mut().zip(&self.anchors0) {
             let (mut sa, mut sb) = solver::two(states, h.a, h.b);
             if h.cold != NO_COLD {
                 solve_angular(
@@ -229,9 +216,21 @@ impl Revolutes {
                     use_bias,
                 );
             }
-            // Point to point, with this substep's anchors (exact in the
-            // biased solve, which runs before the positions move; one
-            // substep old in the relax pass).
+            // Point to point, with the current anchors and their effective
+            // mass, as Box2D rebuilds them in every pass. The positions move
+            // between the biased pass and the relax pass, so the relax pass
+            // turns the anchors again (and the next substep's warm start and
+            // biased pass, which come before the positions next move, reuse
+            // them). The relax pass used to reuse the anchors from the start
+            // of the substep: its impulse then acted a substep's turn away
+            // from the joint, and a pendulum lost 0.034 % of its amplitude a
+            // period (half that at 8 substeps); Box2D's and bitroom's
+            // distance joint lose none.
+            if !use_bias {
+                h.ra = sa.dq.rotate(ra0);
+                h.rb = sb.dq.rotate(rb0);
+                h.k = point_mass(&sa, &sb, h.ra, h.rb);
+            }
             let (ra, rb) = (h.ra, h.rb);
             let cdot = sb.velocity_at(rb) - sa.velocity_at(ra);
             let impulse = if use_bias {
@@ -270,6 +269,20 @@ impl Revolutes {
     pub(super) fn joints(&self) -> impl Iterator<Item = u32> + '_ {
         self.index.iter().copied()
     }
+}
+
+/// The inverse of the point constraint's effective mass at anchors `ra`, `rb`.
+#[inline]
+fn point_mass(sa: &BodyState, sb: &BodyState, ra: Vec2, rb: Vec2) -> Sym22 {
+    Sym22::point_mass(
+        sa.inv_mass,
+        sa.inv_inertia,
+        sb.inv_mass,
+        sb.inv_inertia,
+        ra,
+        rb,
+    )
+    .inverse()
 }
 
 /// Spring, motor and limits (in Box2D's order).

@@ -2,9 +2,10 @@
 //! and fat boxes follow its shapes.
 
 use super::{World, WorldError};
+use crate::collision::SPECULATIVE_DISTANCE;
 use crate::dynamics::body::{BodyId, BodyKind, ShapeId, NONE};
 use crate::dynamics::ccd;
-use crate::dynamics::shape::{Shape, ShapeDef, AABB_MARGIN, VACANT_GEOMETRY};
+use crate::dynamics::shape::{fat_box, Shape, ShapeDef, VACANT_GEOMETRY};
 use crate::geometry::ShapeGeometry;
 use crate::math::{Scalar, Vec2, WORLD_BOUND};
 use std::sync::Arc;
@@ -53,11 +54,7 @@ impl World {
             }
         };
         let generation = self.state.shapes[index as usize].generation;
-        let fat = if b.kind == BodyKind::Static {
-            aabb
-        } else {
-            aabb.expand(AABB_MARGIN)
-        };
+        let fat = fat_box(aabb, b.kind);
         let tree = if b.kind == BodyKind::Static {
             &mut self.state.static_tree
         } else {
@@ -254,17 +251,12 @@ impl World {
     /// Recomputes fat boxes of a body's shapes after it moved.
     pub(super) fn refresh_shapes(&mut self, bi: u32, force: bool) {
         let b = self.state.bodies[bi as usize];
-        let margin = if b.kind == BodyKind::Static {
-            Scalar::ZERO
-        } else {
-            AABB_MARGIN
-        };
         let mut s = b.first_shape;
         while s != NONE {
             let sh = &mut self.state.shapes[s as usize];
             let aabb = self.state.geometry[s as usize].aabb(b.transform);
-            if force || !sh.fat_aabb.contains(&aabb) {
-                sh.fat_aabb = aabb.expand(margin);
+            if force || !sh.fat_aabb.contains(&aabb.expand(SPECULATIVE_DISTANCE)) {
+                sh.fat_aabb = fat_box(aabb, b.kind);
                 let tree = if b.kind == BodyKind::Static {
                     &mut self.state.static_tree
                 } else {

@@ -4,11 +4,12 @@
 //! joints that broke destroyed and reported.
 
 use super::Solve;
-use crate::dynamics::body::NONE;
+use crate::collision::SPECULATIVE_DISTANCE;
+use crate::dynamics::body::{BodyKind, NONE};
 use crate::dynamics::ccd;
 use crate::dynamics::graph;
 use crate::dynamics::joint;
-use crate::dynamics::shape::AABB_MARGIN;
+use crate::dynamics::shape::fat_box;
 use crate::dynamics::solver;
 use crate::dynamics::world::World;
 use crate::math::{Scalar, Vec2, WORLD_BOUND};
@@ -118,8 +119,8 @@ impl World {
             while s != NONE {
                 let sh = &mut st.shapes[s as usize];
                 let aabb = st.geometry[s as usize].aabb(xf);
-                if !sh.fat_aabb.contains(&aabb) {
-                    sh.fat_aabb = aabb.expand(AABB_MARGIN);
+                if !sh.fat_aabb.contains(&aabb.expand(SPECULATIVE_DISTANCE)) {
+                    sh.fat_aabb = fat_box(aabb, BodyKind::Dynamic);
                     // Grown in place; the tree is rebuilt before the next
                     // pair search.
                     st.dynamic_tree.enlarge_proxy(sh.proxy, sh.fat_aabb);

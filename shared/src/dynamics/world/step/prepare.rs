@@ -68,7 +68,7 @@ impl World {
         ];
         sc.links.clear();
         sc.solve_order.clear();
-        sc.graph.begin(sc.states.len());
+        sc.graph.begin(sc.states.len(), st.tick & 1 == 1);
         let moves = |states: &[BodyState], s: u32| {
             let b = &states[s as usize];
             !(b.inv_mass.is_zero() && b.inv_inertia.is_zero())
@@ -172,12 +172,14 @@ fn prepare_contact(
     };
     let mut cold = ContactCold::new(ci, c);
     // `rb − ra` is `cA − cB` exactly (wrapping sums are exact), the same
-    // for every point.
+    // for every point, plus twice a carried point's shift.
     let centers_n = (ba.center - bb.center).dot(normal);
     let mass_scale = soft[usize::from(cc.against_static)].mass_scale;
     for (k, mp) in c.manifold.points().iter().enumerate() {
-        let ra = mp.point - ba.center;
-        let rb = mp.point - bb.center;
+        // Each body's anchor (the same point unless the manifold was
+        // carried: `ManifoldPoint::shift`).
+        let ra = (mp.point - mp.shift) - ba.center;
+        let rb = (mp.point + mp.shift) - bb.center;
         let rna = ra.cross(normal);
         let rnb = rb.cross(normal);
         let kn = ma + mb + ia * rna * rna + ib * rnb * rnb;
@@ -198,7 +200,8 @@ fn prepare_contact(
             wn_b: ib * rnb,
             wt_a: ia * rta,
             wt_b: ib * rtb,
-            base_separation: mp.separation - centers_n,
+            // `(rb − ra)·n` is `centers_n + 2 shift·n`.
+            base_separation: mp.separation - centers_n - mp.shift.dot(normal).shl(1),
             separation: Scalar::ZERO,
             normal_impulse: mp.normal_impulse,
             tangent_impulse: mp.tangent_impulse,

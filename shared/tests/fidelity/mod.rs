@@ -1,0 +1,774 @@
+//! The behaviour scenarios of `tools/box2d-compare` built in bitroom, their
+//! figures, and the bounds that hold them to Box2D v3's figures for the same
+//! scenarios (`shared/tests/data/box2d_reference.json`, written by
+//! `tools/box2d-compare/b2compare.c`; each figure is defined in that tool's
+//! README).
+//!
+//! Shared by the tests (`tests/box2d_compare.rs`) and the table printer
+//! (`examples/box2d_compare.rs`). Floats are the edge here: figures are
+//! measured from the fixed-point state as `f64`, and never fed back.
+
+#![allow(dead_code)]
+
+use bitroom_sim::dynamics::{DistanceJoint, RevoluteJoint};
+use bitroom_sim::scene::human::add_human;
+use bitroom_sim::{
+    BodyDef, BodyId, BodyKind, Capsule, Circle, Filter, JointDef, JointId, JointKind, Polygon, Rot,
+    Scalar, ShapeDef, ShapeGeometry, Vec2, World, WorldDef,
+};
+use serde_json::{json, Value};
+
+/// The committed Box2D figures.
+pub const REFERENCE: &str = include_str!("../data/box2d_reference.json");
+
+/// Step length (s).
+const DT: f64 = 1.0 / 60.0;
+
+fn s(v: f64) -> Scalar {
+    Scalar::from_f64(v).expect("scenario constant in range")
+}
+
+fn v(x: f64, y: f64) -> Vec2 {
+    Vec2::new(s(x), s(y))
+}
+
+fn world(sleep: bool) -> World {
+    World::new(WorldDef {
+        enable_sleep: sleep,
+        ..WorldDef::default()
+    })
+    .expect("default settings")
+}
+
+fn body(w: &mut World, kind: BodyKind, at: Vec2) -> BodyId {
+    w.create_body(&BodyDef {
+        kind,
+        position: at,
+        ..BodyDef::default()
+    })
+    .expect("body in bounds")
+}
+
+fn shape(w: &mut World, b: BodyId, def: &ShapeDef, g: ShapeGeometry) {
+    w.create_shape(b, def, g).expect("valid shape");
+}
+
+fn boxed(hx: f64, hy: f64) -> ShapeGeometry {
+    ShapeGeometry::Polygon(Polygon::make_box(s(hx), s(hy)))
+}
+
+fn circle(r: f64) -> ShapeGeometry {
+    ShapeGeometry::Circle(Circle::new(Vec2::ZERO, s(r)).expect("circle"))
+}
+
+/// A static box whose top is y = 0, `half_width` each side.
+fn ground(w: &mut World, half_width: f64) -> BodyId {
+    let g = body(w, BodyKind::Static, v(0.0, -1.0));
+    shape(w, g, &ShapeDef::default(), boxed(half_width, 1.0));
+    g
+}
+
+fn dynamic_box(w: &mut World, x: f64, y: f64, hx: f64, hy: f64, def: &ShapeDef) -> BodyId {
+    let b = body(w, BodyKind::Dynamic, v(x, y));
+    shape(w, b, def, boxed(hx, hy));
+    b
+}
+
+fn pos(w: &World, b: BodyId) -> (f64, f64) {
+    let p = w.position(b).expect("live body");
+    (p.x.to_f64(), p.y.to_f64())
+}
+
+fn vel(w: &World, b: BodyId) -> (f64, f64) {
+    let p = w.linear_velocity(b).expect("live body");
+    (p.x.to_f64(), p.y.to_f64())
+}
+
+fn angle(w: &World, b: BodyId) -> f64 {
+    w.transform(b).expect("live body").q.angle().to_f64()
+}
+
+fn all_asleep(w: &World, bodies: &[BodyId]) -> bool {
+    bodies.iter().all(|&b| !w.is_awake(b).expect("live body"))
+}
+
+/// `null` for NaN, as the C driver prints it.
+fn num(x: f64) -> Value {
+    if x.is_nan() {
+        Value::Null
+    } else {
+        json!(x)
+    }
+}
+
+// ---------------------------------------------------------------- scenarios
+
+/// Box counts and gaps (mm) of the columns.
+pub const COLUMNS: [usize; 4] = [10, 20, 30, 50];
+pub const GAPS_MM: [f64; 5] = [0.0, 0.5, 1.0, 2.0, 5.0];
+
+/// A column of `count` 1 m boxes with `gap_mm` between them, 10 s.
+pub fn column(count: usize, gap_mm: f64) -> Value {
+    let mut w = world(true);
+    ground(&mut w, 20.0);
+    let sd = ShapeDef::default();
+    let gap = gap_mm / 1000.0;
+    let boxes: Vec<BodyId> = (0..count)
+        .map(|i| dynamic_box(&mut w, 0.0, 0.5 + i as f64 * (1.0 + gap), 0.5, 0.5, &sd))
+        .collect();
+    let (mut drift, mut side_v10, mut sleep) = (0.0f64, 0.0f64, f64::NAN);
+    for step in 1..=600 {
+        w.step();
+        for &b in &boxes {
+            drift = drift.max(pos(&w, b).0.abs());
+        }
+        if step == 10 {
+            side_v10 = boxes.iter().map(|&b| vel(&w, b).0.abs()).sum();
+        }
+        if sleep.is_nan() && all_asleep(&w, &boxes) {
+            sleep = step as f64 * DT;
+        }
+    }
+    let top_drop = (count as f64 - 0.5) - pos(&w, boxes[count - 1]).1;
+    json!({"boxes": count, "gap_mm": gap_mm, "drift": num(drift), "side_v10": num(side_v10),
+           "top_drop": num(top_drop), "sleep_s": num(sleep)})
+}
+
+/// A pyramid of `rows` rows of 1 m boxes, 5 s.
+pub fn pyramid(rows: usize) -> Value {
+    let mut w = world(true);
+    ground(&mut w, 40.0);
+    let sd = ShapeDef::default();
+    let x0 = 0.5 * (1.0 - rows as f64);
+    let mut boxes = Vec::new();
+    for i in 0..rows {
+        for j in i..rows {
+            let x = x0 + j as f64 - 0.5 * i as f64;
+            boxes.push(dynamic_box(&mut w, x, i as f64 + 0.5, 0.5, 0.5, &sd));
+        }
+    }
+    let top = *boxes.last().expect("a box");
+    let p0 = pos(&w, top);
+    let (mut drift, mut sleep) = (0.0f64, f64::NAN);
+    for step in 1..=300 {
+        w.step();
+        drift = drift.max((pos(&w, top).0 - p0.0).abs());
+        if sleep.is_nan() && all_asleep(&w, &boxes) {
+            sleep = step as f64 * DT;
+        }
+    }
+    let drop = p0.1 - pos(&w, top).1;
+    json!({"rows": rows, "top_drift": num(drift), "top_drop": num(drop), "sleep_s": num(sleep)})
+}
+
+/// Friction coefficients of the ramp sweep.
+pub const FRICTIONS: [f64; 8] = [0.0, 0.1, 0.2, 0.3, 0.34, 0.38, 0.45, 0.6];
+
+/// A 1 m box resting on a 20° ramp, both of friction `mu`; how far it slides in 2 s.
+pub fn ramp(mu: f64) -> Value {
+    let mut w = world(true);
+    let q = Rot::from_angle(s(20f64.to_radians()));
+    let sd = ShapeDef {
+        friction: s(mu),
+        ..ShapeDef::default()
+    };
+    let slab = w
+        .create_body(&BodyDef {
+            rotation: q,
+            ..BodyDef::fixed(Vec2::ZERO)
+        })
+        .expect("ramp");
+    shape(&mut w, slab, &sd, boxed(10.0, 0.25));
+    let b = w
+        .create_body(&BodyDef {
+            kind: BodyKind::Dynamic,
+            position: q.rotate(v(6.0, 0.75)),
+            rotation: q,
+            ..BodyDef::default()
+        })
+        .expect("box");
+    shape(&mut w, b, &sd, boxed(0.5, 0.5));
+    let p0 = pos(&w, b);
+    for _ in 0..120 {
+        w.step();
+    }
+    let p = pos(&w, b);
+    let (c, sn) = (q.c.to_f64(), q.s.to_f64());
+    let slid = -((p.0 - p0.0) * c + (p.1 - p0.1) * sn);
+    json!({"friction": mu, "slid": num(slid)})
+}
+
+/// A 2 m pendulum released at 10° on a revolute (or rigid distance) joint, 60 s.
+pub fn pendulum(distance: bool) -> Value {
+    let mut w = world(false);
+    let g = body(&mut w, BodyKind::Static, Vec2::ZERO);
+    let a0 = 10f64.to_radians();
+    let pivot = (0.0, 10.0);
+    let bob = body(
+        &mut w,
+        BodyKind::Dynamic,
+        v(2.0 * a0.sin(), 10.0 - 2.0 * a0.cos()),
+    );
+    shape(&mut w, bob, &ShapeDef::default(), circle(0.1));
+    let pv = v(pivot.0, pivot.1);
+    let kind = if distance {
+        JointKind::Distance(DistanceJoint {
+            length: Some(s(2.0)),
+            ..DistanceJoint::default()
+        })
+    } else {
+        JointKind::Revolute(RevoluteJoint::default())
+    };
+    let lb = if distance {
+        Vec2::ZERO
+    } else {
+        w.local_point(bob, pv).expect("live body")
+    };
+    w.create_joint(&JointDef {
+        local_anchor_a: pv,
+        local_anchor_b: lb,
+        ..JointDef::new(g, bob, kind)
+    })
+    .expect("joint");
+    let (mut prev2, mut prev) = (0.0, a0);
+    let (mut first, mut last, mut first_t, mut last_t, mut peaks) =
+        (f64::NAN, f64::NAN, 0.0, 0.0, 0);
+    for step in 1..=3600 {
+        w.step();
+        let p = pos(&w, bob);
+        let a = (p.0 - pivot.0).atan2(pivot.1 - p.1);
+        if step >= 2 && prev > prev2 && prev >= a && prev > 0.0 {
+            if peaks == 0 {
+                first = prev;
+                first_t = (step - 1) as f64 * DT;
+            }
+            last = prev;
+            last_t = (step - 1) as f64 * DT;
+            peaks += 1;
+        }
+        prev2 = prev;
+        prev = a;
+    }
+    let ratio = last / first;
+    let loss = 100.0 * (1.0 - ratio.powf(1.0 / (peaks - 1) as f64));
+    json!({"joint": if distance { "distance" } else { "revolute" }, "amplitude_ratio": num(ratio),
+           "loss_per_period_pct": num(loss), "period_s": num((last_t - first_t) / (peaks - 1) as f64)})
+}
+
+fn energy(w: &World, bodies: &[BodyId]) -> f64 {
+    bodies
+        .iter()
+        .map(|&b| {
+            let md = w.mass_data(b).expect("live body");
+            let (m, i) = (md.mass.to_f64(), md.rotational_inertia.to_f64());
+            let c = w.world_center(b).expect("live body").y.to_f64();
+            let (vx, vy) = vel(w, b);
+            let om = w.angular_velocity(b).expect("live body").to_f64();
+            m * 10.0 * c + 0.5 * m * (vx * vx + vy * vy) + 0.5 * i * om * om
+        })
+        .sum()
+}
+
+/// A 10-link chain of 1 m capsules on revolute joints, released horizontally, 60 s.
+pub fn chain() -> Value {
+    let mut w = world(false);
+    let mut prev = body(&mut w, BodyKind::Static, Vec2::ZERO);
+    let sd = ShapeDef {
+        filter: Filter {
+            group: -1,
+            ..Filter::default()
+        },
+        ..ShapeDef::default()
+    };
+    let link =
+        ShapeGeometry::Capsule(Capsule::new(v(-0.5, 0.0), v(0.5, 0.0), s(0.05)).expect("link"));
+    let mut links = Vec::new();
+    for i in 0..10 {
+        let b = body(&mut w, BodyKind::Dynamic, v(0.5 + i as f64, 20.0));
+        shape(&mut w, b, &sd, link);
+        let pivot = v(i as f64, 20.0);
+        w.create_joint(&JointDef {
+            local_anchor_a: w.local_point(prev, pivot).expect("live body"),
+            local_anchor_b: w.local_point(b, pivot).expect("live body"),
+            ..JointDef::new(prev, b, JointKind::Revolute(RevoluteJoint::default()))
+        })
+        .expect("joint");
+        links.push(b);
+        prev = b;
+    }
+    let mass: f64 = links
+        .iter()
+        .map(|&b| w.mass_data(b).expect("live").mass.to_f64())
+        .sum();
+    let scale = mass * 10.0 * 10.0;
+    let e0 = energy(&w, &links);
+    let (mut gain, mut loss10) = (0.0f64, f64::NAN);
+    for step in 1..=3600 {
+        w.step();
+        let e = energy(&w, &links);
+        gain = gain.max((e - e0) / scale);
+        if step == 600 {
+            loss10 = (e0 - e) / scale;
+        }
+    }
+    let loss60 = (e0 - energy(&w, &links)) / scale;
+    json!({"energy_loss_10s": num(loss10), "energy_loss_60s": num(loss60), "max_gain": num(gain)})
+}
+
+/// Restitutions of the bounce scenario.
+pub const RESTITUTIONS: [f64; 3] = [0.0, 0.5, 1.0];
+
+/// 40 balls (radius 0.25) dropped from 0.25 … 10 m onto the ground, 8 s.
+pub fn bounce(restitution: f64) -> Value {
+    const DROPS: usize = 40;
+    let mut w = world(true);
+    ground(&mut w, 30.0);
+    let sd = ShapeDef {
+        restitution: s(restitution),
+        ..ShapeDef::default()
+    };
+    let mut balls = Vec::new();
+    for i in 0..DROPS {
+        let h = 0.25 * (i + 1) as f64;
+        let b = body(&mut w, BodyKind::Dynamic, v(-19.5 + i as f64, h + 0.25));
+        shape(&mut w, b, &sd, circle(0.25));
+        balls.push(b);
+    }
+    let mut pen = [0.0f64; DROPS];
+    let mut falling = [true; DROPS];
+    let mut apex: Vec<Vec<f64>> = vec![Vec::new(); DROPS];
+    let mut prev_vy = [0.0f64; DROPS];
+    for step in 1..=480 {
+        w.step();
+        for (i, &b) in balls.iter().enumerate() {
+            let bottom = pos(&w, b).1 - 0.25;
+            let vy = vel(&w, b).1;
+            if falling[i] {
+                pen[i] = pen[i].max(-bottom);
+                if step > 1 && vy >= 0.0 {
+                    falling[i] = false;
+                }
+            } else if prev_vy[i] > 0.0 && vy <= 0.0 && apex[i].len() < 3 && bottom > 0.001 {
+                apex[i].push(bottom);
+            }
+            prev_vy[i] = vy;
+        }
+    }
+    let drops: Vec<Value> = (0..DROPS)
+        .map(|i| {
+            let h = 0.25 * (i + 1) as f64;
+            let ratios: Vec<Value> = apex[i]
+                .iter()
+                .enumerate()
+                .map(|(k, &a)| num(a / if k == 0 { h } else { apex[i][k - 1] }))
+                .collect();
+            json!({"height": h, "penetration": num(pen[i]), "ratios": ratios})
+        })
+        .collect();
+    json!({"restitution": restitution, "drops": drops})
+}
+
+/// 20 benchmark humans dropped into a 6 m wide box, 10 s.
+pub fn ragdolls() -> Value {
+    let mut w = world(true);
+    let g = ground(&mut w, 20.0);
+    for side in [-1.0, 1.0] {
+        let wall = Polygon::make_offset_box(s(0.5), s(5.0), v(3.5 * side, 6.0), Rot::IDENTITY);
+        shape(
+            &mut w,
+            g,
+            &ShapeDef::default(),
+            ShapeGeometry::Polygon(wall),
+        );
+    }
+    let mut bodies = Vec::new();
+    for i in 0..20 {
+        let at = v(-1.8 + 1.2 * (i % 4) as f64, 2.0 * (i / 4) as f64);
+        bodies.extend(add_human(&mut w, at, -(i + 1), 0));
+    }
+    let joints: Vec<JointId> = w.joints().collect();
+    let (mut min_y, mut gap, mut sleep) = (f64::MAX, 0.0f64, f64::NAN);
+    for step in 1..=600 {
+        w.step();
+        for &b in &bodies {
+            min_y = min_y.min(pos(&w, b).1);
+        }
+        for &j in &joints {
+            let (a, b) = w.joint_world_anchors(j).expect("live joint");
+            let d = (b - a).length().to_f64();
+            gap = gap.max(d);
+        }
+        if sleep.is_nan() && all_asleep(&w, &bodies) {
+            sleep = step as f64 * DT;
+        }
+    }
+    let ys: Vec<f64> = bodies.iter().map(|&b| pos(&w, b).1).collect();
+    let mean = ys.iter().sum::<f64>() / ys.len() as f64;
+    let top = ys.iter().cloned().fold(f64::MIN, f64::max);
+    json!({"mean_height": num(mean), "top_height": num(top), "min_y": num(min_y),
+           "max_joint_gap": num(gap), "sleep_s": num(sleep)})
+}
+
+/// bitroom's `car` scene (two sprung, motor-driven wheel joints over hills
+/// and bumps), 10 s.
+pub fn car() -> Value {
+    let mut w = bitroom_sim::scene::joint_scenes::car();
+    // The chassis is the first dynamic body the scene creates.
+    let chassis = w
+        .bodies()
+        .find(|&b| w.body_kind(b).expect("live") == BodyKind::Dynamic)
+        .expect("chassis");
+    let (mut x5, mut tilt) = (f64::NAN, 0.0f64);
+    for step in 1..=600 {
+        w.step();
+        tilt = tilt.max(angle(&w, chassis).abs());
+        if step == 300 {
+            x5 = pos(&w, chassis).0;
+        }
+    }
+    json!({"x_5s": num(x5), "x_10s": num(pos(&w, chassis).0), "max_tilt": num(tilt)})
+}
+
+/// bitroom's `dominoes` scene: 40 dominoes, the first spun; 15 s.
+pub fn dominoes() -> Value {
+    let mut w = bitroom_sim::scene::builders::dominoes();
+    let d: Vec<BodyId> = w
+        .bodies()
+        .filter(|&b| w.body_kind(b).expect("live") == BodyKind::Dynamic)
+        .collect();
+    let mut fallen = vec![false; d.len()];
+    let mut last = f64::NAN;
+    for step in 1..=900 {
+        w.step();
+        for (i, &b) in d.iter().enumerate() {
+            if !fallen[i] && angle(&w, b).abs() > 0.3 {
+                fallen[i] = true;
+                if i == d.len() - 1 {
+                    last = step as f64 * DT;
+                }
+            }
+        }
+    }
+    let count = d.iter().filter(|&&b| angle(&w, b).abs() > 0.3).count();
+    json!({"fallen": count, "last_falls_s": num(last)})
+}
+
+/// The scenario groups, in the reference file's order.
+pub const GROUPS: [&str; 9] = [
+    "columns", "pyramids", "ramp", "pendulum", "chain", "bounce", "ragdolls", "car", "dominoes",
+];
+
+/// One group's figures, as the reference file holds them.
+pub fn group(name: &str) -> Value {
+    match name {
+        "columns" => {
+            let mut columns = Vec::new();
+            for &n in &COLUMNS {
+                for &g in &GAPS_MM {
+                    columns.push(column(n, g));
+                }
+            }
+            Value::Array(columns)
+        }
+        "pyramids" => json!([pyramid(20), pyramid(40)]),
+        "ramp" => json!(FRICTIONS.iter().map(|&m| ramp(m)).collect::<Vec<_>>()),
+        "pendulum" => json!([pendulum(false), pendulum(true)]),
+        "chain" => chain(),
+        "bounce" => json!(RESTITUTIONS.iter().map(|&e| bounce(e)).collect::<Vec<_>>()),
+        "ragdolls" => ragdolls(),
+        "car" => car(),
+        "dominoes" => dominoes(),
+        _ => panic!("unknown scenario group {name}"),
+    }
+}
+
+/// The figures of the named groups (all of [`GROUPS`] for an empty list),
+/// in the reference file's layout.
+pub fn figures(names: &[&str]) -> Value {
+    let mut out = json!({"engine": "bitroom"});
+    for &g in GROUPS.iter() {
+        if names.is_empty() || names.contains(&g) {
+            out[g] = group(g);
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------- checks
+
+/// One figure compared: Box2D's value, bitroom's, the bound, and whether
+/// bitroom's is within it.
+#[derive(Debug, Clone)]
+pub struct Check {
+    pub scenario: String,
+    pub figure: String,
+    pub box2d: f64,
+    pub bitroom: f64,
+    pub bound: String,
+    pub pass: bool,
+}
+
+fn get(v: &Value, key: &str) -> f64 {
+    v.get(key).and_then(Value::as_f64).unwrap_or(f64::NAN)
+}
+
+struct Checks<'a> {
+    scenario: String,
+    reference: &'a Value,
+    ours: &'a Value,
+    out: &'a mut Vec<Check>,
+}
+
+impl Checks<'_> {
+    fn push(&mut self, figure: &str, b2: f64, ours: f64, bound: String, pass: bool) {
+        self.out.push(Check {
+            scenario: self.scenario.clone(),
+            figure: figure.to_string(),
+            box2d: b2,
+            bitroom: ours,
+            bound,
+            pass,
+        });
+    }
+
+    fn pair(&self, key: &str) -> (f64, f64) {
+        (get(self.reference, key), get(self.ours, key))
+    }
+
+    /// At most `factor` × Box2D's plus `slack`, and at most `cap`.
+    fn at_most(&mut self, key: &str, factor: f64, slack: f64, cap: f64) {
+        let (b2, ours) = self.pair(key);
+        let limit = (factor * b2 + slack).min(cap);
+        let pass = ours <= limit;
+        self.push(
+            key,
+            b2,
+            ours,
+            format!("≤ {factor}×B2 + {slack}, ≤ {cap}"),
+            pass,
+        );
+    }
+
+    /// Within `rel` × |Box2D's| + `abs` of Box2D's.
+    fn near(&mut self, key: &str, rel: f64, abs: f64) {
+        let (b2, ours) = self.pair(key);
+        let pass = (ours - b2).abs() <= rel * b2.abs() + abs;
+        self.push(key, b2, ours, format!("B2 ± ({rel}×B2 + {abs})"), pass);
+    }
+
+    /// Sleeps if Box2D sleeps, by `factor` × Box2D's time + `slack` s.
+    fn sleeps(&mut self, key: &str, factor: f64, slack: f64) {
+        let (b2, ours) = self.pair(key);
+        let pass = b2.is_nan() || (!ours.is_nan() && ours <= factor * b2 + slack);
+        self.push(
+            key,
+            b2,
+            ours,
+            format!("sleeps, ≤ {factor}×B2 + {slack} s"),
+            pass,
+        );
+    }
+}
+
+fn scenario<'a>(
+    out: &'a mut Vec<Check>,
+    name: String,
+    reference: &'a Value,
+    ours: &'a Value,
+) -> Checks<'a> {
+    Checks {
+        scenario: name,
+        reference,
+        ours,
+        out,
+    }
+}
+
+/// The bounds of every scenario in `ours` (a subset of [`all`]'s layout),
+/// against the same scenarios of `reference`.
+pub fn check(reference: &Value, ours: &Value) -> Vec<Check> {
+    let mut out = Vec::new();
+    let list = |v: &Value, k: &str| {
+        v.get(k)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    for o in list(ours, "columns") {
+        let r = list(reference, "columns")
+            .into_iter()
+            .find(|r| r["boxes"] == o["boxes"] && get(r, "gap_mm") == get(&o, "gap_mm"))
+            .expect("reference column");
+        let name = format!("column {} boxes, {} mm gaps", o["boxes"], get(&o, "gap_mm"));
+        let mut c = scenario(&mut out, name, &r, &o);
+        // Stands as Box2D's does: drift within 1.5× Box2D's (+2 mm so that
+        // millimetre figures are not flaky), never over 3 cm. Box2D's own
+        // drift depends on the order its broad phase finds the contacts
+        // (boxes created top-down drift up to 4× as far: `drift_reversed`),
+        // so the larger of its two figures is the reference.
+        let envelope = get(&r, "drift").max(get(&r, "drift_reversed"));
+        let ours = get(&o, "drift");
+        let limit = (1.5 * envelope + 0.002).min(0.03);
+        c.push(
+            "drift",
+            get(&r, "drift"),
+            ours,
+            format!("≤ 1.5×max(B2, B2 top-down {envelope:.4}) + 0.002, ≤ 0.03"),
+            ours <= limit,
+        );
+        c.at_most("side_v10", 2.0, 0.02, 1.0);
+        // Settles as far (soft contacts compress a tall column).
+        c.near("top_drop", 0.1, 0.01);
+        c.sleeps("sleep_s", 1.5, 0.5);
+    }
+    for o in list(ours, "pyramids") {
+        let r = list(reference, "pyramids")
+            .into_iter()
+            .find(|r| r["rows"] == o["rows"])
+            .expect("reference pyramid");
+        let mut c = scenario(&mut out, format!("pyramid {} rows", o["rows"]), &r, &o);
+        c.at_most("top_drift", 1.5, 0.002, 0.03);
+        c.near("top_drop", 0.1, 0.01);
+        c.sleeps("sleep_s", 1.5, 0.5);
+    }
+    for o in list(ours, "ramp") {
+        let r = list(reference, "ramp")
+            .into_iter()
+            .find(|r| get(r, "friction") == get(&o, "friction"))
+            .expect("reference ramp");
+        let mut c = scenario(
+            &mut out,
+            format!("ramp 20°, friction {}", get(&o, "friction")),
+            &r,
+            &o,
+        );
+        let (b2, _) = c.pair("slid");
+        if b2 < 0.01 {
+            // Box2D's box holds: so must ours.
+            c.at_most("slid", 0.0, 0.01, 0.01);
+        } else {
+            c.near("slid", 0.03, 0.01);
+        }
+    }
+    for o in list(ours, "pendulum") {
+        let r = list(reference, "pendulum")
+            .into_iter()
+            .find(|r| r["joint"] == o["joint"])
+            .expect("reference pendulum");
+        let name = format!(
+            "pendulum 2 m at 10°, {} joint, 60 s",
+            o["joint"].as_str().unwrap_or("?")
+        );
+        let mut c = scenario(&mut out, name, &r, &o);
+        // Box2D loses about 0.0006 % of the amplitude a period (bitroom's
+        // revolute joint lost 0.034 % before its relax pass turned the
+        // anchors).
+        c.at_most("loss_per_period_pct", 1.0, 0.002, 0.005);
+        c.near("period_s", 0.01, 0.0);
+    }
+    if let (Some(r), Some(o)) = (reference.get("chain"), ours.get("chain")) {
+        let mut c = scenario(&mut out, "chain of 10 links, 60 s".into(), r, o);
+        // Energy lost to the soft joints, as a part of m·g·L: a chaotic
+        // motion, so a loose band; never a gain.
+        c.near("energy_loss_10s", 0.3, 0.03);
+        c.near("energy_loss_60s", 0.3, 0.03);
+        c.at_most("max_gain", 1.0, 0.005, 0.01);
+    }
+    for o in list(ours, "bounce") {
+        let e = get(&o, "restitution");
+        let r = list(reference, "bounce")
+            .into_iter()
+            .find(|r| get(r, "restitution") == e)
+            .expect("reference bounce");
+        let (rs, os) = (bounce_summary(&r), bounce_summary(&o));
+        let mut c = scenario(
+            &mut out,
+            format!("bounce e = {e}, 40 drops 0.25-10 m"),
+            &rs,
+            &os,
+        );
+        c.at_most("sink_over_1cm", 1.0, 3.0, 40.0);
+        c.at_most("penetration_mean", 1.5, 0.002, 0.05);
+        c.at_most("penetration_max", 1.5, 0.01, 0.15);
+        if e > 0.0 {
+            for k in 1..=3 {
+                c.near(&format!("ratio{k}_mean"), 0.0, 0.02);
+            }
+        }
+    }
+    if let (Some(r), Some(o)) = (reference.get("ragdolls"), ours.get("ragdolls")) {
+        let mut c = scenario(&mut out, "pile of 20 ragdolls, 10 s".into(), r, o);
+        c.near("mean_height", 0.25, 0.05);
+        c.near("top_height", 0.25, 0.1);
+        // Nothing sinks into the floor (bone centres stay above 2 cm).
+        let (b2, ours) = c.pair("min_y");
+        c.push("min_y", b2, ours, "≥ 0.02".into(), ours >= 0.02);
+        c.at_most("max_joint_gap", 2.0, 0.01, 0.1);
+        c.sleeps("sleep_s", 1.5, 1.0);
+    }
+    if let (Some(r), Some(o)) = (reference.get("car"), ours.get("car")) {
+        let mut c = scenario(&mut out, "car over hills and bumps, 10 s".into(), r, o);
+        c.near("x_5s", 0.15, 0.5);
+        c.near("x_10s", 0.15, 0.5);
+        c.at_most("max_tilt", 1.5, 0.1, 1.5);
+    }
+    if let (Some(r), Some(o)) = (reference.get("dominoes"), ours.get("dominoes")) {
+        let mut c = scenario(&mut out, "40 dominoes, 15 s".into(), r, o);
+        c.near("fallen", 0.0, 0.0);
+        c.near("last_falls_s", 0.15, 0.2);
+    }
+    out
+}
+
+/// Per-restitution aggregates of the 40 drops: how many sank more than
+/// 1 cm at their first contact, the mean and largest sink, and the mean
+/// of each successive bounce ratio over the drops from 1 m up (below
+/// that, bounces fall under the restitution threshold).
+pub fn bounce_summary(b: &Value) -> Value {
+    let drops = b["drops"].as_array().cloned().unwrap_or_default();
+    let pens: Vec<f64> = drops.iter().map(|d| get(d, "penetration")).collect();
+    let mut out = json!({
+        "restitution": get(b, "restitution"),
+        "sink_over_1cm": pens.iter().filter(|&&p| p > 0.01).count(),
+        "penetration_mean": pens.iter().sum::<f64>() / pens.len().max(1) as f64,
+        "penetration_max": pens.iter().cloned().fold(0.0, f64::max),
+    });
+    for k in 0..3 {
+        let rs: Vec<f64> = drops
+            .iter()
+            .filter(|d| get(d, "height") >= 1.0)
+            .filter_map(|d| d["ratios"].get(k).and_then(Value::as_f64))
+            .collect();
+        let mean = if rs.is_empty() {
+            f64::NAN
+        } else {
+            rs.iter().sum::<f64>() / rs.len() as f64
+        };
+        out[format!("ratio{}_mean", k + 1)] = num(mean);
+    }
+    out
+}
+
+/// The reference file, parsed.
+pub fn reference() -> Value {
+    serde_json::from_str(REFERENCE).expect("committed reference is JSON")
+}
+
+/// Fails with every check out of its bound, listed.
+pub fn assert_within(checks: &[Check]) {
+    let failed: Vec<String> = checks
+        .iter()
+        .filter(|c| !c.pass)
+        .map(|c| {
+            format!(
+                "{}: {} = {:.6} (Box2D {:.6}, bound {})",
+                c.scenario, c.figure, c.bitroom, c.box2d, c.bound
+            )
+        })
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "outside Box2D's bounds:\n{}",
+        failed.join("\n")
+    );
+}

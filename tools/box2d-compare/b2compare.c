@@ -1,0 +1,724 @@
+// b2compare: the behaviour scenarios of tools/box2d-compare/README.md, run in
+// Box2D v3 with its default settings (60 Hz, 4 substeps, contact 30 Hz /
+// damping ratio 10, push-out 3 m/s, joints soft at 60 Hz / ratio 2), and
+// their figures printed as JSON on stdout. bitroom builds the same scenarios
+// in shared/tests/fidelity/ and checks its figures against this output
+// (committed as shared/tests/data/box2d_reference.json).
+//
+// Usage: b2compare > reference.json
+// Every figure is defined in the README; keep this file and the Rust side in
+// step when one changes.
+
+#include "box2d/box2d.h"
+#include "box2d/math_functions.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define DT ( 1.0f / 60.0f )
+#define SUBSTEPS 4
+
+static void Step( b2WorldId w )
+{
+	b2World_Step( w, DT, SUBSTEPS );
+}
+
+static b2WorldId NewWorld( bool sleep )
+{
+	b2WorldDef def = b2DefaultWorldDef();
+	def.enableSleep = sleep;
+	return b2CreateWorld( &def );
+}
+
+// A static box, top surface at y = 0, `halfWidth` each side.
+static b2BodyId Ground( b2WorldId w, float halfWidth )
+{
+	b2BodyDef bd = b2DefaultBodyDef();
+	bd.position = ( b2Vec2 ){ 0.0f, -1.0f };
+	b2BodyId g = b2CreateBody( w, &bd );
+	b2ShapeDef sd = b2DefaultShapeDef();
+	b2Polygon box = b2MakeBox( halfWidth, 1.0f );
+	b2CreatePolygonShape( g, &sd, &box );
+	return g;
+}
+
+static b2BodyId DynamicBox( b2WorldId w, float x, float y, float hx, float hy, const b2ShapeDef* sd )
+{
+	b2BodyDef bd = b2DefaultBodyDef();
+	bd.type = b2_dynamicBody;
+	bd.position = ( b2Vec2 ){ x, y };
+	b2BodyId b = b2CreateBody( w, &bd );
+	b2Polygon box = b2MakeBox( hx, hy );
+	b2CreatePolygonShape( b, sd, &box );
+	return b;
+}
+
+static bool AllAsleep( const b2BodyId* bodies, int n )
+{
+	for ( int i = 0; i < n; ++i )
+	{
+		if ( b2Body_IsAwake( bodies[i] ) )
+			return false;
+	}
+	return true;
+}
+
+static void PrintNumber( double v )
+{
+	if ( isnan( v ) )
+		printf( "null" );
+	else
+		printf( "%.6g", v );
+}
+
+// ------------------------------------------------------------------ columns
+// The largest |x| of any box over 10 s, the boxes created top-down: Box2D's
+// own spread (its contacts are coloured in the order its broad phase finds
+// them, which follows creation order).
+static double ColumnDriftReversed( int count, float gap )
+{
+	b2WorldId w = NewWorld( true );
+	Ground( w, 20.0f );
+	b2ShapeDef sd = b2DefaultShapeDef();
+	b2BodyId* boxes = malloc( sizeof( b2BodyId ) * count );
+	for ( int i = count - 1; i >= 0; --i )
+		boxes[i] = DynamicBox( w, 0.0f, 0.5f + i * ( 1.0f + gap ), 0.5f, 0.5f, &sd );
+	double drift = 0.0;
+	for ( int s = 1; s <= 600; ++s )
+	{
+		Step( w );
+		for ( int i = 0; i < count; ++i )
+			drift = fmax( drift, fabs( b2Body_GetPosition( boxes[i] ).x ) );
+	}
+	free( boxes );
+	b2DestroyWorld( w );
+	return drift;
+}
+
+static void Column( int count, float gapMm, bool first )
+{
+	b2WorldId w = NewWorld( true );
+	Ground( w, 20.0f );
+	b2ShapeDef sd = b2DefaultShapeDef();
+	float gap = 0.001f * gapMm;
+	b2BodyId* boxes = malloc( sizeof( b2BodyId ) * count );
+	for ( int i = 0; i < count; ++i )
+		boxes[i] = DynamicBox( w, 0.0f, 0.5f + i * ( 1.0f + gap ), 0.5f, 0.5f, &sd );
+	double drift = 0.0, sideV10 = 0.0, sleep = NAN;
+	int steps = 600;
+	for ( int s = 1; s <= steps; ++s )
+	{
+		Step( w );
+		for ( int i = 0; i < count; ++i )
+			drift = fmax( drift, fabs( b2Body_GetPosition( boxes[i] ).x ) );
+		if ( s == 10 )
+		{
+			for ( int i = 0; i < count; ++i )
+				sideV10 += fabs( b2Body_GetLinearVelocity( boxes[i] ).x );
+		}
+		if ( isnan( sleep ) && AllAsleep( boxes, count ) )
+			sleep = s * DT;
+	}
+	double topDrop = ( count - 0.5 ) - b2Body_GetPosition( boxes[count - 1] ).y;
+	printf( "%s\n    {\"boxes\": %d, \"gap_mm\": %g, \"drift\": ", first ? "" : ",", count, gapMm );
+	PrintNumber( drift );
+	printf( ", \"drift_reversed\": " );
+	PrintNumber( ColumnDriftReversed( count, gap ) );
+	printf( ", \"side_v10\": " );
+	PrintNumber( sideV10 );
+	printf( ", \"top_drop\": " );
+	PrintNumber( topDrop );
+	printf( ", \"sleep_s\": " );
+	PrintNumber( sleep );
+	printf( "}" );
+	free( boxes );
+	b2DestroyWorld( w );
+}
+
+// ------------------------------------------------------------------ pyramids
+static void Pyramid( int rows, bool first )
+{
+	b2WorldId w = NewWorld( true );
+	Ground( w, 40.0f );
+	b2ShapeDef sd = b2DefaultShapeDef();
+	int n = rows * ( rows + 1 ) / 2;
+	b2BodyId* boxes = malloc( sizeof( b2BodyId ) * n );
+	int k = 0;
+	float x0 = 0.5f * ( 1 - rows );
+	for ( int i = 0; i < rows; ++i )
+	{
+		for ( int j = i; j < rows; ++j )
+			boxes[k++] = DynamicBox( w, x0 + j - 0.5f * i, i + 0.5f, 0.5f, 0.5f, &sd );
+	}
+	b2BodyId top = boxes[n - 1];
+	b2Vec2 p0 = b2Body_GetPosition( top );
+	double drift = 0.0, sleep = NAN;
+	int steps = 300;
+	for ( int s = 1; s <= steps; ++s )
+	{
+		Step( w );
+		drift = fmax( drift, fabs( b2Body_GetPosition( top ).x - p0.x ) );
+		if ( isnan( sleep ) && AllAsleep( boxes, n ) )
+			sleep = s * DT;
+	}
+	double drop = p0.y - b2Body_GetPosition( top ).y;
+	printf( "%s\n    {\"rows\": %d, \"top_drift\": ", first ? "" : ",", rows );
+	PrintNumber( drift );
+	printf( ", \"top_drop\": " );
+	PrintNumber( drop );
+	printf( ", \"sleep_s\": " );
+	PrintNumber( sleep );
+	printf( "}" );
+	free( boxes );
+	b2DestroyWorld( w );
+}
+
+// ------------------------------------------------------------------ ramp
+static void Ramp( float mu, bool first )
+{
+	b2WorldId w = NewWorld( true );
+	float angle = 20.0f * B2_PI / 180.0f;
+	b2Rot q = b2MakeRot( angle );
+	b2ShapeDef sd = b2DefaultShapeDef();
+	sd.material.friction = mu;
+	b2BodyDef bd = b2DefaultBodyDef();
+	bd.rotation = q;
+	b2BodyId ramp = b2CreateBody( w, &bd );
+	b2Polygon slab = b2MakeBox( 10.0f, 0.25f );
+	b2CreatePolygonShape( ramp, &sd, &slab );
+	bd.type = b2_dynamicBody;
+	bd.position = b2RotateVector( q, ( b2Vec2 ){ 6.0f, 0.75f } );
+	b2BodyId box = b2CreateBody( w, &bd );
+	b2Polygon cube = b2MakeBox( 0.5f, 0.5f );
+	b2CreatePolygonShape( box, &sd, &cube );
+	b2Vec2 p0 = b2Body_GetPosition( box );
+	for ( int s = 1; s <= 120; ++s )
+		Step( w );
+	b2Vec2 d = b2Sub( b2Body_GetPosition( box ), p0 );
+	double slid = -( d.x * q.c + d.y * q.s );
+	printf( "%s\n    {\"friction\": %g, \"slid\": ", first ? "" : ",", mu );
+	PrintNumber( slid );
+	printf( "}" );
+	b2DestroyWorld( w );
+}
+
+// ------------------------------------------------------------------ pendulum
+// A 2 m pendulum released at 10°, on a revolute joint (distance = false) or a
+// rigid distance joint; 60 s, sleep off.
+static void Pendulum( bool distance )
+{
+	b2WorldId w = NewWorld( false );
+	b2BodyDef bd = b2DefaultBodyDef();
+	b2BodyId ground = b2CreateBody( w, &bd );
+	float a0 = 10.0f * B2_PI / 180.0f;
+	b2Vec2 pivot = { 0.0f, 10.0f };
+	bd.type = b2_dynamicBody;
+	bd.position = ( b2Vec2 ){ 2.0f * sinf( a0 ), 10.0f - 2.0f * cosf( a0 ) };
+	b2BodyId bob = b2CreateBody( w, &bd );
+	b2ShapeDef sd = b2DefaultShapeDef();
+	b2Circle circle = { { 0.0f, 0.0f }, 0.1f };
+	b2CreateCircleShape( bob, &sd, &circle );
+	if ( distance )
+	{
+		b2DistanceJointDef jd = b2DefaultDistanceJointDef();
+		jd.base.bodyIdA = ground;
+		jd.base.bodyIdB = bob;
+		jd.base.localFrameA.p = pivot;
+		jd.length = 2.0f;
+		b2CreateDistanceJoint( w, &jd );
+	}
+	else
+	{
+		b2RevoluteJointDef jd = b2DefaultRevoluteJointDef();
+		jd.base.bodyIdA = ground;
+		jd.base.bodyIdB = bob;
+		jd.base.localFrameA.p = pivot;
+		jd.base.localFrameB.p = b2Body_GetLocalPoint( bob, pivot );
+		b2CreateRevoluteJoint( w, &jd );
+	}
+	double prev2 = 0.0, prev = a0, first = NAN, last = NAN;
+	double firstT = 0.0, lastT = 0.0;
+	int peaks = 0;
+	for ( int s = 1; s <= 3600; ++s )
+	{
+		Step( w );
+		b2Vec2 p = b2Body_GetPosition( bob );
+		double a = atan2( p.x - pivot.x, pivot.y - p.y );
+		// A peak of the angle at the previous step.
+		if ( s >= 2 && prev > prev2 && prev >= a && prev > 0.0 )
+		{
+			if ( peaks == 0 )
+			{
+				first = prev;
+				firstT = ( s - 1 ) * DT;
+			}
+			last = prev;
+			lastT = ( s - 1 ) * DT;
+			peaks += 1;
+		}
+		prev2 = prev;
+		prev = a;
+	}
+	double ratio = last / first;
+	double loss = 100.0 * ( 1.0 - pow( ratio, 1.0 / ( peaks - 1 ) ) );
+	printf( "{\"joint\": \"%s\", \"amplitude_ratio\": ", distance ? "distance" : "revolute" );
+	PrintNumber( ratio );
+	printf( ", \"loss_per_period_pct\": " );
+	PrintNumber( loss );
+	printf( ", \"period_s\": " );
+	PrintNumber( ( lastT - firstT ) / ( peaks - 1 ) );
+	printf( "}" );
+	b2DestroyWorld( w );
+}
+
+// ------------------------------------------------------------------ chain
+static double Energy( const b2BodyId* bodies, int n )
+{
+	double e = 0.0;
+	for ( int i = 0; i < n; ++i )
+	{
+		double m = b2Body_GetMass( bodies[i] );
+		double inertia = b2Body_GetRotationalInertia( bodies[i] );
+		b2Vec2 c = b2Body_GetWorldCenter( bodies[i] );
+		b2Vec2 v = b2Body_GetLinearVelocity( bodies[i] );
+		double om = b2Body_GetAngularVelocity( bodies[i] );
+		e += m * 10.0 * c.y + 0.5 * m * ( (double)v.x * v.x + (double)v.y * v.y ) + 0.5 * inertia * om * om;
+	}
+	return e;
+}
+
+static void Chain( void )
+{
+	enum
+	{
+		LINKS = 10
+	};
+	b2WorldId w = NewWorld( false );
+	b2BodyDef bd = b2DefaultBodyDef();
+	b2BodyId prevBody = b2CreateBody( w, &bd );
+	b2ShapeDef sd = b2DefaultShapeDef();
+	sd.filter.groupIndex = -1;
+	b2Capsule link = { { -0.5f, 0.0f }, { 0.5f, 0.0f }, 0.05f };
+	b2BodyId links[LINKS];
+	double mass = 0.0;
+	for ( int i = 0; i < LINKS; ++i )
+	{
+		bd.type = b2_dynamicBody;
+		bd.position = ( b2Vec2 ){ 0.5f + i, 20.0f };
+		links[i] = b2CreateBody( w, &bd );
+		b2CreateCapsuleShape( links[i], &sd, &link );
+		mass += b2Body_GetMass( links[i] );
+		b2Vec2 pivot = { (float)i, 20.0f };
+		b2RevoluteJointDef jd = b2DefaultRevoluteJointDef();
+		jd.base.bodyIdA = prevBody;
+		jd.base.bodyIdB = links[i];
+		jd.base.localFrameA.p = b2Body_GetLocalPoint( prevBody, pivot );
+		jd.base.localFrameB.p = b2Body_GetLocalPoint( links[i], pivot );
+		b2CreateRevoluteJoint( w, &jd );
+		prevBody = links[i];
+	}
+	double scale = mass * 10.0 * LINKS;
+	double e0 = Energy( links, LINKS ), gain = 0.0, loss10 = NAN;
+	for ( int s = 1; s <= 3600; ++s )
+	{
+		Step( w );
+		double e = Energy( links, LINKS );
+		gain = fmax( gain, ( e - e0 ) / scale );
+		if ( s == 600 )
+			loss10 = ( e0 - e ) / scale;
+	}
+	printf( "{\"energy_loss_10s\": " );
+	PrintNumber( loss10 );
+	printf( ", \"energy_loss_60s\": " );
+	PrintNumber( ( e0 - Energy( links, LINKS ) ) / scale );
+	printf( ", \"max_gain\": " );
+	PrintNumber( gain );
+	printf( "}" );
+	b2DestroyWorld( w );
+}
+
+// ------------------------------------------------------------------ bounce
+enum
+{
+	DROPS = 40
+};
+
+static void Bounce( float restitution, bool first )
+{
+	b2WorldId w = NewWorld( true );
+	Ground( w, 30.0f );
+	b2ShapeDef sd = b2DefaultShapeDef();
+	sd.material.restitution = restitution;
+	b2Circle ball = { { 0.0f, 0.0f }, 0.25f };
+	b2BodyId balls[DROPS];
+	double height[DROPS], pen[DROPS], apex[DROPS][3], prevVy[DROPS];
+	int phase[DROPS], apexes[DROPS];
+	for ( int i = 0; i < DROPS; ++i )
+	{
+		height[i] = 0.25 * ( i + 1 );
+		b2BodyDef bd = b2DefaultBodyDef();
+		bd.type = b2_dynamicBody;
+		bd.position = ( b2Vec2 ){ -19.5f + i, 0.25f * ( i + 1 ) + 0.25f };
+		balls[i] = b2CreateBody( w, &bd );
+		b2CreateCircleShape( balls[i], &sd, &ball );
+		pen[i] = 0.0;
+		phase[i] = 0;
+		apexes[i] = 0;
+		prevVy[i] = 0.0;
+	}
+	for ( int s = 1; s <= 480; ++s )
+	{
+		Step( w );
+		for ( int i = 0; i < DROPS; ++i )
+		{
+			double bottom = b2Body_GetPosition( balls[i] ).y - 0.25;
+			double vy = b2Body_GetLinearVelocity( balls[i] ).y;
+			if ( phase[i] == 0 )
+			{
+				// Falling to the first contact: until the ball stops moving down.
+				pen[i] = fmax( pen[i], -bottom );
+				if ( s > 1 && vy >= 0.0 )
+					phase[i] = 1;
+			}
+			else if ( prevVy[i] > 0.0 && vy <= 0.0 && apexes[i] < 3 && bottom > 0.001 )
+			{
+				apex[i][apexes[i]] = bottom;
+				apexes[i] += 1;
+			}
+			prevVy[i] = vy;
+		}
+	}
+	printf( "%s\n    {\"restitution\": %g, \"drops\": [", first ? "" : ",", restitution );
+	for ( int i = 0; i < DROPS; ++i )
+	{
+		printf( "%s\n      {\"height\": %g, \"penetration\": ", i == 0 ? "" : ",", height[i] );
+		PrintNumber( pen[i] );
+		printf( ", \"ratios\": [" );
+		for ( int k = 0; k < apexes[i]; ++k )
+		{
+			double base = k == 0 ? height[i] : apex[i][k - 1];
+			printf( "%s", k == 0 ? "" : ", " );
+			PrintNumber( apex[i][k] / base );
+		}
+		printf( "]}" );
+	}
+	printf( "]}" );
+	b2DestroyWorld( w );
+}
+
+// ------------------------------------------------------------------ ragdolls
+// The benchmark human of benchmark-scenes.md section 7 (as b2bench.c builds it).
+typedef struct BoneSpec
+{
+	float bodyY, c1, c2, radius, linearDamping;
+	int parent;
+	float pivotY, lower, upper, frictionScale;
+	int foot, lowerArm;
+} BoneSpec;
+
+static const BoneSpec g_bones[11] = {
+	{ 0.95f, -0.02f, 0.02f, 0.095f, 0.0f, -1, 0.0f, 0.0f, 0.0f, 1.0f, 0, 0 },
+	{ 1.2f, -0.135f, 0.135f, 0.09f, 0.0f, 0, 1.0f, -0.25f, 0.0f, 0.5f, 0, 0 },
+	{ 1.475f, -0.038f, 0.039f, 0.075f, 0.1f, 1, 1.4f, -0.3f, 0.1f, 0.25f, 0, 0 },
+	{ 0.775f, -0.125f, 0.125f, 0.06f, 0.0f, 0, 0.9f, -0.05f, 0.4f, 1.0f, 0, 0 },
+	{ 0.475f, -0.155f, 0.125f, 0.045f, 0.0f, 3, 0.625f, -0.5f, -0.02f, 0.5f, 1, 0 },
+	{ 0.775f, -0.125f, 0.125f, 0.06f, 0.0f, 0, 0.9f, -0.05f, 0.4f, 1.0f, 0, 0 },
+	{ 0.475f, -0.155f, 0.125f, 0.045f, 0.0f, 5, 0.625f, -0.5f, -0.02f, 0.5f, 1, 0 },
+	{ 1.225f, -0.125f, 0.125f, 0.035f, 0.0f, 1, 1.35f, -0.1f, 0.8f, 0.5f, 0, 0 },
+	{ 0.975f, -0.125f, 0.125f, 0.03f, 0.1f, 7, 1.1f, -0.2f, 0.3f, 0.1f, 0, 1 },
+	{ 1.225f, -0.125f, 0.125f, 0.035f, 0.0f, 1, 1.35f, -0.1f, 0.8f, 0.5f, 0, 0 },
+	{ 0.975f, -0.125f, 0.125f, 0.03f, 0.1f, 9, 1.1f, -0.2f, 0.3f, 0.1f, 0, 1 },
+};
+
+static void Human( b2WorldId w, b2Vec2 at, int group, b2BodyId* bodies, b2JointId* joints )
+{
+	b2BodyDef bd = b2DefaultBodyDef();
+	bd.type = b2_dynamicBody;
+	bd.sleepThreshold = 0.1f;
+	b2ShapeDef sd = b2DefaultShapeDef();
+	sd.material.friction = 0.2f;
+	sd.filter.groupIndex = -group;
+	sd.filter.categoryBits = 2;
+	sd.filter.maskBits = 1 | 2;
+	b2ShapeDef foot = sd;
+	foot.material.friction = 0.05f;
+	foot.filter.maskBits = 1;
+	b2Vec2 points[4] = { { -0.03f, -0.185f }, { 0.11f, -0.185f }, { 0.11f, -0.16f }, { -0.03f, -0.14f } };
+	b2Hull hull = b2ComputeHull( points, 4 );
+	b2Polygon footPolygon = b2MakePolygon( &hull, 0.015f );
+	for ( int i = 0; i < 11; ++i )
+	{
+		const BoneSpec* b = g_bones + i;
+		bd.position = b2Add( ( b2Vec2 ){ 0.0f, b->bodyY }, at );
+		bd.linearDamping = b->linearDamping;
+		bodies[i] = b2CreateBody( w, &bd );
+		b2Capsule capsule = { { 0.0f, b->c1 }, { 0.0f, b->c2 }, b->radius };
+		b2CreateCapsuleShape( bodies[i], &sd, &capsule );
+		if ( b->foot )
+			b2CreatePolygonShape( bodies[i], &foot, &footPolygon );
+		joints[i] = b2_nullJointId;
+		if ( b->parent < 0 )
+			continue;
+		b2Vec2 pivot = b2Add( ( b2Vec2 ){ 0.0f, b->pivotY }, at );
+		b2RevoluteJointDef jd = b2DefaultRevoluteJointDef();
+		jd.base.bodyIdA = bodies[b->parent];
+		jd.base.bodyIdB = bodies[i];
+		jd.base.localFrameA.p = b2Body_GetLocalPoint( jd.base.bodyIdA, pivot );
+		jd.base.localFrameB.p = b2Body_GetLocalPoint( jd.base.bodyIdB, pivot );
+		if ( b->lowerArm )
+			jd.base.localFrameA.q = b2MakeRot( 0.25f * B2_PI );
+		jd.enableLimit = true;
+		jd.lowerAngle = b->lower * B2_PI;
+		jd.upperAngle = b->upper * B2_PI;
+		jd.enableMotor = true;
+		jd.motorSpeed = 0.0f;
+		jd.maxMotorTorque = b->frictionScale * 0.05f;
+		jd.enableSpring = true;
+		jd.hertz = 5.0f;
+		jd.dampingRatio = 0.5f;
+		joints[i] = b2CreateRevoluteJoint( w, &jd );
+	}
+}
+
+static double JointGap( b2JointId j )
+{
+	b2BodyId a = b2Joint_GetBodyA( j ), b = b2Joint_GetBodyB( j );
+	b2Vec2 pa = b2Body_GetWorldPoint( a, b2Joint_GetLocalFrameA( j ).p );
+	b2Vec2 pb = b2Body_GetWorldPoint( b, b2Joint_GetLocalFrameB( j ).p );
+	return b2Distance( pa, pb );
+}
+
+static void Ragdolls( void )
+{
+	enum
+	{
+		HUMANS = 20,
+		BONES = HUMANS * 11
+	};
+	b2WorldId w = NewWorld( true );
+	b2BodyId ground = Ground( w, 20.0f );
+	b2ShapeDef sd = b2DefaultShapeDef();
+	for ( int side = -1; side <= 1; side += 2 )
+	{
+		b2Polygon wall = b2MakeOffsetBox( 0.5f, 5.0f, ( b2Vec2 ){ 3.5f * side, 6.0f }, b2Rot_identity );
+		b2CreatePolygonShape( ground, &sd, &wall );
+	}
+	b2BodyId bodies[BONES];
+	b2JointId joints[BONES];
+	for ( int i = 0; i < HUMANS; ++i )
+	{
+		b2Vec2 at = { -1.8f + 1.2f * ( i % 4 ), 2.0f * ( i / 4 ) };
+		Human( w, at, i + 1, bodies + 11 * i, joints + 11 * i );
+	}
+	double minY = 1e9, gap = 0.0, sleep = NAN;
+	for ( int s = 1; s <= 600; ++s )
+	{
+		Step( w );
+		for ( int i = 0; i < BONES; ++i )
+		{
+			minY = fmin( minY, b2Body_GetPosition( bodies[i] ).y );
+			if ( B2_IS_NON_NULL( joints[i] ) )
+				gap = fmax( gap, JointGap( joints[i] ) );
+		}
+		if ( isnan( sleep ) && AllAsleep( bodies, BONES ) )
+			sleep = s * DT;
+	}
+	double mean = 0.0, top = -1e9;
+	for ( int i = 0; i < BONES; ++i )
+	{
+		double y = b2Body_GetPosition( bodies[i] ).y;
+		mean += y / BONES;
+		top = fmax( top, y );
+	}
+	printf( "{\"mean_height\": " );
+	PrintNumber( mean );
+	printf( ", \"top_height\": " );
+	PrintNumber( top );
+	printf( ", \"min_y\": " );
+	PrintNumber( minY );
+	printf( ", \"max_joint_gap\": " );
+	PrintNumber( gap );
+	printf( ", \"sleep_s\": " );
+	PrintNumber( sleep );
+	printf( "}" );
+	b2DestroyWorld( w );
+}
+
+// ------------------------------------------------------------------ car
+// bitroom's `car` scene (shared/src/scene/joint_scenes.rs), built here as it is there.
+static void Segment( b2BodyId ground, const b2ShapeDef* sd, float x1, float y1, float x2, float y2 )
+{
+	b2Segment seg = { { x1, y1 }, { x2, y2 } };
+	b2CreateSegmentShape( ground, sd, &seg );
+}
+
+static void Car( void )
+{
+	b2WorldId w = NewWorld( true );
+	b2BodyDef bd = b2DefaultBodyDef();
+	b2BodyId ground = b2CreateBody( w, &bd );
+	b2ShapeDef terrain = b2DefaultShapeDef();
+	terrain.material.friction = 0.8f;
+	Segment( ground, &terrain, -20.0f, 0.0f, 20.0f, 0.0f );
+	float heights[10] = { 0.25f, 1.0f, 4.0f, 0.0f, 0.0f, -1.0f, -2.0f, -2.0f, -1.25f, 0.0f };
+	float x = 20.0f, y = 0.0f;
+	for ( int k = 0; k < 2; ++k )
+	{
+		for ( int i = 0; i < 10; ++i )
+		{
+			Segment( ground, &terrain, x, y, x + 5.0f, heights[i] );
+			x += 5.0f;
+			y = heights[i];
+		}
+	}
+	Segment( ground, &terrain, x, y, x + 40.0f, 0.0f );
+	for ( int i = 0; i < 4; ++i )
+	{
+		bd.position = ( b2Vec2 ){ 6.0f + 3.0f * i, 0.0f };
+		b2BodyId bump = b2CreateBody( w, &bd );
+		b2Capsule cap = { { -0.5f, 0.0f }, { 0.5f, 0.0f }, 0.12f };
+		b2CreateCapsuleShape( bump, &terrain, &cap );
+	}
+	bd.type = b2_dynamicBody;
+	bd.position = ( b2Vec2 ){ 0.0f, 1.0f };
+	b2BodyId chassis = b2CreateBody( w, &bd );
+	b2Vec2 pts[6] = { { -1.5f, -0.5f }, { 1.5f, -0.5f }, { 1.5f, 0.0f }, { 0.0f, 0.9f }, { -1.15f, 0.9f }, { -1.5f, 0.2f } };
+	b2Hull hull = b2ComputeHull( pts, 6 );
+	b2Polygon body = b2MakePolygon( &hull, 0.0f );
+	b2ShapeDef chassisDef = b2DefaultShapeDef();
+	chassisDef.material.friction = 0.2f;
+	b2CreatePolygonShape( chassis, &chassisDef, &body );
+	b2ShapeDef tyre = b2DefaultShapeDef();
+	tyre.density = 2.0f;
+	tyre.material.friction = 1.5f;
+	float wheelPos[2][2] = { { -1.0f, 0.4f }, { 1.0f, 0.45f } };
+	for ( int i = 0; i < 2; ++i )
+	{
+		bd.position = ( b2Vec2 ){ wheelPos[i][0], wheelPos[i][1] };
+		b2BodyId wheel = b2CreateBody( w, &bd );
+		b2Circle c = { { 0.0f, 0.0f }, 0.4f };
+		b2CreateCircleShape( wheel, &tyre, &c );
+		b2WheelJointDef jd = b2DefaultWheelJointDef();
+		jd.base.bodyIdA = chassis;
+		jd.base.bodyIdB = wheel;
+		jd.base.localFrameA.p = ( b2Vec2 ){ wheelPos[i][0], wheelPos[i][1] - 1.0f };
+		jd.base.localFrameA.q = b2MakeRot( 0.5f * B2_PI ); // axis (0, 1)
+		jd.enableSpring = true;
+		jd.hertz = 5.0f;
+		jd.dampingRatio = 0.7f;
+		jd.enableLimit = true;
+		jd.lowerTranslation = -0.25f;
+		jd.upperTranslation = 0.25f;
+		jd.enableMotor = true;
+		jd.motorSpeed = -15.0f;
+		jd.maxMotorTorque = 10.0f;
+		b2CreateWheelJoint( w, &jd );
+	}
+	double x5 = NAN, tilt = 0.0;
+	for ( int s = 1; s <= 600; ++s )
+	{
+		Step( w );
+		tilt = fmax( tilt, fabs( b2Rot_GetAngle( b2Body_GetRotation( chassis ) ) ) );
+		if ( s == 300 )
+			x5 = b2Body_GetPosition( chassis ).x;
+	}
+	printf( "{\"x_5s\": " );
+	PrintNumber( x5 );
+	printf( ", \"x_10s\": " );
+	PrintNumber( b2Body_GetPosition( chassis ).x );
+	printf( ", \"max_tilt\": " );
+	PrintNumber( tilt );
+	printf( "}" );
+	b2DestroyWorld( w );
+}
+
+// ------------------------------------------------------------------ dominoes
+// bitroom's `dominoes` scene: 40 dominoes 0.2 × 2 m, 1 m apart, the first
+// spun at −3 rad/s.
+static void Dominoes( void )
+{
+	enum
+	{
+		COUNT = 40
+	};
+	b2WorldId w = NewWorld( true );
+	Ground( w, 60.0f );
+	b2ShapeDef sd = b2DefaultShapeDef();
+	b2BodyId d[COUNT];
+	for ( int i = 0; i < COUNT; ++i )
+	{
+		b2BodyDef bd = b2DefaultBodyDef();
+		bd.type = b2_dynamicBody;
+		bd.position = ( b2Vec2 ){ -20.0f + i, 1.0f };
+		bd.angularVelocity = i == 0 ? -3.0f : 0.0f;
+		d[i] = b2CreateBody( w, &bd );
+		b2Polygon box = b2MakeBox( 0.1f, 1.0f );
+		b2CreatePolygonShape( d[i], &sd, &box );
+	}
+	double lastFall = NAN;
+	bool fallen[COUNT] = { 0 };
+	for ( int s = 1; s <= 900; ++s )
+	{
+		Step( w );
+		for ( int i = 0; i < COUNT; ++i )
+		{
+			if ( !fallen[i] && fabs( b2Rot_GetAngle( b2Body_GetRotation( d[i] ) ) ) > 0.3 )
+			{
+				fallen[i] = true;
+				if ( i == COUNT - 1 )
+					lastFall = s * DT;
+			}
+		}
+	}
+	int count = 0;
+	for ( int i = 0; i < COUNT; ++i )
+		count += fabs( b2Rot_GetAngle( b2Body_GetRotation( d[i] ) ) ) > 0.3;
+	printf( "{\"fallen\": %d, \"last_falls_s\": ", count );
+	PrintNumber( lastFall );
+	printf( "}" );
+	b2DestroyWorld( w );
+}
+
+int main( void )
+{
+	printf( "{\n  \"engine\": \"Box2D v3 (boxdd-sys 0.6.0, upstream 56edae79), default settings, 60 Hz, 4 substeps\",\n" );
+	printf( "  \"columns\": [" );
+	int counts[4] = { 10, 20, 30, 50 };
+	float gaps[5] = { 0.0f, 0.5f, 1.0f, 2.0f, 5.0f };
+	bool first = true;
+	for ( int c = 0; c < 4; ++c )
+	{
+		for ( int g = 0; g < 5; ++g )
+		{
+			Column( counts[c], gaps[g], first );
+			first = false;
+		}
+	}
+	printf( "\n  ],\n  \"pyramids\": [" );
+	Pyramid( 20, true );
+	Pyramid( 40, false );
+	printf( "\n  ],\n  \"ramp\": [" );
+	float mus[8] = { 0.0f, 0.1f, 0.2f, 0.3f, 0.34f, 0.38f, 0.45f, 0.6f };
+	for ( int i = 0; i < 8; ++i )
+		Ramp( mus[i], i == 0 );
+	printf( "\n  ],\n  \"pendulum\": [" );
+	Pendulum( false );
+	printf( ", " );
+	Pendulum( true );
+	printf( "],\n  \"chain\": " );
+	Chain();
+	printf( ",\n  \"bounce\": [" );
+	Bounce( 0.0f, true );
+	Bounce( 0.5f, false );
+	Bounce( 1.0f, false );
+	printf( "\n  ],\n  \"ragdolls\": " );
+	Ragdolls();
+	printf( ",\n  \"car\": " );
+	Car();
+	printf( ",\n  \"dominoes\": " );
+	Dominoes();
+	printf( "\n}\n" );
+	return 0;
+}
