@@ -7,8 +7,8 @@
 
 use bitroom_client::{connect, ConnectError, ConnectOptions, Disconnect};
 use bitroom_protocol::{
-    encode_client_reliable, ClientReliable, DesyncReport, KickReason, ReconnectSecret,
-    ServerReliable, MAX_RELIABLE,
+    decode_server_reliable, encode_client_reliable, ClientReliable, DesyncReport, KickReason,
+    Output, ReconnectSecret, RoomConfig, ServerReliable, ServerRoom, MAX_RELIABLE,
 };
 use bitroom_sim::game::Rules;
 use bitroom_tests::loopback::{wait_for, TestServer};
@@ -57,10 +57,40 @@ fn report(state_len: usize) -> Vec<u8> {
     }))
 }
 
-/// Seat hijack: a client presents reconnect secrets made from its own (the
-/// attack on the old splitmix64 tokens: neighbours, bit flips) and
-/// guesses. None may take the witness's seat. (With tokens, even the
-/// witness's real secret is not enough: `admission.rs`,
+/// The secrets a room built with the published default seed
+/// (`RoomConfig::default`) hands its first `n` players: what an attacker
+/// computes when the seed is not secret. The old server's tokens came from
+/// a fixed seed through splitmix64, so from its own token a client
+/// computed every other seat's; this is the same attack on today's
+/// generator, and it works unless the IO shell fills the seed from the OS.
+fn secrets_from_the_default_seed(n: u64) -> Vec<[u8; 16]> {
+    let mut room = ServerRoom::new(rules(), RoomConfig::default(), 0);
+    let mut out = Vec::new();
+    for conn in 0..n {
+        room.handle_connect(0, conn);
+        room.handle_reliable(
+            0,
+            conn,
+            &hello_bytes(&hello("seats", rules().fingerprint())),
+        );
+        while let Some(o) = room.poll_output() {
+            if let Output::Reliable { bytes, .. } = o {
+                if let Ok(ServerReliable::Welcome(w)) = decode_server_reliable(&bytes) {
+                    out.push(w.secret.0);
+                }
+            }
+        }
+    }
+    assert_eq!(out.len() as u64, n, "the oracle room welcomed everyone");
+    out
+}
+
+/// Seat hijack: a client presents reconnect secrets computed as the old
+/// attack did (the generator run from the default seed), secrets made
+/// from its own (neighbours, bit flips) and guesses. None may take the
+/// witness's seat. The secrets also differ from one server run to the
+/// next (the old tokens were the same after every restart). (With tokens,
+/// even the witness's real secret is not enough: `admission.rs`,
 /// `a_leaked_secret_does_not_give_another_user_the_seat`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_seat_cannot_be_taken_with_a_guessed_reconnect_secret() {
@@ -73,7 +103,8 @@ async fn a_seat_cannot_be_taken_with_a_guessed_reconnect_secret() {
     let own = welcome.secret.0;
     // Each guess costs a connection (a refused or welcomed hello ends
     // it), and the clients live in this process too: a dozen.
-    let mut guesses: Vec<[u8; 16]> = vec![[0; 16], [0xFF; 16]];
+    let mut guesses = secrets_from_the_default_seed(4);
+    guesses.extend([[0; 16], [0xFF; 16]]);
     for i in [0, 7, 15] {
         let mut up = own;
         up[i] = up[i].wrapping_add(1);
@@ -111,8 +142,18 @@ async fn a_seat_cannot_be_taken_with_a_guessed_reconnect_secret() {
         w.slot()
     );
     assert_unharmed(&w).await;
-    mem.assert_grew_less_than(48 * MIB, "11 guessing connections");
+    mem.assert_grew_less_than(48 * MIB, "15 guessing connections");
     server.shutdown().await;
+    // A restart: the first seat of the same room gets another secret.
+    let mut again = TestServer::start(rules(), |_| {});
+    let w2 = witness(&again, "seats", None).await;
+    assert_eq!(w2.slot(), w.slot());
+    assert_ne!(
+        w2.reconnect_secret(),
+        w.reconnect_secret(),
+        "the same secret after a restart"
+    );
+    again.shutdown().await;
 }
 
 /// Room squatting: hellos with a wrong rules fingerprint, each naming a
