@@ -46,6 +46,9 @@ pub struct ConnectOptions<R: NetRules> {
     pub input: Option<InputFn<R>>,
     /// How long to wait for the QUIC handshake and the server's welcome.
     pub timeout: Duration,
+    /// Input batches per second (0: one per tick); see
+    /// [`ClientConfig::send_rate`].
+    pub send_rate: u32,
 }
 
 impl<R: NetRules> ConnectOptions<R> {
@@ -63,6 +66,7 @@ impl<R: NetRules> ConnectOptions<R> {
             conditioner: None,
             input: None,
             timeout: Duration::from_secs(5),
+            send_rate: 0,
         }
     }
 }
@@ -79,6 +83,7 @@ impl<R: NetRules> fmt::Debug for ConnectOptions<R> {
             .field("conditioner", &self.conditioner)
             .field("input", &self.input.is_some())
             .field("timeout", &self.timeout)
+            .field("send_rate", &self.send_rate)
             .finish()
     }
 }
@@ -106,6 +111,7 @@ pub async fn connect<R: NetRules>(
         conditioner,
         input,
         timeout,
+        send_rate,
     } = options;
     let bind: SocketAddr = if addr.is_ipv6() {
         "[::]:0".parse().expect("address literal")
@@ -118,7 +124,7 @@ pub async fn connect<R: NetRules>(
             let (e, s) = conditioned_endpoint(bind, c)?;
             (e, Some(s))
         }
-        (None, None) => (quinn::Endpoint::client(bind)?, None),
+        (None, None) => (bitroom_transport::single_connection_endpoint(bind)?, None),
     };
     let config = client_config(pin)?;
     let deadline = Instant::now() + timeout;
@@ -139,6 +145,7 @@ pub async fn connect<R: NetRules>(
             reconnect,
             token,
             predict,
+            send_rate,
             ..ClientConfig::default()
         },
         0,
