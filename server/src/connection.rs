@@ -266,6 +266,7 @@ fn join_room<R: NetRules>(
                 return Err(KickReason::RoomClosed(e.to_string()));
             }
             config.tokens_required = cx.admission.requires_tokens();
+            cx.rooms.count_created();
             let (tx, rx) = mpsc::channel(ROOM_QUEUE);
             let room = RoomHandle {
                 tx,

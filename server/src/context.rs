@@ -8,6 +8,7 @@
 use crate::admission::Admission;
 use crate::config::{Limits, RecordConfig, SHED_FOR};
 use crate::limits::{Peers, PendingBudget};
+use crate::liveness::Liveness;
 use crate::monitor::Monitor;
 use crate::quota::Quota;
 use crate::registry::Registry;
@@ -51,6 +52,8 @@ pub(crate) struct Context<R> {
     /// Joins are refused until this time (µs since `base`).
     pub shed_until: AtomicU64,
     pub rooms: Registry,
+    /// Every open room's last tick (health reports).
+    pub liveness: Arc<Liveness>,
     pub next_conn: AtomicU64,
     /// Held by every task; `recv` on the other end returns `None` once
     /// all have finished.

@@ -57,11 +57,14 @@
 //!   [`realtime`]: real-time scheduling.
 
 mod admission;
+#[cfg(feature = "agones")]
+mod agones;
 pub mod config;
 mod connection;
 mod context;
 mod desync_report;
 mod limits;
+mod liveness;
 pub mod metrics_http;
 pub mod monitor;
 mod quota;
@@ -76,7 +79,8 @@ pub mod udp;
 mod writer;
 
 pub use config::{
-    Limits, RecordConfig, ServeError, ServerConfig, TokenConfig, DEFAULT_RECORD_QUOTA, SHED_FOR,
+    AgonesConfig, Limits, RecordConfig, ServeError, ServerConfig, TokenConfig,
+    DEFAULT_RECORD_QUOTA, SHED_FOR,
 };
 pub use connection::MAX_HELLO;
 pub use desync_report::{desync_report_json, write_desync_report, DesyncContext};

@@ -6,7 +6,7 @@ use crate::writer::WriterMsg;
 use bitroom_protocol::{ConnId, Grant, KickReason, Micros};
 use bytes::Bytes;
 use std::collections::BTreeMap;
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::mpsc;
 
@@ -71,11 +71,23 @@ pub(crate) struct RoomHandle {
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
     rooms: Mutex<BTreeMap<String, RoomHandle>>,
+    created: AtomicU64,
 }
 
 impl Registry {
     /// The map, locked.
     pub(crate) fn lock(&self) -> MutexGuard<'_, BTreeMap<String, RoomHandle>> {
         self.rooms.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Counts a room created; returns how many were created before it.
+    pub(crate) fn count_created(&self) -> u64 {
+        self.created.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Rooms created since the server started.
+    #[cfg_attr(not(feature = "agones"), allow(dead_code))]
+    pub(crate) fn created(&self) -> u64 {
+        self.created.load(Ordering::Relaxed)
     }
 }

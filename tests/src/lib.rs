@@ -12,12 +12,16 @@
 //!   resident memory, for the attack tests;
 //! - [`witness`]: what the attack and admission tests share: the honest
 //!   player in the attacked room, the memory bound, test tokens;
+//! - [`agones_sdk`] (feature `agones`): a fake Agones SDK sidecar (gRPC)
+//!   that records what a server tells it;
 //! - `tests/netcode.rs`: netcode under loss and delay on the simulated
 //!   network; `tests/quic.rs`: the server and client libraries over real
 //!   QUIC (refusals, reconnects, shutdown, recording); `tests/attacks.rs`:
 //!   a hostile client against every bound of `docs/limits.md`;
 //!   `tests/admission.rs`: connect tokens and seats over real QUIC.
 
+#[cfg(feature = "agones")]
+pub mod agones_sdk;
 pub mod loopback;
 pub mod netsim;
 pub mod raw;
