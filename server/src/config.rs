@@ -36,6 +36,77 @@ pub struct ServerConfig<R> {
     /// UDP receive and send buffer asked of the kernel (bytes; 0 keeps the
     /// kernel's default). See [`crate::udp::SOCKET_BUFFER_BYTES`].
     pub udp_buffer: usize,
+    /// Report to the Agones SDK sidecar (`serve --agones`); `None`: not
+    /// on Agones. Needs the `agones` feature ([`ServeError::NoAgones`]).
+    pub agones: Option<AgonesConfig>,
+}
+
+/// `serve --agones`: how the server reports to the Agones SDK sidecar
+/// (docs/fleet.md; the code is in `agones.rs`, feature `agones`).
+///
+/// The server connects to the sidecar's gRPC port on localhost, labels
+/// and annotates its GameServer with its server id, sets the capacities
+/// of the Counters `rooms` and `players`, says `Ready`, then reports
+/// `Health` from the rooms' tick timer while every room keeps ticking,
+/// keeps the Counters current, and says `Shutdown` once it has been
+/// allocated and stayed empty for [`AgonesConfig::idle_shutdown`].
+#[derive(Debug, Clone)]
+pub struct AgonesConfig {
+    /// The sidecar's gRPC port on localhost; `None`: the environment's
+    /// `AGONES_SDK_GRPC_PORT`, else 9357.
+    pub port: Option<u16>,
+    /// How long to wait for the sidecar at start (it may start after the
+    /// server); then the server stops with a failure.
+    pub connect_timeout: Duration,
+    /// The server id published on the GameServer (annotation
+    /// [`AgonesConfig::SERVER_ID_KEY`], and a label of that name when the
+    /// id is a valid label value); `None`: the GameServer's name.
+    pub server_id: Option<String>,
+    /// Time between health reports.
+    pub health_every: Duration,
+    /// Health stops while a room has not ticked for this long (its tick
+    /// loop is stuck), and resumes when it ticks again.
+    pub stall: Duration,
+    /// Allocated and empty (no rooms, no players, no room reserved by an
+    /// allocation) this long: `Shutdown`, and the server stops. `None`:
+    /// never.
+    pub idle_shutdown: Option<Duration>,
+    /// A room reserved by an allocation (the `rooms` Counter raised by a
+    /// GameServerAllocation) that no player opened within this long is
+    /// given back (the Counter lowered). At least the connect tokens'
+    /// lifetime.
+    pub reservation_ttl: Duration,
+}
+
+impl AgonesConfig {
+    /// Key of the annotation and label that carry the server id (Agones
+    /// prefixes SDK-set keys with `agones.dev/sdk-`).
+    pub const SERVER_ID_KEY: &'static str = "bitroom-server-id";
+    /// Key of the annotation that carries the SHA-256 of the server's
+    /// certificate (hex), for clients to pin.
+    pub const CERT_KEY: &'static str = "bitroom-cert-sha256";
+    /// The Counter of rooms.
+    pub const ROOMS: &'static str = "rooms";
+    /// The Counter of players.
+    pub const PLAYERS: &'static str = "players";
+}
+
+impl Default for AgonesConfig {
+    /// The port from the environment, 30 s to reach the sidecar, health
+    /// every second, a 2 s stall
+    /// limit, shutdown after 60 s allocated and empty, reservations kept
+    /// 5 minutes (the longest connect token lifetime).
+    fn default() -> AgonesConfig {
+        AgonesConfig {
+            port: None,
+            connect_timeout: Duration::from_secs(30),
+            server_id: None,
+            health_every: Duration::from_secs(1),
+            stall: Duration::from_secs(2),
+            idle_shutdown: Some(Duration::from_secs(60)),
+            reservation_ttl: Duration::from_secs(300),
+        }
+    }
 }
 
 /// How long joins stay refused after a room ran [`ServerConfig::shed_lateness`] late.
@@ -72,6 +143,7 @@ impl<R> ServerConfig<R> {
             record: None,
             shed_lateness: Some(Duration::from_millis(100)),
             udp_buffer: crate::udp::SOCKET_BUFFER_BYTES,
+            agones: None,
         }
     }
 }
@@ -93,4 +165,7 @@ pub enum ServeError {
     /// The tick timer thread could not be started.
     #[error("cannot start the tick timer thread: {0}")]
     Ticker(std::io::Error),
+    /// Agones reporting was asked of a build without the `agones` feature.
+    #[error("this build has no Agones support (build bitroom with --features agones)")]
+    NoAgones,
 }

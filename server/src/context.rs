@@ -5,6 +5,7 @@
 //! channel whose senders the tasks hold tells when they are all gone.
 
 use crate::config::{RecordConfig, SHED_FOR};
+use crate::liveness::Liveness;
 use crate::monitor::Monitor;
 use crate::registry::Registry;
 use crate::ticker::Ticker;
@@ -37,6 +38,8 @@ pub(crate) struct Context<R> {
     /// Joins are refused until this time (µs since `base`).
     pub shed_until: AtomicU64,
     pub rooms: Registry,
+    /// Every open room's last tick (health reports).
+    pub liveness: Arc<Liveness>,
     pub next_conn: AtomicU64,
     /// Held by every task; `recv` on the other end returns `None` once
     /// all have finished.

@@ -56,10 +56,13 @@
 //!   certificate); [`udp`]: the socket and its kernel drop count;
 //!   [`realtime`]: real-time scheduling.
 
+#[cfg(feature = "agones")]
+mod agones;
 pub mod config;
 mod connection;
 mod context;
 mod desync_report;
+mod liveness;
 pub mod metrics_http;
 pub mod monitor;
 pub mod realtime;
@@ -72,7 +75,7 @@ pub mod tls;
 pub mod udp;
 mod writer;
 
-pub use config::{RecordConfig, ServeError, ServerConfig, SHED_FOR};
+pub use config::{AgonesConfig, RecordConfig, ServeError, ServerConfig, SHED_FOR};
 pub use connection::MAX_HELLO;
 pub use desync_report::{write_desync_report, DesyncContext};
 pub use recording::{safe_file_stem, REPLAY_EXTENSION};

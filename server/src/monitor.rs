@@ -195,6 +195,12 @@ impl Monitor {
         gauge!(names::CLIENTS).set(f64::from(clients));
     }
 
+    /// Players in rooms now (spectators not counted), as of each room's
+    /// last published counters (every 15 ticks).
+    pub fn players(&self) -> u32 {
+        lock(&self.rooms).values().map(|s| s.players).sum()
+    }
+
     /// Snapshot bytes a connection's writer sent (the room's own counters
     /// leave out the snapshots it hands to the writers to pack).
     pub fn bytes_out(&self, n: u64) {

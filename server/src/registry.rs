@@ -64,4 +64,10 @@ impl Registry {
     pub(crate) fn count_created(&self) -> u64 {
         self.created.fetch_add(1, Ordering::Relaxed)
     }
+
+    /// Rooms created since the server started.
+    #[cfg_attr(not(feature = "agones"), allow(dead_code))]
+    pub(crate) fn created(&self) -> u64 {
+        self.created.load(Ordering::Relaxed)
+    }
 }

@@ -45,6 +45,7 @@ pub(crate) async fn run<R: NetRules>(
     let mut empty_since = Some(Instant::now());
     let idle = cx.room_idle;
     monitor.room_opened(&name);
+    let beat = cx.liveness.register(&name, micros(base));
     info!("room opened");
     let mut recording = cx
         .record
@@ -68,6 +69,7 @@ pub(crate) async fn run<R: NetRules>(
                 let lateness = start.saturating_duration_since(due);
                 let r = catch_unwind(AssertUnwindSafe(|| room.tick(micros(base))));
                 if r.is_ok() {
+                    beat.stamp(micros(base));
                     if recording.as_ref().is_some_and(|rec| !rec.tick(&room)) {
                         recording = None;
                     }
@@ -143,6 +145,7 @@ pub(crate) async fn run<R: NetRules>(
     }
     // The recording thread finishes the file once its channel closes.
     drop(recording);
+    drop(beat);
     let now = catch_unwind(AssertUnwindSafe(|| room.stats())).unwrap_or(published);
     monitor.room(&name, &published, &now);
     monitor.room_closed(&name, outcome.is_err());

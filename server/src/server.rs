@@ -16,7 +16,7 @@ use bitroom_transport::server_config;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
@@ -33,7 +33,9 @@ pub struct Server<R: NetRules> {
     connections: Arc<AtomicUsize>,
     /// The UDP socket's inode, for the kernel's drop count (Linux).
     udp_inode: Option<u64>,
-    stop: Arc<watch::Sender<bool>>,
+    stop: ShutdownHandle,
+    #[cfg_attr(not(feature = "agones"), allow(dead_code))]
+    agones: Option<crate::config::AgonesConfig>,
 }
 
 /// Asks a running [`Server`] to shut down (cheap to clone; any clone will
@@ -41,17 +43,50 @@ pub struct Server<R: NetRules> {
 /// [`KickReason::ServerShutdown`], closes the connections and
 /// [`Server::run`] returns, within about 1.5 s.
 #[derive(Clone, Debug)]
-pub struct ShutdownHandle(Arc<watch::Sender<bool>>);
+pub struct ShutdownHandle {
+    stop: Arc<watch::Sender<bool>>,
+    failure: Arc<Mutex<Option<String>>>,
+}
 
 impl ShutdownHandle {
+    fn new() -> ShutdownHandle {
+        ShutdownHandle {
+            stop: Arc::new(watch::channel(false).0),
+            failure: Arc::default(),
+        }
+    }
+
     /// Starts the shutdown (again: nothing more happens).
     pub fn shutdown(&self) {
-        self.0.send_replace(true);
+        self.stop.send_replace(true);
     }
 
     /// Whether a shutdown was asked for.
     pub fn is_requested(&self) -> bool {
-        *self.0.borrow()
+        *self.stop.borrow()
+    }
+
+    /// Shuts down because something the server cannot run without failed
+    /// (the Agones sidecar could not be reached); [`ShutdownHandle::failure`]
+    /// says what. The first failure is kept.
+    pub fn fail(&self, why: String) {
+        self.failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert(why);
+        self.shutdown();
+    }
+
+    /// Why the server shut itself down, if it failed ([`ShutdownHandle::fail`]).
+    pub fn failure(&self) -> Option<String> {
+        self.failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub(crate) fn subscribe(&self) -> watch::Receiver<bool> {
+        self.stop.subscribe()
     }
 }
 
@@ -60,8 +95,12 @@ impl<R: NetRules> Server<R> {
     /// tokio runtime.
     ///
     /// # Errors
-    /// The address cannot be bound, or the certificate and key don't fit.
+    /// The address cannot be bound, the certificate and key don't fit, or
+    /// Agones reporting was asked of a build without it.
     pub fn bind(config: ServerConfig<R>) -> Result<Server<R>, ServeError> {
+        if config.agones.is_some() && !cfg!(feature = "agones") {
+            return Err(ServeError::NoAgones);
+        }
         let fingerprint = config.identity.fingerprint();
         let Identity { chain, key } = config.identity;
         let quic = server_config(chain, key)?;
@@ -96,6 +135,7 @@ impl<R: NetRules> Server<R> {
             shed_lateness: config.shed_lateness,
             shed_until: AtomicU64::new(0),
             rooms: Registry::default(),
+            liveness: Arc::default(),
             next_conn: AtomicU64::new(1),
             done,
         });
@@ -107,7 +147,8 @@ impl<R: NetRules> Server<R> {
             max_connections: config.max_connections,
             connections: Arc::new(AtomicUsize::new(0)),
             udp_inode,
-            stop: Arc::new(watch::channel(false).0),
+            stop: ShutdownHandle::new(),
+            agones: config.agones,
         })
     }
 
@@ -130,7 +171,7 @@ impl<R: NetRules> Server<R> {
 
     /// A handle that stops [`Server::run`] from anywhere.
     pub fn shutdown_handle(&self) -> ShutdownHandle {
-        ShutdownHandle(self.stop.clone())
+        self.stop.clone()
     }
 
     /// Serves until a [`ShutdownHandle`] asks it to stop, then shuts down
@@ -144,6 +185,17 @@ impl<R: NetRules> Server<R> {
     pub async fn run_until(self, signal: impl Future<Output = ()>) {
         tokio::pin!(signal);
         let mut stop = self.stop.subscribe();
+        #[cfg(feature = "agones")]
+        let agones = self.agones.clone().map(|config| {
+            tokio::spawn(crate::agones::run(
+                config,
+                self.cx.clone(),
+                self.stop.clone(),
+                self.fingerprint,
+            ))
+        });
+        #[cfg(not(feature = "agones"))]
+        let agones: Option<tokio::task::JoinHandle<()>> = None;
         // The kernel's count of datagrams dropped on our socket, once a
         // second (a rising count means the endpoint falls behind).
         let drops = self.udp_inode.map(|inode| {
@@ -187,6 +239,18 @@ impl<R: NetRules> Server<R> {
         }
         if let Some(task) = drops {
             task.abort();
+        }
+        // Every task watching the handle learns of it (the signal may have
+        // been what stopped us). Agones is told `Shutdown` (and health
+        // stops) before the kicks.
+        self.stop.shutdown();
+        if let Some(task) = agones {
+            if tokio::time::timeout(Duration::from_secs(2), task)
+                .await
+                .is_err()
+            {
+                warn!("agones: the sidecar did not answer the shutdown in time");
+            }
         }
         info!("shutting down: kicking every client");
         self.endpoint.set_server_config(None);

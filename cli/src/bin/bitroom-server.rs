@@ -20,7 +20,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Host rooms over QUIC.
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// A server on loopback with four bots (one behind a link conditioner), then a report.
     Demo(demo::DemoArgs),
     /// Run a scene headless: final state hash, ms/step, JSON states, rendering, benchmarks.
@@ -36,7 +36,7 @@ fn main() -> ExitCode {
         _ => "warn",
     });
     match cli.command {
-        Command::Serve(args) => serve::run(args),
+        Command::Serve(args) => serve::run(*args),
         Command::Demo(args) => demo::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Replay(args) => replay::run(args),

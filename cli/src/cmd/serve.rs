@@ -6,7 +6,7 @@ use crate::sandbox::{rules_for_scene, SANDBOX_RULES};
 use bitroom_protocol::RoomConfig;
 use bitroom_server::monitor::Monitor;
 use bitroom_server::tls::Identity;
-use bitroom_server::{RecordConfig, Server, ServerConfig};
+use bitroom_server::{AgonesConfig, RecordConfig, Server, ServerConfig};
 use bitroom_transport::fingerprint_hex;
 use clap::Args;
 use std::net::SocketAddr;
@@ -96,6 +96,39 @@ pub struct ServeArgs {
     /// Ticks between keyframe snapshots in recordings.
     #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u32).range(1..))]
     keyframe_interval: u32,
+    /// This server's id (at most 64 bytes): the server id that connect
+    /// tokens name; published on the Agones GameServer with --agones
+    /// (default there: the GameServer's name).
+    #[arg(long, value_name = "ID", value_parser = parse_server_id)]
+    server_id: Option<String>,
+    /// Run as an Agones GameServer: Ready, Health from the tick loop, the
+    /// Counters `rooms` and `players`, Shutdown when allocated and idle
+    /// (docs/fleet.md). The SDK sidecar's port comes from
+    /// AGONES_SDK_GRPC_PORT (default 9357). Needs a build with the
+    /// `agones` feature.
+    #[arg(long)]
+    agones: bool,
+    /// With --agones: Shutdown once allocated and empty this long; 0 for
+    /// never.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration, requires = "agones")]
+    agones_idle_shutdown: Duration,
+    /// With --agones: a room reserved by an allocation that no player
+    /// opened within this long is given back (at least the connect
+    /// tokens' lifetime).
+    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration, requires = "agones")]
+    agones_reservation_ttl: Duration,
+    /// With --agones: health reports stop while a room has not ticked for
+    /// this long.
+    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration, requires = "agones")]
+    agones_stall: Duration,
+}
+
+/// A server id: 1 to 64 bytes, no control characters.
+fn parse_server_id(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.len() > 64 || s.chars().any(char::is_control) {
+        return Err("a server id is 1 to 64 bytes without control characters".into());
+    }
+    Ok(s.to_string())
 }
 
 /// Parses a socket address with a one-line error.
@@ -160,6 +193,16 @@ pub fn run(args: ServeArgs) -> ExitCode {
     config.room_idle = args.room_idle;
     config.shed_lateness = (!args.shed_lateness.is_zero()).then_some(args.shed_lateness);
     config.udp_buffer = args.udp_buffer;
+    if args.agones {
+        config.agones = Some(AgonesConfig {
+            server_id: args.server_id.clone(),
+            idle_shutdown: (!args.agones_idle_shutdown.is_zero())
+                .then_some(args.agones_idle_shutdown),
+            reservation_ttl: args.agones_reservation_ttl,
+            stall: args.agones_stall,
+            ..AgonesConfig::default()
+        });
+    }
     if let Some(dir) = &args.record {
         if let Err(e) = std::fs::create_dir_all(dir) {
             return bad_input(format_args!("--record {}: {e}", dir.display()));
@@ -212,8 +255,15 @@ pub fn run(args: ServeArgs) -> ExitCode {
         if !args.stats_every.is_zero() {
             tokio::spawn(status_lines(server.monitor(), args.stats_every));
         }
+        let stop = server.shutdown_handle();
         server.run_until(shutdown_signal()).await;
-        ExitCode::SUCCESS
+        match stop.failure() {
+            Some(why) => {
+                eprintln!("error: {why}");
+                ExitCode::FAILURE
+            }
+            None => ExitCode::SUCCESS,
+        }
     });
     runtime.shutdown_timeout(Duration::from_millis(200));
     code
