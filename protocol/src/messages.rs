@@ -509,6 +509,16 @@ codec!(
     decode_server_datagram
 );
 
+/// Whether a client datagram is a [`ClientDatagram::Ping`], from its first
+/// bytes alone (the enum's variant index, a `u32` LE), without decoding it:
+/// a shell may route pings apart (they want an answer at once) and leave
+/// the rest for the room's next tick. Says nothing about validity.
+pub fn is_ping(bytes: &[u8]) -> bool {
+    /// `ClientDatagram::Ping`'s variant index.
+    const PING: u32 = 2;
+    bytes.get(..4) == Some(&PING.to_le_bytes()[..])
+}
+
 /// Splits a reliable byte stream into messages: each is a `u32` LE length
 /// followed by that many bytes. Lengths above [`MAX_RELIABLE`] are an error
 /// before anything is buffered for them.
@@ -553,5 +563,38 @@ impl StreamFramer {
         let msg = self.buf[4..4 + len].to_vec();
         self.buf.drain(..4 + len);
         Ok(Some(msg))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bitroom_sim::game::sandbox::PlayerInput;
+
+    #[test]
+    fn is_ping_tells_pings_from_every_other_datagram() {
+        let ack = FrameAck {
+            through: 7,
+            later: 0,
+        };
+        let ping = encode_client_datagram::<PlayerInput>(&ClientDatagram::Ping { time: 5 });
+        assert!(is_ping(&ping));
+        for other in [
+            ClientDatagram::<PlayerInput>::Ack(ack),
+            ClientDatagram::Report {
+                rollbacks: 2,
+                max_rollback: 2,
+            },
+            ClientDatagram::Inputs(InputBatch {
+                slot: 0,
+                first_tick: 2,
+                ack,
+                inputs: vec![PlayerInput::default()],
+            }),
+        ] {
+            assert!(!is_ping(&encode_client_datagram(&other)), "{other:?}");
+        }
+        assert!(!is_ping(&ping[..3]));
+        assert!(!is_ping(&[]));
     }
 }
