@@ -39,6 +39,9 @@ pub struct ConnectOptions<R: NetRules> {
     pub input: Option<InputFn<R>>,
     /// How long to wait for the QUIC handshake and the server's welcome.
     pub timeout: Duration,
+    /// Input batches per second (0: one per tick); see
+    /// [`ClientConfig::send_rate`].
+    pub send_rate: u32,
 }
 
 impl<R: NetRules> ConnectOptions<R> {
@@ -55,6 +58,7 @@ impl<R: NetRules> ConnectOptions<R> {
             conditioner: None,
             input: None,
             timeout: Duration::from_secs(5),
+            send_rate: 0,
         }
     }
 }
@@ -70,6 +74,7 @@ impl<R: NetRules> fmt::Debug for ConnectOptions<R> {
             .field("conditioner", &self.conditioner)
             .field("input", &self.input.is_some())
             .field("timeout", &self.timeout)
+            .field("send_rate", &self.send_rate)
             .finish()
     }
 }
@@ -96,6 +101,7 @@ pub async fn connect<R: NetRules>(
         conditioner,
         input,
         timeout,
+        send_rate,
     } = options;
     let bind: SocketAddr = if addr.is_ipv6() {
         "[::]:0".parse().expect("address literal")
@@ -108,7 +114,7 @@ pub async fn connect<R: NetRules>(
             let (e, s) = conditioned_endpoint(bind, c)?;
             (e, Some(s))
         }
-        (None, None) => (quinn::Endpoint::client(bind)?, None),
+        (None, None) => (bitroom_transport::single_connection_endpoint(bind)?, None),
     };
     let config = client_config(pin)?;
     let deadline = Instant::now() + timeout;
@@ -128,6 +134,7 @@ pub async fn connect<R: NetRules>(
             spectator,
             reconnect,
             predict,
+            send_rate,
             ..ClientConfig::default()
         },
         0,

@@ -107,6 +107,7 @@ impl<R: NetRules> ClientHandle<R> {
             udp_tx: q.udp_tx.bytes,
             udp_rx: q.udp_rx.bytes,
             dropped_events: self.shared.dropped_events.load(Ordering::Relaxed),
+            quic: q,
         }
     }
 

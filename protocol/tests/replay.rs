@@ -90,8 +90,8 @@ fn record_room(ticks: u64, interval: u32, loose: u32) -> (Vec<u8>, u64) {
             let input = bot.next_input(room.game(), *slot);
             let batch = ClientDatagram::Inputs(InputBatch {
                 slot: *slot,
-                first_tick: t as u32,
-                inputs: vec![input],
+                first_tick: t as u16,
+                runs: vec![InputRun { count: 1, input }],
                 ack: FrameAck::default(),
             });
             room.handle_datagram(now, *conn, &encode_client_datagram(&batch));

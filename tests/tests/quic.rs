@@ -9,7 +9,7 @@ use bitroom_client::bots::{BotFleet, BotSpec};
 use bitroom_client::conditioner::ConditionerConfig;
 use bitroom_client::{connect, ConnectError, ConnectOptions, Disconnect, Event};
 use bitroom_protocol::{
-    encode_client_datagram, ClientDatagram, FrameAck, InputBatch, KickReason, RoomConfig,
+    encode_client_datagram, ClientDatagram, FrameAck, InputBatch, InputRun, KickReason, RoomConfig,
     ServerReliable, StreamFramer, MAX_RELIABLE,
 };
 use bitroom_sim::game::sandbox::Strategy;
@@ -416,7 +416,10 @@ async fn garbage_and_foreign_inputs_are_dropped() {
         let foreign = encode_client_datagram(&ClientDatagram::Inputs(InputBatch {
             slot: w.slot().expect("witness slot"),
             first_tick: 1,
-            inputs: vec![PlayerInput::default()],
+            runs: vec![InputRun {
+                count: 1,
+                input: PlayerInput::default(),
+            }],
             ack: FrameAck::default(),
         }));
         raw.connection
@@ -489,7 +492,10 @@ async fn an_input_flood_is_kicked() {
     let ping = encode_client_datagram(&ClientDatagram::Inputs(InputBatch {
         slot,
         first_tick: 1,
-        inputs: vec![PlayerInput::default()],
+        runs: vec![InputRun {
+            count: 1,
+            input: PlayerInput::default(),
+        }],
         ack: FrameAck::default(),
     }));
     // ~2000 datagrams per second for up to 5 s: far over 3× the tick rate.

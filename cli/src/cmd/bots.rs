@@ -5,7 +5,8 @@ use super::{bad_input, runtime};
 use crate::args::{CertArgs, ConditionerArgs};
 use crate::sandbox::rules_for_scene;
 use crate::status::StatusLine;
-use bitroom_client::bots::{plan, BotFleet, FleetStatus};
+use bitroom_client::bots::{plan, BotFleet, FailRule, FleetStatus};
+use bitroom_client::link_model::Percent;
 use bitroom_sim::game::sandbox::Strategy;
 use clap::Args;
 use std::net::SocketAddr;
@@ -50,6 +51,21 @@ pub struct BotsArgs {
     /// Bots started per second.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     spawn_rate: u32,
+    /// Input batches per second per bot [default: one per tick]; each
+    /// carries every input not yet acknowledged.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    send_rate: Option<u32>,
+    /// A bot that hash-checked fewer of the ticks it was in the room for
+    /// fails.
+    #[arg(long, value_name = "PERCENT", default_value = "90%")]
+    min_verified: Percent,
+    /// A bot whose confirmed tick did not move for this long while its
+    /// link was up fails.
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = humantime::parse_duration)]
+    max_stall: Duration,
+    /// A bot resynced (sent a snapshot after its join) more often fails.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    max_resyncs: u64,
     #[command(flatten)]
     cert: CertArgs,
     #[command(flatten)]
@@ -92,8 +108,15 @@ pub fn run(args: BotsArgs) -> ExitCode {
     if let Some(c) = args.sim.config() {
         eprintln!("link conditioner: {c}");
     }
+    let rule = FailRule {
+        stall: args.max_stall,
+        max_resyncs: args.max_resyncs,
+        min_verified_ppm: args.min_verified.ppm,
+    };
     let report = runtime.block_on(async move {
         let mut fleet = BotFleet::new(server, rules, pin);
+        fleet.set_rule(rule);
+        fleet.set_send_rate(args.send_rate.unwrap_or(0));
         let spawn_gap = Duration::from_secs(1) / args.spawn_rate;
         let end = tokio::time::Instant::now() + args.duration;
         let mut specs = specs.into_iter();

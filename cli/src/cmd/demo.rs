@@ -25,6 +25,10 @@ pub struct DemoArgs {
     /// Ticks per second.
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u32).range(1..=1000))]
     tick_rate: u32,
+    /// Datagrams per second each way (frame bundles, input batches)
+    /// [default: the tick rate].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    send_rate: Option<u32>,
     /// The scene: `arena` (200 loose bodies), `arena:N` (N loose bodies), a
     /// built-in scene or a JSON scene file.
     #[arg(long, default_value = "arena")]
@@ -68,6 +72,7 @@ async fn demo(args: DemoArgs, rules: Sandbox) -> ExitCode {
     );
     config.room = RoomConfig {
         tick_rate: args.tick_rate,
+        send_rate: args.send_rate.unwrap_or(args.tick_rate),
         ..RoomConfig::default()
     };
     // The demo's four bots must all get in, even on a busy machine.
@@ -99,6 +104,7 @@ async fn demo(args: DemoArgs, rules: Sandbox) -> ExitCode {
     );
     println!("bot3 plays through a link conditioner: {conditioner}");
     let mut fleet = BotFleet::new(addr, rules, pin);
+    fleet.set_send_rate(args.send_rate.unwrap_or(0));
     let strategies = [
         Strategy::Random,
         Strategy::Chaser,

@@ -49,11 +49,19 @@ struct Client {
     slot: Option<u8>,
     /// Every frame up to this tick is held by the client.
     acked: u64,
-    later: u32,
     /// Frames `acked + 1 ..` sent so far.
     sent: VecDeque<Sent>,
+    /// Newest tick the client has reported holding.
+    newest_acked: u64,
+    /// Latest first-send time of a frame the client has reported holding:
+    /// a frame last sent well before it and still missing was lost.
+    ack_horizon: Micros,
     srtt: Micros,
-    input_lead: i16,
+    rttvar: Micros,
+    /// Frames to the client are repeated until then (a loss was seen).
+    lossy_until: Micros,
+    /// How early the client's inputs arrived (µs), once one has.
+    input_lead: Option<i64>,
     tokens: u32,
     refilled: Micros,
     dropped_window: u32,

@@ -135,7 +135,7 @@ impl<R: NetRules> ServerRoom<R> {
         self.stats.snapshots += 1;
         if let Some(c) = self.clients.get_mut(&conn) {
             c.acked = tick;
-            c.later = 0;
+            c.newest_acked = tick;
             c.sent.clear();
             c.awaiting_ack = true;
             c.snapshot_at = now;
