@@ -702,13 +702,14 @@ codec!(
 );
 
 /// Whether a client datagram is a [`ClientDatagram::Ping`], from its first
-/// bytes alone (the enum's variant index, a `u32` LE), without decoding it:
-/// a shell may route pings apart (they want an answer at once) and leave
-/// the rest for the room's next tick. Says nothing about validity.
+/// byte alone (the enum's variant index, a varint: one byte below 251),
+/// without decoding it: a shell may route pings apart (they want an answer
+/// at once) and leave the rest for the room's next tick. Says nothing
+/// about validity.
 pub fn is_ping(bytes: &[u8]) -> bool {
     /// `ClientDatagram::Ping`'s variant index.
-    const PING: u32 = 2;
-    bytes.get(..4) == Some(&PING.to_le_bytes()[..])
+    const PING: u8 = 2;
+    bytes.first() == Some(&PING)
 }
 
 /// Splits a reliable byte stream into messages: each is a `u32` LE length
@@ -767,26 +768,29 @@ mod tests {
     fn is_ping_tells_pings_from_every_other_datagram() {
         let ack = FrameAck {
             through: 7,
-            later: 0,
+            ahead: 1,
+            recent: 3,
         };
-        let ping = encode_client_datagram::<PlayerInput>(&ClientDatagram::Ping { time: 5 });
+        let ping = encode_client_datagram::<PlayerInput>(&ClientDatagram::Ping {
+            time: 5,
+            rollbacks: 2,
+            max_rollback: 2,
+        });
         assert!(is_ping(&ping));
         for other in [
             ClientDatagram::<PlayerInput>::Ack(ack),
-            ClientDatagram::Report {
-                rollbacks: 2,
-                max_rollback: 2,
-            },
             ClientDatagram::Inputs(InputBatch {
-                slot: 0,
+                slot: 2,
                 first_tick: 2,
+                runs: vec![InputRun {
+                    count: 2,
+                    input: PlayerInput::default(),
+                }],
                 ack,
-                inputs: vec![PlayerInput::default()],
             }),
         ] {
             assert!(!is_ping(&encode_client_datagram(&other)), "{other:?}");
         }
-        assert!(!is_ping(&ping[..3]));
         assert!(!is_ping(&[]));
     }
 }
