@@ -5,11 +5,11 @@
 //! while a writer task ([`crate::writer`]) sends the room's messages back.
 
 use crate::context::{micros, shutting_down, Context};
-use crate::registry::{Peer, RoomCmd, ROOM_QUEUE};
+use crate::registry::{Peer, RoomCmd, RoomInbox};
 use crate::room_task;
 use crate::writer::{self, close_now, kick_and_close, WRITER_QUEUE};
 use bitroom_protocol::{
-    decode_client_reliable, ClientReliable, ConnId, KickReason, NetRules, StreamFramer,
+    decode_client_reliable, is_ping, ClientReliable, ConnId, KickReason, NetRules, StreamFramer,
 };
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -168,7 +168,7 @@ async fn handle_connection<R: NetRules>(
         .instrument(tracing::Span::current()),
     );
     forward(conn, &connection, recv, framer, &room, cx.base).await;
-    let _ = room.send(RoomCmd::Gone { conn }).await;
+    let _ = room.cmds.send(RoomCmd::Gone { conn }).await;
     debug!("connection over");
 }
 
@@ -179,7 +179,7 @@ fn join_room<R: NetRules>(
     conn: ConnId,
     peer: Peer,
     hello: Vec<u8>,
-) -> Result<mpsc::Sender<RoomCmd>, KickReason> {
+) -> Result<RoomInbox, KickReason> {
     if *cx.shutdown.borrow() {
         return Err(KickReason::ServerShutdown);
     }
@@ -193,7 +193,7 @@ fn join_room<R: NetRules>(
             if rooms.len() >= cx.max_rooms {
                 return Err(KickReason::TooManyRooms);
             }
-            let (tx, rx) = mpsc::channel(ROOM_QUEUE);
+            let (tx, rx, datagrams) = RoomInbox::new();
             let mut config = cx.room.clone();
             let n = cx.rooms.count_created();
             config.seed = config
@@ -205,7 +205,7 @@ fn join_room<R: NetRules>(
             let room_name = name.to_string();
             tokio::spawn(
                 async move {
-                    room_task::run(room_name, task_cx, rx, config).await;
+                    room_task::run(room_name, task_cx, rx, datagrams, config).await;
                     drop(done);
                 }
                 .instrument(span),
@@ -216,7 +216,8 @@ fn join_room<R: NetRules>(
     };
     // Queued under the registry lock: a room closing for idleness checks
     // its queue under the same lock.
-    tx.try_send(RoomCmd::Join { conn, peer, hello })
+    tx.cmds
+        .try_send(RoomCmd::Join { conn, peer, hello })
         .map_err(|_| KickReason::RoomClosed("room is too busy to take a join".into()))?;
     Ok(tx)
 }
@@ -228,7 +229,7 @@ async fn forward(
     connection: &quinn::Connection,
     mut recv: quinn::RecvStream,
     mut framer: StreamFramer,
-    room: &mpsc::Sender<RoomCmd>,
+    room: &RoomInbox,
     base: Instant,
 ) {
     let mut buf = vec![0u8; 64 << 10];
@@ -238,14 +239,19 @@ async fn forward(
         loop {
             match framer.next_message() {
                 Ok(Some(bytes)) => {
-                    if room.send(RoomCmd::Reliable { conn, bytes }).await.is_err() {
+                    if room
+                        .cmds
+                        .send(RoomCmd::Reliable { conn, bytes })
+                        .await
+                        .is_err()
+                    {
                         return;
                     }
                 }
                 Ok(None) => break,
                 Err(e) => {
                     let reason = KickReason::BadMessage(e.to_string());
-                    let _ = room.send(RoomCmd::Kick { conn, reason }).await;
+                    let _ = room.cmds.send(RoomCmd::Kick { conn, reason }).await;
                     // Wait for the room's close.
                     connection.closed().await;
                     return;
@@ -262,7 +268,10 @@ async fn forward(
             d = connection.read_datagram() => match d {
                 Ok(bytes) => {
                     let at = micros(base);
-                    if let Err(e) = room.try_send(RoomCmd::Datagram { conn, bytes, at }) {
+                    // Pings are answered at once (their pongs time the
+                    // round trip); the rest waits for the room's tick.
+                    let queue = if is_ping(&bytes) { &room.cmds } else { &room.datagrams };
+                    if let Err(e) = queue.try_send(RoomCmd::Datagram { conn, bytes, at }) {
                         match e {
                             mpsc::error::TrySendError::Full(_) => {
                                 metrics::counter!(crate::monitor::names::QUEUE_DROPS).increment(1);

@@ -1,5 +1,5 @@
-//! The rooms by name, each reached through its inbox ([`RoomCmd`]): what
-//! connections send their room.
+//! The rooms by name, each reached through its inbox ([`RoomInbox`]):
+//! what connections send their room.
 
 use crate::writer::WriterMsg;
 use bitroom_protocol::{ConnId, KickReason, Micros};
@@ -14,6 +14,27 @@ use tokio::sync::mpsc;
 pub(crate) struct Peer {
     pub connection: quinn::Connection,
     pub writer: mpsc::Sender<WriterMsg>,
+}
+
+/// A room's two queues. Commands wake the room at once. Datagrams of
+/// inputs and acks do not: the room takes them just before its next tick
+/// (each carries its arrival time, so the room sees what it would have seen
+/// taking them one by one), which saves a task wake-up per datagram, i.e.
+/// one per client per tick. Pings, whose pongs measure the round trip, go
+/// with the commands.
+#[derive(Clone, Debug)]
+pub(crate) struct RoomInbox {
+    pub cmds: mpsc::Sender<RoomCmd>,
+    pub datagrams: mpsc::Sender<RoomCmd>,
+}
+
+impl RoomInbox {
+    /// A new inbox and the room's ends of it (commands, datagrams).
+    pub(crate) fn new() -> (RoomInbox, mpsc::Receiver<RoomCmd>, mpsc::Receiver<RoomCmd>) {
+        let (cmds, cmd_rx) = mpsc::channel(ROOM_QUEUE);
+        let (datagrams, datagram_rx) = mpsc::channel(ROOM_QUEUE);
+        (RoomInbox { cmds, datagrams }, cmd_rx, datagram_rx)
+    }
 }
 
 /// Work for a room.
@@ -41,7 +62,7 @@ pub(crate) enum RoomCmd {
     Gone { conn: ConnId },
 }
 
-/// Commands queued per room.
+/// Commands (and, apart, datagrams) queued per room.
 pub(crate) const ROOM_QUEUE: usize = 4096;
 
 /// The open rooms. A room is created by the first hello naming it and
@@ -49,13 +70,13 @@ pub(crate) const ROOM_QUEUE: usize = 4096;
 /// never lands in a room that is closing for idleness.
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
-    rooms: Mutex<BTreeMap<String, mpsc::Sender<RoomCmd>>>,
+    rooms: Mutex<BTreeMap<String, RoomInbox>>,
     created: AtomicU64,
 }
 
 impl Registry {
     /// The map, locked.
-    pub(crate) fn lock(&self) -> MutexGuard<'_, BTreeMap<String, mpsc::Sender<RoomCmd>>> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, BTreeMap<String, RoomInbox>> {
         self.rooms.lock().unwrap_or_else(|e| e.into_inner())
     }
 
