@@ -805,6 +805,17 @@ codec!(
     decode_server_datagram
 );
 
+/// Whether a client datagram is a [`ClientDatagram::Ping`], from its first
+/// byte alone (the enum's variant index, a varint: one byte below 251),
+/// without decoding it: a shell may route pings apart (they want an answer
+/// at once) and leave the rest for the room's next tick. Says nothing
+/// about validity.
+pub fn is_ping(bytes: &[u8]) -> bool {
+    /// `ClientDatagram::Ping`'s variant index.
+    const PING: u8 = 2;
+    bytes.first() == Some(&PING)
+}
+
 /// Splits a reliable byte stream into messages: each is a `u32` LE length
 /// followed by that many bytes.
 ///
@@ -1002,5 +1013,37 @@ mod tests {
         f.set_limit(10);
         f.push(&StreamFramer::frame(&[1; 11]));
         assert!(f.next_message().is_err());
+    }
+
+    use bitroom_sim::game::sandbox::PlayerInput;
+
+    #[test]
+    fn is_ping_tells_pings_from_every_other_datagram() {
+        let ack = FrameAck {
+            through: 7,
+            ahead: 1,
+            recent: 3,
+        };
+        let ping = encode_client_datagram::<PlayerInput>(&ClientDatagram::Ping {
+            time: 5,
+            rollbacks: 2,
+            max_rollback: 2,
+        });
+        assert!(is_ping(&ping));
+        for other in [
+            ClientDatagram::<PlayerInput>::Ack(ack),
+            ClientDatagram::Inputs(InputBatch {
+                slot: 2,
+                first_tick: 2,
+                runs: vec![InputRun {
+                    count: 2,
+                    input: PlayerInput::default(),
+                }],
+                ack,
+            }),
+        ] {
+            assert!(!is_ping(&encode_client_datagram(&other)), "{other:?}");
+        }
+        assert!(!is_ping(&[]));
     }
 }

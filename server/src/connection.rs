@@ -18,15 +18,15 @@
 
 use crate::context::{micros, shutting_down, Context};
 use crate::limits::{AddressPlace, HalfOpenPlace, Reservation};
-use crate::registry::{Peer, RoomCmd, RoomHandle, ROOM_QUEUE};
+use crate::registry::{Peer, RoomCmd, RoomInbox};
 use crate::room_task;
 use crate::writer::{self, close_now, kick_and_close, WRITER_QUEUE};
 use bitroom_protocol::{
-    decode_client_reliable, ClientReliable, ConnId, Grant, Hello, KickReason, NetRules,
-    StreamFramer, BASE_CLIENT_MESSAGE,
+    decode_client_reliable, is_ping, ClientReliable, ConnId, Grant, Hello, KickReason, NetRules,
+    StreamFramer,
 };
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -218,7 +218,7 @@ async fn handle_connection<R: NetRules>(
         .instrument(tracing::Span::current()),
     );
     forward(conn, &connection, recv, framer, &room, cx).await;
-    let _ = room.tx.send(RoomCmd::Gone { conn }).await;
+    let _ = room.cmds.send(RoomCmd::Gone { conn }).await;
     debug!("connection over");
 }
 
@@ -233,7 +233,7 @@ fn join_room<R: NetRules>(
     peer: Peer,
     hello_bytes: Vec<u8>,
     grant: Option<Grant>,
-) -> Result<RoomHandle, KickReason> {
+) -> Result<RoomInbox, KickReason> {
     if *cx.shutdown.borrow() {
         return Err(KickReason::ServerShutdown);
     }
@@ -267,11 +267,7 @@ fn join_room<R: NetRules>(
             }
             config.tokens_required = cx.admission.requires_tokens();
             cx.rooms.count_created();
-            let (tx, rx) = mpsc::channel(ROOM_QUEUE);
-            let room = RoomHandle {
-                tx,
-                max_message: Arc::new(AtomicUsize::new(BASE_CLIENT_MESSAGE)),
-            };
+            let (room, rx, datagrams) = RoomInbox::new();
             let span = info_span!("room", name = %name);
             let task_cx = cx.clone();
             let done = cx.done.clone();
@@ -279,7 +275,7 @@ fn join_room<R: NetRules>(
             let max_message = room.max_message.clone();
             tokio::spawn(
                 async move {
-                    room_task::run(room_name, task_cx, rx, config, max_message).await;
+                    room_task::run(room_name, task_cx, rx, datagrams, config, max_message).await;
                     drop(done);
                 }
                 .instrument(span),
@@ -290,7 +286,7 @@ fn join_room<R: NetRules>(
     };
     // Queued under the registry lock: a room closing for idleness checks
     // its queue under the same lock.
-    room.tx
+    room.cmds
         .try_send(RoomCmd::Join {
             conn,
             peer,
@@ -319,7 +315,7 @@ async fn forward<R: NetRules>(
     connection: &quinn::Connection,
     mut recv: quinn::RecvStream,
     mut framer: StreamFramer,
-    room: &RoomHandle,
+    room: &RoomInbox,
     cx: &Context<R>,
 ) {
     let base = cx.base;
@@ -335,7 +331,7 @@ async fn forward<R: NetRules>(
                 Ok(Some(bytes)) => {
                     let held = unfinished.take().and_then(|u| u.held);
                     let cmd = RoomCmd::Reliable { conn, bytes, held };
-                    if room.tx.send(cmd).await.is_err() {
+                    if room.cmds.send(cmd).await.is_err() {
                         return;
                     }
                 }
@@ -388,7 +384,10 @@ async fn forward<R: NetRules>(
             d = connection.read_datagram() => match d {
                 Ok(bytes) => {
                     let at = micros(base);
-                    if let Err(e) = room.tx.try_send(RoomCmd::Datagram { conn, bytes, at }) {
+                    // Pings are answered at once (their pongs time the
+                    // round trip); the rest waits for the room's tick.
+                    let queue = if is_ping(&bytes) { &room.cmds } else { &room.datagrams };
+                    if let Err(e) = queue.try_send(RoomCmd::Datagram { conn, bytes, at }) {
                         match e {
                             mpsc::error::TrySendError::Full(_) => {
                                 metrics::counter!(crate::monitor::names::QUEUE_DROPS).increment(1);
@@ -418,7 +417,7 @@ async fn sleep_until_some(at: Option<Instant>) {
 }
 
 /// Asks the room to close a connection with `reason`, and waits for it.
-async fn kick(conn: ConnId, connection: &quinn::Connection, room: &RoomHandle, reason: KickReason) {
-    let _ = room.tx.send(RoomCmd::Kick { conn, reason }).await;
+async fn kick(conn: ConnId, connection: &quinn::Connection, room: &RoomInbox, reason: KickReason) {
+    let _ = room.cmds.send(RoomCmd::Kick { conn, reason }).await;
     connection.closed().await;
 }

@@ -1,9 +1,9 @@
-//! The rooms by name, each reached through its inbox ([`RoomCmd`]): what
-//! connections send their room.
+//! The rooms by name, each reached through its inbox ([`RoomInbox`]):
+//! what connections send their room.
 
 use crate::limits::Reservation;
 use crate::writer::WriterMsg;
-use bitroom_protocol::{ConnId, Grant, KickReason, Micros};
+use bitroom_protocol::{ConnId, Grant, KickReason, Micros, BASE_CLIENT_MESSAGE};
 use bytes::Bytes;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -15,6 +15,38 @@ use tokio::sync::mpsc;
 pub(crate) struct Peer {
     pub connection: quinn::Connection,
     pub writer: mpsc::Sender<WriterMsg>,
+}
+
+/// A room's two queues. Commands wake the room at once. Datagrams of
+/// inputs and acks do not: the room takes them just before its next tick
+/// (each carries its arrival time, so the room sees what it would have seen
+/// taking them one by one), which saves a task wake-up per datagram, i.e.
+/// one per client per tick. Pings, whose pongs measure the round trip, go
+/// with the commands.
+#[derive(Clone, Debug)]
+pub(crate) struct RoomInbox {
+    pub cmds: mpsc::Sender<RoomCmd>,
+    pub datagrams: mpsc::Sender<RoomCmd>,
+    /// The largest message a joined client may send
+    /// ([`ServerRoom::max_client_message`](bitroom_protocol::ServerRoom::max_client_message)),
+    /// kept current by the room's task: connections refuse longer length
+    /// prefixes before reading the message.
+    pub max_message: Arc<AtomicUsize>,
+}
+
+impl RoomInbox {
+    /// A new inbox and the room's ends of it (commands, datagrams).
+    pub(crate) fn new() -> (RoomInbox, mpsc::Receiver<RoomCmd>, mpsc::Receiver<RoomCmd>) {
+        let (cmds, cmd_rx) = mpsc::channel(ROOM_QUEUE);
+        let (datagrams, datagram_rx) = mpsc::channel(ROOM_QUEUE);
+        let max_message = Arc::new(AtomicUsize::new(BASE_CLIENT_MESSAGE));
+        let inbox = RoomInbox {
+            cmds,
+            datagrams,
+            max_message,
+        };
+        (inbox, cmd_rx, datagram_rx)
+    }
 }
 
 /// Work for a room.
@@ -49,20 +81,8 @@ pub(crate) enum RoomCmd {
     Gone { conn: ConnId },
 }
 
-/// Commands queued per room.
+/// Commands (and, apart, datagrams) queued per room.
 pub(crate) const ROOM_QUEUE: usize = 4096;
-
-/// A room as its connections reach it.
-#[derive(Clone, Debug)]
-pub(crate) struct RoomHandle {
-    /// Its inbox.
-    pub tx: mpsc::Sender<RoomCmd>,
-    /// The largest message a joined client may send
-    /// ([`ServerRoom::max_client_message`](bitroom_protocol::ServerRoom::max_client_message)),
-    /// kept current by the room's task: connections refuse longer length
-    /// prefixes before reading the message.
-    pub max_message: Arc<AtomicUsize>,
-}
 
 /// The open rooms. A room is created by the first hello naming it that
 /// passed every check, and removes itself when it closes; both happen
@@ -70,13 +90,13 @@ pub(crate) struct RoomHandle {
 /// idleness.
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
-    rooms: Mutex<BTreeMap<String, RoomHandle>>,
+    rooms: Mutex<BTreeMap<String, RoomInbox>>,
     created: AtomicU64,
 }
 
 impl Registry {
     /// The map, locked.
-    pub(crate) fn lock(&self) -> MutexGuard<'_, BTreeMap<String, RoomHandle>> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, BTreeMap<String, RoomInbox>> {
         self.rooms.lock().unwrap_or_else(|e| e.into_inner())
     }
 

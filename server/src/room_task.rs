@@ -5,7 +5,10 @@
 //! [`ServerRoom::deadline`]), so a late tick does not push the next one
 //! back: lateness never accumulates, and after a stall the room steps the
 //! missed ticks back to back. The wake-up comes from the server's precise
-//! [`Ticker`](crate::ticker::Ticker), not tokio's millisecond timer. Every
+//! [`Ticker`](crate::ticker::Ticker), not tokio's millisecond timer.
+//! Commands wake the room at once; input and ack datagrams wait in their
+//! own queue for the next tick ([`RoomInbox`](crate::registry::RoomInbox)).
+//! Every
 //! call into the room runs under `catch_unwind`: a panic closes this room
 //! (its clients are told `RoomClosed`) and leaves every other room running.
 
@@ -35,6 +38,7 @@ pub(crate) async fn run<R: NetRules>(
     name: String,
     cx: Arc<Context<R>>,
     mut rx: mpsc::Receiver<RoomCmd>,
+    mut datagrams: mpsc::Receiver<RoomCmd>,
     config: RoomConfig,
     max_message: Arc<AtomicUsize>,
 ) {
@@ -72,7 +76,14 @@ pub(crate) async fn run<R: NetRules>(
             () = timer.sleep_until(due.into_std()) => {
                 let start = Instant::now();
                 let lateness = start.saturating_duration_since(due);
-                let r = catch_unwind(AssertUnwindSafe(|| room.tick(micros(base))));
+                // The datagrams that came since the last tick (see
+                // `RoomInbox`), then the tick.
+                let r = catch_unwind(AssertUnwindSafe(|| {
+                    while let Ok(cmd) = datagrams.try_recv() {
+                        handle(&mut room, &mut peers, base, cmd);
+                    }
+                    room.tick(micros(base));
+                }));
                 if r.is_ok() {
                     beat.stamp(micros(base));
                     if recording.as_ref().is_some_and(|rec| !rec.tick(&room)) {
