@@ -12,6 +12,17 @@
 //! sandbox game is chosen: [`sandbox`] turns a scene name or file (or a
 //! recording's header) into the sandbox rules.
 //!
+//! ```
+//! use bitroom_cli::sandbox::rules_for_scene;
+//! use bitroom_sim::game::Rules;
+//!
+//! // What `serve --scene arena:50` hosts; a client must bring the same rules.
+//! let rules = rules_for_scene("arena:50").unwrap();
+//! assert_eq!(rules.fingerprint(), rules_for_scene("arena:50").unwrap().fingerprint());
+//! assert_ne!(rules.fingerprint(), rules_for_scene("arena").unwrap().fingerprint());
+//! assert!(rules_for_scene("no-such-scene").is_err());
+//! ```
+//!
 //! # Layout
 //! - `bin/bitroom-server.rs`, `bin/bitroom-client.rs`: parse and call;
 //! - [`cmd`]: one file per command, with its arguments;
