@@ -116,14 +116,14 @@ ENV PATH=/usr/local/rust/bin:/usr/local/cargo/bin:\$PATH CARGO_HOME=/usr/local/c
 RUN rustc --version && cargo --version
 EOF
   log "builder base $RUST: $BASE + the host's $(rustc --version)"
-  docker build -q -t "$RUST" "$CTX" >/dev/null
+  docker build --force-rm -q -t "$RUST" "$CTX" >/dev/null
   rm -rf "$CTX"
 fi
 
 # --- the image, from the Dockerfile as a user builds it ----------------
 log "docker build -f docker/Dockerfile (RUST_IMAGE=$RUST RUNTIME_IMAGE=$BASE)"
 T0=$SECONDS
-docker build -f docker/Dockerfile -t "$IMAGE" \
+docker build --force-rm -f docker/Dockerfile -t "$IMAGE" \
   --build-arg RUST_IMAGE="$RUST" --build-arg RUNTIME_IMAGE="$BASE" \
   --build-arg TARGET_CPU="${BITROOM_TARGET_CPU:-x86-64-v3}" \
   . >"$WORK/build.log" 2>&1 || { tail -40 "$WORK/build.log"; exit 1; }

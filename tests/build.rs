@@ -8,6 +8,9 @@
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=proto/agones");
+    // The host triple, for tests that ask cargo about this platform only.
+    let host = std::env::var("TARGET").unwrap_or_default();
+    println!("cargo:rustc-env=BITROOM_TESTS_HOST={host}");
     #[cfg(feature = "agones")]
     tonic_build::configure()
         .build_client(false)

@@ -37,6 +37,7 @@ profile() {
 run_one() {
     local name=$1 run=$2 dir
     dir=$(mktemp -d "$OUT/$name-$run.XXXX")
+    uptime >"$dir/uptime"
     # shellcheck disable=SC2086
     "$BIN/bitroom-server" serve --bind "127.0.0.1:$PORT" --cert-dir "$dir" --stats-every 10s $SERVE_ARGS \
         >"$dir/server.log" 2>&1 &
@@ -52,6 +53,8 @@ run_one() {
         --count 8 --duration "$DURATION" --sim-seed "$run" $(profile "$name") $BOTS_ARGS \
         >"$dir/table.txt" 2>"$dir/bots.log"
     local code=$?
+    echo "$code" >"$dir/exit"
+    uptime >>"$dir/uptime"
     kill "$server" 2>/dev/null
     wait "$server" 2>/dev/null
     echo "== $name run $run: exit $code ($dir)"

@@ -38,6 +38,8 @@ pub struct BotSpec<S> {
     pub conditioner: Option<ConditionerConfig>,
     /// Traffic only ([`crate::load`]): no simulation, no hash checks.
     pub load: bool,
+    /// Its connect token's bytes (servers that require tokens).
+    pub token: Option<Vec<u8>>,
 }
 
 /// When a bot counts as failed (besides desyncs and lost connections).
@@ -100,6 +102,10 @@ pub struct BotReport {
     /// Time connected and stats when the steady state began
     /// ([`STEADY_AFTER`] after the join): bandwidth is measured from then.
     pub steady_from: Option<(Duration, HandleStats)>,
+    /// Median and 99th percentile of the session's RTT
+    /// ([`HandleStats::rtt`]) sampled every 250 ms from the first
+    /// synced frame on.
+    pub rtt_p50_p99: Option<(Duration, Duration)>,
 }
 
 /// Bandwidth is measured from this long after a bot's join on, so the
@@ -283,7 +289,7 @@ impl FleetReport {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "{:<8} {:<8} {:>4} {:>7} {:>7} {:>9} {:>5} {:>7} {:>9} {:>8} {:>8} {:>6} {:>7} {:>7}",
+            "{:<8} {:<8} {:>4} {:>7} {:>7} {:>9} {:>5} {:>11} {:>9} {:>8} {:>8} {:>6} {:>7} {:>7}",
             "bot",
             "room",
             "slot",
@@ -291,7 +297,7 @@ impl FleetReport {
             "resyncs",
             "rollbacks",
             "depth",
-            "rtt ms",
+            "rtt p50/p99",
             "down kb/s",
             "up kb/s",
             "verified",
@@ -305,7 +311,7 @@ impl FleetReport {
             let why = b.failures(&self.rule);
             let _ = writeln!(
                 out,
-                "{:<8} {:<8} {:>4} {:>7} {:>7} {:>9} {:>5} {:>7.1} {:>9.1} {:>8.1} {:>8} {:>6.1} {:>7.1} {:>7}{}{}",
+                "{:<8} {:<8} {:>4} {:>7} {:>7} {:>9} {:>5} {:>11} {:>9.1} {:>8.1} {:>8} {:>6.1} {:>7.1} {:>7}{}{}",
                 b.name,
                 b.room,
                 b.slot.map_or("-".into(), |s| s.to_string()),
@@ -313,7 +319,11 @@ impl FleetReport {
                 b.resyncs(),
                 s.rollbacks,
                 s.max_rollback,
-                b.stats.map_or(0.0, |s| s.rtt().as_secs_f64() * 1e3),
+                b.rtt_p50_p99.map_or("-".into(), |(p50, p99)| format!(
+                    "{}/{}",
+                    p50.as_millis(),
+                    p99.as_millis()
+                )),
                 down,
                 up,
                 s.verified,
@@ -520,6 +530,7 @@ async fn run_bot<R: BotRules + NetRules>(
     options.name = spec.name.clone();
     options.predict = spec.predict;
     options.conditioner = spec.conditioner;
+    options.token = spec.token.clone();
     options.send_rate = send_rate;
     options.input = Some(Box::new(move |g, slot| bot.next_input(g, slot)));
     let t0 = Instant::now();
@@ -545,6 +556,8 @@ async fn run_bot<R: BotRules + NetRules>(
     let outage = handle.conditioner().and_then(|c| c.outage());
     let mut stall = StallWatch::new(connected_at, outage);
     let mut publish = tokio::time::interval(Duration::from_millis(250));
+    // RTT samples in µs, 1 µs to 60 s at 2 significant digits.
+    let mut rtts = hdrhistogram::Histogram::<u32>::new_with_bounds(1, 60_000_000, 2).ok();
     let stopped = loop {
         tokio::select! {
             ev = handle.next_event() => match ev {
@@ -566,7 +579,20 @@ async fn run_bot<R: BotRules + NetRules>(
             _ = publish.tick() => {
                 let stats = handle.stats();
                 let longest = stall.observe(Instant::now(), stats.session.confirmed);
+                let synced = stats.session.confirmed > 0;
+                let rtt = if let (true, Some(h)) = (synced, rtts.as_mut()) {
+                    h.saturating_record(stats.rtt().as_micros().clamp(1, 60_000_000) as u64);
+                    Some((
+                        Duration::from_micros(h.value_at_quantile(0.5)),
+                        Duration::from_micros(h.value_at_quantile(0.99)),
+                    ))
+                } else {
+                    None
+                };
                 set(&mut |r| {
+                    if rtt.is_some() {
+                        r.rtt_p50_p99 = rtt;
+                    }
                     r.stats = Some(stats);
                     r.connected_for = connected_at.elapsed();
                     r.stall = longest;
@@ -693,6 +719,7 @@ async fn run_load_bot<R: BotRules + NetRules>(
         &spec.room,
         fingerprint,
         pin,
+        spec.token.clone(),
         spec.seed,
         |bits| rules.random_input(bits),
         publish,
@@ -733,6 +760,7 @@ pub fn plan<S: Clone>(
                 ..c
             }),
             load,
+            token: None,
         })
         .collect()
 }

@@ -6,7 +6,7 @@ use crate::conditioner::{conditioned_endpoint, ConditionerConfig};
 use crate::driver::{spawn_writer, Driver, InputFn, Shared};
 use crate::events::{ConnectError, Disconnect};
 use crate::handle::ClientHandle;
-use bitroom_protocol::{ClientConfig, ClientSession, NetRules};
+use bitroom_protocol::{ClientConfig, ClientSession, NetRules, ReconnectSecret};
 use bitroom_transport::{client_config, CertPin, SERVER_NAME};
 use std::fmt;
 use std::net::SocketAddr;
@@ -28,8 +28,15 @@ pub struct ConnectOptions<R: NetRules> {
     pub spectator: bool,
     /// Predict ahead of the server (otherwise show the confirmed game).
     pub predict: bool,
-    /// A token from an earlier welcome: reclaim that slot.
-    pub reconnect: Option<u64>,
+    /// The secret from an earlier welcome
+    /// ([`ClientHandle::reconnect_secret`]): reclaim that slot. On a server
+    /// that requires tokens, a reconnect needs a fresh token for the same
+    /// user too.
+    pub reconnect: Option<ReconnectSecret>,
+    /// A connect token's bytes, from the game's backend (servers started
+    /// with `--token-key` require one; others ignore it). The text form
+    /// decodes with [`bitroom_protocol::token::decode_text`].
+    pub token: Option<Vec<u8>>,
     /// An endpoint to share (many bots on one socket); default: a new one.
     pub endpoint: Option<quinn::Endpoint>,
     /// Run a new endpoint's socket through a link conditioner.
@@ -54,6 +61,7 @@ impl<R: NetRules> ConnectOptions<R> {
             spectator: false,
             predict: true,
             reconnect: None,
+            token: None,
             endpoint: None,
             conditioner: None,
             input: None,
@@ -71,6 +79,7 @@ impl<R: NetRules> fmt::Debug for ConnectOptions<R> {
             .field("spectator", &self.spectator)
             .field("predict", &self.predict)
             .field("reconnect", &self.reconnect.is_some())
+            .field("token", &self.token.is_some())
             .field("conditioner", &self.conditioner)
             .field("input", &self.input.is_some())
             .field("timeout", &self.timeout)
@@ -97,6 +106,7 @@ pub async fn connect<R: NetRules>(
         spectator,
         predict,
         reconnect,
+        token,
         endpoint,
         conditioner,
         input,
@@ -133,6 +143,7 @@ pub async fn connect<R: NetRules>(
             name,
             spectator,
             reconnect,
+            token,
             predict,
             send_rate,
             ..ClientConfig::default()

@@ -92,7 +92,8 @@ pub fn client_endpoint(server: SocketAddr) -> std::io::Result<quinn::Endpoint> {
 
 /// Runs one load client on `endpoint` in `room` until `stop` is set or the
 /// server closes it; hands its counters to `publish` four times a second
-/// and at the end. `rules` is the game's fingerprint; its inputs come from
+/// and at the end. `rules` is the game's fingerprint, `token` the connect
+/// token's bytes for servers that require one; its inputs come from
 /// `input`, given 64 random bits, each held for 5 to 44 ticks.
 ///
 /// # Errors
@@ -104,6 +105,7 @@ pub async fn run<I: Input>(
     room: &str,
     rules: u64,
     pin: CertPin,
+    token: Option<Vec<u8>>,
     seed: u64,
     input_from: impl Fn(u64) -> I,
     publish: impl Fn(LoadStats),
@@ -123,6 +125,7 @@ pub async fn run<I: Input>(
         name: format!("load{seed}"),
         spectator: false,
         reconnect: None,
+        token,
     }));
     send.write_all(&StreamFramer::frame(&hello))
         .await

@@ -54,6 +54,7 @@ impl BotRoom {
                 name: format!("bot {i}"),
                 spectator: false,
                 reconnect: None,
+                token: None,
             });
             room.handle_reliable(0, conn, &encode_client_reliable(&hello));
             bots.push((conn, i as u8, SandboxBot::new(s, conn)));

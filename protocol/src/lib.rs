@@ -1,7 +1,8 @@
 //! bitroom-protocol: wire messages, their codec, and the sans-IO netcode
 //! state machines — [`ServerRoom`] (authoritative) and [`ClientSession`]
 //! (prediction, rollback, clock sync) — and the replay format with its
-//! recorder and re-simulation tools ([`replay`]).
+//! recorder and re-simulation tools ([`replay`]), and signed connect
+//! tokens ([`token`]: who may join which room).
 //!
 //! Everything is generic over the game: any [`Rules`], whose own input
 //! type the per-tick
@@ -62,6 +63,8 @@
 //! - [`room`]: [`ServerRoom`] (split by concern: seats, inputs, frames,
 //!   snapshots);
 //! - [`session`]: the client, [`ClientSession`];
+//! - [`token`]: signed connect tokens (layout, minting, pure
+//!   verification, replay protection with [`token::NonceCache`]);
 //! - [`wire`]: serde helpers for the datagram encoding;
 //! - [`replay`]: the replay format, [`replay::Recorder`], re-simulation and
 //!   state diffs;
@@ -71,11 +74,13 @@ pub mod messages;
 pub mod replay;
 pub mod room;
 pub mod session;
+pub mod token;
 pub mod wire;
 
 pub use messages::*;
 pub use room::{
-    ConnId, Output, Rejection, RoomConfig, RoomEvent, RoomStats, ServerRoom, SnapshotJob,
+    ConnId, Grant, Output, Rejection, RoomConfig, RoomEvent, RoomStats, ServerRoom, SnapshotJob,
+    BASE_CLIENT_MESSAGE, MAX_REPORTS, REPORT_MARGIN, REPORT_PERIOD, REPORT_WINDOW,
 };
 pub use session::{ClientConfig, ClientEvent, ClientSession, ClientStats, ClientTransmit};
 

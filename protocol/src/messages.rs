@@ -31,6 +31,7 @@
 //!
 //! [`Rules::Input`]: bitroom_sim::game::Rules::Input
 
+use crate::token::{TokenError, MAX_TOKEN_LEN};
 use bincode::config::{Config, Configuration, Fixint, Limit, LittleEndian, NoLimit, Varint};
 use bitroom_sim::game::{Input, SlotEvent, MAX_SLOTS};
 use serde::de::DeserializeOwned;
@@ -66,11 +67,16 @@ use std::fmt;
 /// the newest frame held and the 32 before it ([`FrameAck::ahead`],
 /// [`FrameAck::recent`]) instead of the 32 after the first gap; a bundle's
 /// input lead is [`NO_INPUT_YET`] until the client's first input arrives;
-/// pings carry the rollback counters (no separate report).
+/// pings carry the rollback counters (no separate report). 12: admission
+/// (issue 22): the hello carries a connect token ([`Hello::token`], at
+/// most [`MAX_TOKEN_LEN`] bytes) and a 128-bit reconnect secret
+/// ([`ReconnectSecret`], was a guessable `u64`), the welcome hands out that
+/// secret, and refusals have their own kick reasons ([`KickReason::Token`],
+/// seats, room creation, message deadlines, desync reports).
 ///
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
 /// [`Rules::Input`]: bitroom_sim::game::Rules::Input
-pub const PROTOCOL_VERSION: u32 = 11;
+pub const PROTOCOL_VERSION: u32 = 12;
 /// A state hash as frames carry it: its low 24 bits.
 pub fn wire_hash(hash: u64) -> u32 {
     (hash & 0x00FF_FFFF) as u32
@@ -148,8 +154,39 @@ pub struct Hello {
     pub name: String,
     /// Watch only: no slot, no inputs.
     pub spectator: bool,
-    /// Token from an earlier welcome: reclaims that slot.
-    pub reconnect: Option<u64>,
+    /// The secret from an earlier welcome: reclaims that slot.
+    pub reconnect: Option<ReconnectSecret>,
+    /// A connect token's bytes (`bitroom_protocol::token`), at most
+    /// [`MAX_TOKEN_LEN`]: required by servers started with token keys,
+    /// ignored by open ones.
+    #[serde(with = "serde_bytes")]
+    pub token: Option<Vec<u8>>,
+}
+
+/// Reclaims a seat after a dropped connection: 128 bits the room hands out
+/// in the [`Welcome`] and a later [`Hello::reconnect`] presents.
+///
+/// The room draws them from a generator keyed with
+/// [`RoomConfig::secret_seed`](crate::RoomConfig::secret_seed), which the
+/// server fills from the operating system's randomness, so no client can
+/// compute another's. Equality is constant-time (no early exit on the
+/// first differing byte), and `Debug` does not print the bits.
+#[derive(Clone, Copy, Default, Serialize, Deserialize)]
+pub struct ReconnectSecret(pub [u8; 16]);
+
+impl PartialEq for ReconnectSecret {
+    fn eq(&self, other: &ReconnectSecret) -> bool {
+        use subtle::ConstantTimeEq;
+        self.0.ct_eq(&other.0).into()
+    }
+}
+
+impl Eq for ReconnectSecret {}
+
+impl fmt::Debug for ReconnectSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ReconnectSecret(..)")
+    }
 }
 
 /// A desync seen by a client: its hash differs from the server's.
@@ -408,8 +445,9 @@ pub struct Welcome {
     pub tick: u64,
     /// Ticks per second.
     pub tick_rate: u32,
-    /// Present it in a later hello to reclaim this slot.
-    pub token: u64,
+    /// Present it in a later hello to reclaim this slot (all zeros for
+    /// spectators).
+    pub secret: ReconnectSecret,
 }
 
 /// One piece of a game snapshot in its packed form
@@ -470,6 +508,27 @@ pub enum KickReason {
     Left,
     /// The server's rooms are running late: no new joins for now.
     Overloaded,
+    /// The connect token was refused (or missing); the reason says why.
+    Token(TokenError),
+    /// The seat the token names is held by another player.
+    SeatTaken(u8),
+    /// A reconnect to a seat that the token does not grant (another
+    /// seat, or a seat of another user).
+    SeatNotGranted(u8),
+    /// This source address (or token user) created its share of rooms
+    /// for now.
+    TooManyRoomsCreated,
+    /// A reliable message was not finished within the deadline (seconds).
+    MessageTimeout(u32),
+    /// A desync report larger than the room's state could be.
+    ReportTooLarge {
+        /// The report's state (bytes).
+        len: u32,
+        /// The room's bound (bytes).
+        limit: u32,
+    },
+    /// Desync reports beyond the allowance.
+    TooManyReports,
 }
 
 impl fmt::Display for KickReason {
@@ -493,6 +552,48 @@ impl fmt::Display for KickReason {
             KickReason::ServerShutdown => f.write_str("server shutting down"),
             KickReason::Left => f.write_str("left"),
             KickReason::Overloaded => f.write_str("server is overloaded, try again later"),
+            KickReason::Token(e) => write!(f, "{e}"),
+            KickReason::SeatTaken(s) => write!(f, "seat {s} is taken"),
+            KickReason::SeatNotGranted(s) => write!(f, "the token does not grant seat {s}"),
+            KickReason::TooManyRoomsCreated => {
+                f.write_str("too many rooms created from here, try again later")
+            }
+            KickReason::MessageTimeout(s) => {
+                write!(f, "a message was not finished within {s} s")
+            }
+            KickReason::ReportTooLarge { len, limit } => write!(
+                f,
+                "desync report of {len} bytes is larger than the room's bound of {limit}"
+            ),
+            KickReason::TooManyReports => f.write_str("too many desync reports"),
+        }
+    }
+}
+
+impl KickReason {
+    /// A stable label for metrics (`refused{reason="token_expired"}`,
+    /// kicks by reason).
+    pub fn label(&self) -> &'static str {
+        match self {
+            KickReason::VersionMismatch { .. } => "version_mismatch",
+            KickReason::RulesMismatch { .. } => "rules_mismatch",
+            KickReason::RoomFull => "room_full",
+            KickReason::TooManyRooms => "too_many_rooms",
+            KickReason::HandshakeTimeout => "hello_timeout",
+            KickReason::BadMessage(_) => "bad_message",
+            KickReason::Flood => "flood",
+            KickReason::Replaced => "replaced",
+            KickReason::RoomClosed(_) => "room_closed",
+            KickReason::ServerShutdown => "shutdown",
+            KickReason::Left => "left",
+            KickReason::Overloaded => "overloaded",
+            KickReason::Token(e) => e.label(),
+            KickReason::SeatTaken(_) => "seat_taken",
+            KickReason::SeatNotGranted(_) => "seat_not_granted",
+            KickReason::TooManyRoomsCreated => "room_creation_limit",
+            KickReason::MessageTimeout(_) => "message_timeout",
+            KickReason::ReportTooLarge { .. } => "report_too_large",
+            KickReason::TooManyReports => "too_many_reports",
         }
     }
 }
@@ -571,6 +672,9 @@ impl Validate for ClientReliable {
             check_name(&h.name, "player name too long or has control characters")?;
             if h.room.is_empty() {
                 return Err(CodecError::Invalid("empty room name"));
+            }
+            if h.token.as_ref().is_some_and(|t| t.len() > MAX_TOKEN_LEN) {
+                return Err(CodecError::Invalid("connect token too long"));
             }
         }
         Ok(())
@@ -701,15 +805,55 @@ codec!(
     decode_server_datagram
 );
 
-/// Splits a reliable byte stream into messages: each is a `u32` LE length
-/// followed by that many bytes. Lengths above [`MAX_RELIABLE`] are an error
-/// before anything is buffered for them.
-#[derive(Debug, Default)]
-pub struct StreamFramer {
-    buf: Vec<u8>,
+/// Whether a client datagram is a [`ClientDatagram::Ping`], from its first
+/// byte alone (the enum's variant index, a varint: one byte below 251),
+/// without decoding it: a shell may route pings apart (they want an answer
+/// at once) and leave the rest for the room's next tick. Says nothing
+/// about validity.
+pub fn is_ping(bytes: &[u8]) -> bool {
+    /// `ClientDatagram::Ping`'s variant index.
+    const PING: u8 = 2;
+    bytes.first() == Some(&PING)
 }
 
+/// Splits a reliable byte stream into messages: each is a `u32` LE length
+/// followed by that many bytes.
+///
+/// Untrusted lengths: a length above the framer's limit ([`MAX_RELIABLE`]
+/// unless [`StreamFramer::set_limit`] says less) is an error before
+/// anything is buffered for it, and a message's bytes are held in one
+/// allocation of its declared length, made when its length prefix is in
+/// (no doubling growth: an 8 MiB message holds 8 MiB, handed over without
+/// a copy when it fills the buffer alone).
+#[derive(Debug)]
+pub struct StreamFramer {
+    /// Received bytes; those before `start` were returned already.
+    buf: Vec<u8>,
+    start: usize,
+    limit: usize,
+}
+
+impl Default for StreamFramer {
+    fn default() -> StreamFramer {
+        StreamFramer::with_limit(MAX_RELIABLE)
+    }
+}
+
+/// Capacity a framer keeps between messages; a larger buffer is released
+/// once the message that needed it is out.
+const FRAMER_KEEP: usize = 64 << 10;
+
 impl StreamFramer {
+    /// A framer that refuses messages over `limit` bytes (at most
+    /// [`MAX_RELIABLE`]).
+    pub fn with_limit(limit: usize) -> StreamFramer {
+        StreamFramer {
+            buf: Vec::new(),
+            start: 0,
+            limit: limit.min(MAX_RELIABLE),
+        }
+    }
+
     /// Frames a message for the stream.
     pub fn frame(msg: &[u8]) -> Vec<u8> {
         let mut out = Vec::with_capacity(msg.len() + 4);
@@ -719,39 +863,187 @@ impl StreamFramer {
         out
     }
 
+    /// The largest message accepted.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Changes the largest message accepted (at most [`MAX_RELIABLE`]),
+    /// from the message whose length is checked next.
+    pub fn set_limit(&mut self, limit: usize) {
+        self.limit = limit.min(MAX_RELIABLE);
+    }
+
+    /// The bytes received and not yet returned as messages.
+    pub fn buffered(&self) -> usize {
+        self.buf.len() - self.start
+    }
+
+    /// The declared length of the message being received: `Some` once its
+    /// length prefix is complete and until its last byte arrives.
+    pub fn unfinished(&self) -> Option<usize> {
+        let len = self.declared()?;
+        (self.buffered() < 4 + len).then_some(len)
+    }
+
+    fn declared(&self) -> Option<usize> {
+        let head = self.buf[self.start..].first_chunk::<4>()?;
+        Some(u32::from_le_bytes(*head) as usize)
+    }
+
     /// Adds received bytes.
     pub fn push(&mut self, bytes: &[u8]) {
+        if self.start > 0 {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        let need = self.buf.len() + bytes.len();
+        if need > self.buf.capacity() {
+            match self.declared() {
+                // The message's whole length at once (it was checked
+                // against the limit by the caller's `next_message`, or
+                // will be: a length over it reserves nothing).
+                Some(len) if len <= self.limit => {
+                    self.buf.reserve_exact(need.max(4 + len) - self.buf.len());
+                }
+                _ => self.buf.reserve(bytes.len()),
+            }
+        }
         self.buf.extend_from_slice(bytes);
     }
 
     /// The next complete message, if any.
     ///
     /// # Errors
-    /// A declared length above [`MAX_RELIABLE`].
-    pub fn next_message(&mut self) -> Result<Option<Vec<u8>>, CodecError> {
-        self.next_message_within(MAX_RELIABLE)
-    }
-
-    /// [`StreamFramer::next_message`] with a tighter limit (a hello must
-    /// be small): a declared length above `limit` (or above
-    /// [`MAX_RELIABLE`]) is an error as soon as the length has arrived.
-    ///
-    /// # Errors
     /// A declared length above the limit.
-    pub fn next_message_within(&mut self, limit: usize) -> Result<Option<Vec<u8>>, CodecError> {
-        let limit = limit.min(MAX_RELIABLE);
-        let Some(head) = self.buf.first_chunk::<4>() else {
+    pub fn next_message(&mut self) -> Result<Option<Vec<u8>>, CodecError> {
+        let Some(len) = self.declared() else {
             return Ok(None);
         };
-        let len = u32::from_le_bytes(*head) as usize;
-        if len > limit {
-            return Err(CodecError::TooLarge { len, limit });
+        if len > self.limit {
+            return Err(CodecError::TooLarge {
+                len,
+                limit: self.limit,
+            });
         }
-        if self.buf.len() < 4 + len {
+        if self.buffered() < 4 + len {
             return Ok(None);
         }
-        let msg = self.buf[4..4 + len].to_vec();
-        self.buf.drain(..4 + len);
+        let msg = if self.start == 0 && self.buf.len() == 4 + len {
+            // The buffer holds this message alone: hand it over.
+            let mut msg = std::mem::take(&mut self.buf);
+            msg.drain(..4);
+            msg
+        } else {
+            let at = self.start + 4;
+            self.start += 4 + len;
+            self.buf[at..at + len].to_vec()
+        };
+        if self.start == self.buf.len() {
+            self.start = 0;
+            self.buf.clear();
+            if self.buf.capacity() > FRAMER_KEEP {
+                self.buf = Vec::new();
+            }
+        }
         Ok(Some(msg))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_large_message_is_held_in_one_allocation_of_its_length() {
+        let len = 8 << 20;
+        let mut f = StreamFramer::default();
+        f.push(&(len as u32).to_le_bytes());
+        let chunk = vec![7u8; 64 << 10];
+        for _ in 0..len / chunk.len() - 1 {
+            f.push(&chunk);
+            assert_eq!(f.buf.capacity(), 4 + len, "grown past the declared length");
+        }
+        assert_eq!(f.unfinished(), Some(len));
+        f.push(&chunk);
+        assert_eq!(f.unfinished(), None);
+        let m = f.next_message().unwrap().unwrap();
+        assert_eq!(m.len(), len);
+        assert!(m.capacity() <= 4 + len);
+        assert_eq!((f.buffered(), f.buf.capacity()), (0, 0), "nothing kept");
+    }
+
+    #[test]
+    fn messages_split_and_joined_anyhow_come_out_whole() {
+        let msgs: Vec<Vec<u8>> = (0..40u8).map(|i| vec![i; usize::from(i) * 97]).collect();
+        let stream: Vec<u8> = msgs.iter().flat_map(|m| StreamFramer::frame(m)).collect();
+        for step in [1, 3, 4, 5, 100, 4096, stream.len()] {
+            let mut f = StreamFramer::default();
+            let mut out = Vec::new();
+            for piece in stream.chunks(step) {
+                f.push(piece);
+                while let Some(m) = f.next_message().unwrap() {
+                    out.push(m);
+                }
+            }
+            assert_eq!(out, msgs, "pieces of {step}");
+            assert_eq!(f.buffered(), 0);
+        }
+    }
+
+    #[test]
+    fn a_length_over_the_limit_is_refused_before_its_bytes() {
+        let mut f = StreamFramer::with_limit(100);
+        f.push(&101u32.to_le_bytes());
+        assert!(matches!(
+            f.next_message(),
+            Err(CodecError::TooLarge {
+                len: 101,
+                limit: 100
+            })
+        ));
+        f.push(&[0; 50]);
+        assert!(
+            f.buf.capacity() < 101,
+            "bytes reserved for a refused length"
+        );
+        let mut f = StreamFramer::with_limit(100);
+        f.push(&StreamFramer::frame(&[1; 100]));
+        assert_eq!(f.next_message().unwrap().map(|m| m.len()), Some(100));
+        f.set_limit(10);
+        f.push(&StreamFramer::frame(&[1; 11]));
+        assert!(f.next_message().is_err());
+    }
+
+    use bitroom_sim::game::sandbox::PlayerInput;
+
+    #[test]
+    fn is_ping_tells_pings_from_every_other_datagram() {
+        let ack = FrameAck {
+            through: 7,
+            ahead: 1,
+            recent: 3,
+        };
+        let ping = encode_client_datagram::<PlayerInput>(&ClientDatagram::Ping {
+            time: 5,
+            rollbacks: 2,
+            max_rollback: 2,
+        });
+        assert!(is_ping(&ping));
+        for other in [
+            ClientDatagram::<PlayerInput>::Ack(ack),
+            ClientDatagram::Inputs(InputBatch {
+                slot: 2,
+                first_tick: 2,
+                runs: vec![InputRun {
+                    count: 2,
+                    input: PlayerInput::default(),
+                }],
+                ack,
+            }),
+        ] {
+            assert!(!is_ping(&encode_client_datagram(&other)), "{other:?}");
+        }
+        assert!(!is_ping(&[]));
     }
 }

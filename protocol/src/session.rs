@@ -32,8 +32,10 @@ pub struct ClientConfig {
     pub name: String,
     /// Watch only.
     pub spectator: bool,
-    /// Token of an earlier session, to reclaim its slot.
-    pub reconnect: Option<u64>,
+    /// The secret of an earlier session's welcome, to reclaim its slot.
+    pub reconnect: Option<ReconnectSecret>,
+    /// A connect token's bytes, for servers that require one.
+    pub token: Option<Vec<u8>>,
     /// Predict ahead (otherwise the game shown is the confirmed one).
     pub predict: bool,
     /// Saved states for rollback (the prediction window).
@@ -54,6 +56,7 @@ impl Default for ClientConfig {
             name: "player".into(),
             spectator: false,
             reconnect: None,
+            token: None,
             predict: true,
             ring: 48,
             ping_interval: 1_000_000,
@@ -78,8 +81,8 @@ pub enum ClientEvent {
     Welcomed {
         /// Our slot (`None`: spectator).
         slot: Option<u8>,
-        /// Token to reclaim the slot after a disconnect.
-        token: u64,
+        /// Reclaims the slot after a disconnect.
+        secret: ReconnectSecret,
     },
     /// A snapshot was applied (join or resync).
     Synced {
@@ -247,6 +250,7 @@ impl<R: Rules> ClientSession<R> {
             name: config.name.clone(),
             spectator: config.spectator,
             reconnect: config.reconnect,
+            token: config.token.clone(),
         });
         let mut s = ClientSession {
             config,
@@ -432,7 +436,7 @@ impl<R: Rules> ClientSession<R> {
                     self.period = 1_000_000 / u64::from(w.tick_rate);
                     self.events.push_back(ClientEvent::Welcomed {
                         slot: w.slot,
-                        token: w.token,
+                        secret: w.secret,
                     });
                     self.welcome = Some(w);
                     self.phase = Phase::Syncing;

@@ -19,7 +19,8 @@ fn samples() -> Samples {
             room: "lobby".into(),
             name: "ann".into(),
             spectator: false,
-            reconnect: Some(7),
+            reconnect: Some(ReconnectSecret([7; 16])),
+            token: Some(vec![0x42; 120]),
         })),
         encode_client_reliable(&ClientReliable::Desync(DesyncReport {
             tick: 9,
@@ -67,7 +68,7 @@ fn samples() -> Samples {
             slots: 8,
             tick: 5,
             tick_rate: 60,
-            token: 3,
+            secret: ReconnectSecret([3; 16]),
         })),
         encode_server_reliable(&ServerReliable::Snapshot(SnapshotChunk {
             tick: 5,
@@ -219,9 +220,21 @@ fn invalid_fields_are_named() {
         name: "a".into(),
         spectator: false,
         reconnect: None,
+        token: None,
     }));
     let e = decode_client_reliable(&b).unwrap_err();
     assert!(e.to_string().contains("room name"), "{e}");
+    let b = encode_client_reliable(&ClientReliable::Hello(Hello {
+        version: 1,
+        rules: 0,
+        room: "a".into(),
+        name: "a".into(),
+        spectator: false,
+        reconnect: None,
+        token: Some(vec![0; token::MAX_TOKEN_LEN + 1]),
+    }));
+    let e = decode_client_reliable(&b).unwrap_err();
+    assert!(e.to_string().contains("token too long"), "{e}");
     let batch = |runs: Vec<InputRun<PlayerInput>>| {
         encode_client_datagram(&ClientDatagram::Inputs(InputBatch {
             slot: 0,

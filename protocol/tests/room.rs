@@ -24,6 +24,7 @@ fn hello(version: u32, fingerprint: u64) -> Vec<u8> {
         name: "n".into(),
         spectator: false,
         reconnect: None,
+        token: None,
     }))
 }
 
@@ -264,6 +265,7 @@ fn full_room_and_spectators() {
                 name: "s".into(),
                 spectator: true,
                 reconnect: None,
+                token: None,
             })),
         );
     };

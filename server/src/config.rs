@@ -1,8 +1,10 @@
 //! What a server is told: [`ServerConfig`] (address, rules, room settings,
-//! limits, certificate, recording), and why it may fail to start.
+//! admission, limits, certificate, recording), and why it may fail to
+//! start.
 
 use crate::tls::Identity;
 use crate::web::WebConfig;
+use bitroom_protocol::token::{NonceCache, VerifyingKey};
 use bitroom_protocol::RoomConfig;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -40,9 +42,76 @@ pub struct ServerConfig<R> {
     /// Serve browsers too: the page, its API, WebTransport and WebSocket
     /// (see [`crate::web`]).
     pub web: Option<WebConfig>,
+    /// Connect tokens every hello must carry; `None`: an open server
+    /// (development), which says so in a warning at start.
+    pub tokens: Option<TokenConfig>,
+    /// What one peer may cost (`docs/limits.md`).
+    pub limits: Limits,
     /// Report to the Agones SDK sidecar (`serve --agones`); `None`: not
     /// on Agones. Needs the `agones` feature ([`ServeError::NoAgones`]).
     pub agones: Option<AgonesConfig>,
+}
+
+/// Who may join: the public keys that sign connect tokens, and this
+/// server's id (`serve --token-key PUBFILE --server-id ID`).
+#[derive(Debug, Clone)]
+pub struct TokenConfig {
+    /// Trusted keys (several during a key rotation); a token must be
+    /// signed by one of them.
+    pub keys: Vec<VerifyingKey>,
+    /// The server id tokens must name (empty: a server without an id).
+    pub server_id: String,
+    /// Most token nonces remembered at once (replay protection; see
+    /// [`NonceCache`]).
+    pub nonce_capacity: usize,
+}
+
+impl TokenConfig {
+    /// Tokens signed by `keys` for the server `server_id`, with the
+    /// default nonce capacity.
+    pub fn new(keys: Vec<VerifyingKey>, server_id: &str) -> TokenConfig {
+        TokenConfig {
+            keys,
+            server_id: server_id.to_string(),
+            nonce_capacity: NonceCache::DEFAULT_CAPACITY,
+        }
+    }
+}
+
+/// What one peer may cost the server (each documented with where it is
+/// enforced in `docs/limits.md`). A zero count means no limit.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// A reliable message must be whole this long after its first byte
+    /// (or after the server found room for it in
+    /// [`Limits::max_pending_bytes`]), or the connection is closed.
+    pub message_deadline: Duration,
+    /// Bytes held in unfinished reliable messages over all connections; a
+    /// message is read only once its declared length fits.
+    pub max_pending_bytes: usize,
+    /// Connections whose QUIC handshake or hello is not finished.
+    pub max_half_open: usize,
+    /// Connections from one IP address (players behind one NAT share
+    /// one).
+    pub max_per_address: usize,
+    /// Rooms one source address may create per minute, and (with tokens)
+    /// one user id.
+    pub room_creations_per_minute: usize,
+}
+
+impl Default for Limits {
+    /// 10 s per message, 256 MiB in unfinished messages, 1024 half-open
+    /// connections, 64 connections per address, 16 room creations per
+    /// address (and user) per minute.
+    fn default() -> Limits {
+        Limits {
+            message_deadline: Duration::from_secs(10),
+            max_pending_bytes: 256 << 20,
+            max_half_open: 1024,
+            max_per_address: 64,
+            room_creations_per_minute: 16,
+        }
+    }
 }
 
 /// `serve --agones`: how the server reports to the Agones SDK sidecar
@@ -129,7 +198,14 @@ pub struct RecordConfig {
     pub scene: String,
     /// Ticks between keyframes.
     pub keyframe_interval: u32,
+    /// Bytes the directory's replays and desync reports may take, counting
+    /// the files there at start. Past it the oldest desync reports are
+    /// deleted first, then recording stops (a log line each time).
+    pub quota: u64,
 }
+
+/// Default [`RecordConfig::quota`]: 10 GiB.
+pub const DEFAULT_RECORD_QUOTA: u64 = 10 << 30;
 
 impl<R> ServerConfig<R> {
     /// Defaults: 8 players per room, 60 Hz, 64 rooms, 5 s hello timeout,
@@ -148,6 +224,8 @@ impl<R> ServerConfig<R> {
             shed_lateness: Some(Duration::from_millis(100)),
             udp_buffer: crate::udp::SOCKET_BUFFER_BYTES,
             web: None,
+            tokens: None,
+            limits: Limits::default(),
             agones: None,
         }
     }

@@ -1,12 +1,16 @@
 //! What every task of a server shares: the settings, the measurements,
-//! the room registry, the tick timer, load shedding, and shutdown.
+//! the room registry, the tick timer, load shedding, admission and the
+//! limits' accounting, the recording quota, and shutdown.
 //!
 //! Shutdown (mini-redis style): a watch channel tells every task; a
 //! channel whose senders the tasks hold tells when they are all gone.
 
-use crate::config::{RecordConfig, SHED_FOR};
+use crate::admission::Admission;
+use crate::config::{Limits, RecordConfig, SHED_FOR};
+use crate::limits::{Peers, PendingBudget};
 use crate::liveness::Liveness;
 use crate::monitor::Monitor;
+use crate::quota::Quota;
 use crate::registry::Registry;
 use crate::ticker::Ticker;
 use bitroom_protocol::{Micros, RoomConfig};
@@ -31,6 +35,16 @@ pub(crate) struct Context<R> {
     /// Set once: every task winds down.
     pub shutdown: watch::Sender<bool>,
     pub record: Option<RecordConfig>,
+    /// The disk quota of the record directory (with `record`).
+    pub quota: Option<Arc<Quota>>,
+    /// Version, rules and token checks; room creation limits.
+    pub admission: Admission,
+    /// [`crate::ServerConfig::limits`].
+    pub limits: Limits,
+    /// Bytes reserved for unfinished reliable messages.
+    pub budget: PendingBudget,
+    /// Connections per address, half-open connections.
+    pub peers: Peers,
     /// Wakes the rooms for their ticks.
     pub ticker: Ticker,
     /// [`crate::ServerConfig::shed_lateness`].

@@ -5,7 +5,10 @@
 //! [`ServerRoom::deadline`]), so a late tick does not push the next one
 //! back: lateness never accumulates, and after a stall the room steps the
 //! missed ticks back to back. The wake-up comes from the server's precise
-//! [`Ticker`](crate::ticker::Ticker), not tokio's millisecond timer. Every
+//! [`Ticker`](crate::ticker::Ticker), not tokio's millisecond timer.
+//! Commands wake the room at once; input and ack datagrams wait in their
+//! own queue for the next tick ([`RoomInbox`](crate::registry::RoomInbox)).
+//! Every
 //! call into the room runs under `catch_unwind`: a panic closes this room
 //! (its clients are told `RoomClosed`) and leaves every other room running.
 
@@ -20,6 +23,7 @@ use bitroom_protocol::{
 use bytes::Bytes;
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -34,11 +38,14 @@ pub(crate) async fn run<R: NetRules>(
     name: String,
     cx: Arc<Context<R>>,
     mut rx: mpsc::Receiver<RoomCmd>,
+    mut datagrams: mpsc::Receiver<RoomCmd>,
     config: RoomConfig,
+    max_message: Arc<AtomicUsize>,
 ) {
     let monitor: &Monitor = &cx.monitor;
     let base = cx.base;
     let mut room = ServerRoom::new(cx.rules.clone(), config, micros(base));
+    max_message.store(room.max_client_message(), Ordering::Relaxed);
     let mut peers: BTreeMap<ConnId, Peer> = BTreeMap::new();
     let mut shutdown = cx.shutdown.subscribe();
     let mut published = RoomStats::default();
@@ -47,10 +54,12 @@ pub(crate) async fn run<R: NetRules>(
     monitor.room_opened(&name);
     let beat = cx.liveness.register(&name, micros(base));
     info!("room opened");
-    let mut recording = cx
-        .record
-        .as_ref()
-        .and_then(|rc| Recording::start(rc, &name, &room, cx.done.clone()));
+    let mut recording = match (&cx.record, &cx.quota) {
+        (Some(rc), Some(quota)) => {
+            Recording::start(rc, &name, &room, quota.clone(), cx.done.clone())
+        }
+        _ => None,
+    };
     let mut timer = cx.ticker.timer();
     // Who sits where (for the web API): slot → (connection, name).
     let mut seats: BTreeMap<u8, (ConnId, String)> = BTreeMap::new();
@@ -69,13 +78,21 @@ pub(crate) async fn run<R: NetRules>(
             () = timer.sleep_until(due.into_std()) => {
                 let start = Instant::now();
                 let lateness = start.saturating_duration_since(due);
-                let r = catch_unwind(AssertUnwindSafe(|| room.tick(micros(base))));
+                // The datagrams that came since the last tick (see
+                // `RoomInbox`), then the tick.
+                let r = catch_unwind(AssertUnwindSafe(|| {
+                    while let Ok(cmd) = datagrams.try_recv() {
+                        handle(&mut room, &mut peers, base, cmd);
+                    }
+                    room.tick(micros(base));
+                }));
                 if r.is_ok() {
                     beat.stamp(micros(base));
                     if recording.as_ref().is_some_and(|rec| !rec.tick(&room)) {
                         recording = None;
                     }
                     monitor.tick(start.elapsed(), lateness);
+                    max_message.store(room.max_client_message(), Ordering::Relaxed);
                     cx.tick_lateness(lateness);
                     if room.tick_number().is_multiple_of(PUBLISH_EVERY) {
                         let now = room.stats();
@@ -111,7 +128,7 @@ pub(crate) async fn run<R: NetRules>(
         }
         let mut seated = false;
         while let Some(e) = room.poll_event() {
-            log_event(&e);
+            log_event(&e, monitor);
             match &e {
                 RoomEvent::Joined {
                     conn,
@@ -200,15 +217,25 @@ fn handle<R: NetRules>(
 ) {
     let now = micros(base);
     match cmd {
-        RoomCmd::Join { conn, peer, hello } => {
+        RoomCmd::Join {
+            conn,
+            peer,
+            hello,
+            grant,
+        } => {
             peers.insert(conn, peer);
             room.handle_connect(now, conn);
-            room.handle_reliable(now, conn, &hello);
+            match grant {
+                Some(g) => room.handle_hello(now, conn, &hello, g),
+                None => room.handle_reliable(now, conn, &hello),
+            }
         }
-        RoomCmd::Reliable { conn, bytes } => {
+        RoomCmd::Reliable { conn, bytes, held } => {
             if peers.contains_key(&conn) {
                 room.handle_reliable(now, conn, &bytes);
             }
+            // The message's budget is free once the room has taken it.
+            drop(held);
         }
         RoomCmd::Datagram { conn, bytes, at } => {
             if peers.contains_key(&conn) {
@@ -291,7 +318,7 @@ fn close_peer(p: &Peer, reason: KickReason, kick: bool) {
     }
 }
 
-fn log_event(e: &RoomEvent) {
+fn log_event(e: &RoomEvent, monitor: &Monitor) {
     match e {
         RoomEvent::Joined {
             conn,
@@ -299,7 +326,12 @@ fn log_event(e: &RoomEvent) {
             name,
             reconnect,
         } => info!(conn, ?slot, name = %name, reconnect, "joined"),
-        RoomEvent::Left { conn, slot, reason } => info!(conn, ?slot, "left: {reason}"),
+        RoomEvent::Left { conn, slot, reason } => {
+            info!(conn, ?slot, "left: {reason}");
+            if !matches!(reason, KickReason::Left | KickReason::ServerShutdown) {
+                monitor.kicked(reason.label());
+            }
+        }
         RoomEvent::Desync { conn, slot, report } => warn!(
             conn,
             ?slot,
@@ -308,6 +340,10 @@ fn log_event(e: &RoomEvent) {
             report.client_hash,
             report.server_hash
         ),
+        RoomEvent::Refused { conn, reason } => {
+            info!(conn, "refused: {reason}");
+            monitor.refused(reason.label());
+        }
         RoomEvent::Rejected { conn, what } => debug!(conn, "rejected: {what:?}"),
     }
 }

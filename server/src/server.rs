@@ -3,10 +3,13 @@
 //! ([`crate::connection`]); on shutdown it stops accepting, kicks every
 //! client with [`KickReason::ServerShutdown`] and waits for the tasks.
 
+use crate::admission::Admission;
 use crate::config::{ServeError, ServerConfig};
 use crate::connection::handle_incoming;
 use crate::context::Context;
+use crate::limits::{Peers, PendingBudget};
 use crate::monitor::Monitor;
+use crate::quota::Quota;
 use crate::registry::Registry;
 use crate::ticker::Ticker;
 use crate::tls::Identity;
@@ -104,7 +107,13 @@ impl<R: NetRules> Server<R> {
         }
         let fingerprint = config.identity.fingerprint();
         let Identity { chain, key } = config.identity;
-        let quic = server_config(chain, key)?;
+        let mut quic = server_config(chain, key)?;
+        // Connection attempts quinn holds before we decide on them, and
+        // the packets it buffers for them: 0-RTT is off, so an attempt
+        // carries only its Initial packets (docs/limits.md).
+        quic.max_incoming(1024)
+            .incoming_buffer_size(64 << 10)
+            .incoming_buffer_size_total(4 << 20);
         let bind_error = |source| ServeError::Bind {
             addr: config.bind,
             source,
@@ -133,6 +142,18 @@ impl<R: NetRules> Server<R> {
             .transpose()?;
         let ticker = Ticker::start().map_err(ServeError::Ticker)?;
         let (done, done_rx) = mpsc::channel(1);
+        let monitor = Arc::new(Monitor::default());
+        if config.tokens.is_none() {
+            warn!(
+                "no token keys: anyone who can reach this server may join any room \
+                 (development only; require connect tokens with --token-key)"
+            );
+        }
+        let quota = config
+            .record
+            .as_ref()
+            .map(|rc| Arc::new(Quota::open(&rc.dir, rc.quota, monitor.clone())));
+        let limits = config.limits;
         let cx = Arc::new(Context {
             rules: config.rules,
             room: config.room,
@@ -140,7 +161,12 @@ impl<R: NetRules> Server<R> {
             room_idle: config.room_idle,
             hello_timeout: config.hello_timeout,
             base: Instant::now(),
-            monitor: Arc::new(Monitor::default()),
+            budget: PendingBudget::new(limits.max_pending_bytes, monitor.pending_bytes.clone()),
+            peers: Peers::new(limits.max_per_address, limits.max_half_open),
+            admission: Admission::new(config.tokens, limits.room_creations_per_minute),
+            limits,
+            quota,
+            monitor,
             shutdown: watch::channel(false).0,
             record: config.record,
             ticker,
@@ -254,9 +280,27 @@ impl<R: NetRules> Server<R> {
                         incoming.refuse();
                         continue;
                     };
+                    // Many half-open connections: an unproven source
+                    // address must first answer a stateless retry, so a
+                    // flood from spoofed addresses holds no state.
+                    if self.cx.peers.under_pressure()
+                        && !incoming.remote_address_validated()
+                        && incoming.may_retry()
+                    {
+                        let _ = incoming.retry();
+                        continue;
+                    }
+                    let places = match self.cx.peers.admit(incoming.remote_address().ip()) {
+                        Ok(p) => p,
+                        Err(why) => {
+                            self.cx.monitor.refused(why.label());
+                            incoming.refuse();
+                            continue;
+                        }
+                    };
                     let cx = self.cx.clone();
                     tokio::spawn(async move {
-                        handle_incoming(incoming, &cx).await;
+                        handle_incoming(incoming, &cx, places).await;
                         drop(slot);
                     });
                 }

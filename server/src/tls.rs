@@ -117,19 +117,27 @@ impl Identity {
             return Ok((Identity::load(&cert, &key)?, cert, false));
         }
         let id = Identity::self_signed()?;
-        let write = |path: &Path, bytes: &[u8]| {
-            std::fs::write(path, bytes).map_err(|source| TlsError::Read {
-                path: path.display().to_string(),
-                source,
-            })
+        let failed = |path: &Path| {
+            let path = path.display().to_string();
+            move |source| TlsError::Read { path, source }
         };
-        write(&cert, &id.chain[0])?;
-        write(&key, id.key.secret_der())?;
+        // A directory that does not exist yet is made.
+        std::fs::create_dir_all(dir).map_err(failed(dir))?;
+        std::fs::write(&cert, &id.chain[0]).map_err(failed(&cert))?;
+        // The key is private from its first byte (mode 0600 at creation,
+        // not changed after writing).
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
         #[cfg(unix)]
         {
-            use std::os::unix::fs::PermissionsExt;
-            let _ = std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600));
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
         }
+        std::io::Write::write_all(
+            &mut options.open(&key).map_err(failed(&key))?,
+            id.key.secret_der(),
+        )
+        .map_err(failed(&key))?;
         Ok((id, cert, true))
     }
 }
@@ -160,9 +168,19 @@ mod tests {
 
     #[test]
     fn development_certificate_is_written_once_and_reloaded() {
-        let dir = std::env::temp_dir().join(format!("bitroom-devcert-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let root = std::env::temp_dir().join(format!("bitroom-devcert-{}", std::process::id()));
+        // A directory that does not exist yet is made.
+        let dir = root.join("certs");
         let (a, path, created) = Identity::development(&dir).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(dir.join(DEV_KEY))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600, "the key is private");
+        }
         assert!(created);
         let (b, _, created_again) = Identity::development(&dir).unwrap();
         assert!(!created_again);
@@ -170,6 +188,6 @@ mod tests {
         // The file's fingerprint is what a client pins with --cert FILE.
         let pin = bitroom_transport::CertPin::from_cert_file(&path).unwrap();
         assert_eq!(pin, bitroom_transport::CertPin::Sha256(a.fingerprint()));
-        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }

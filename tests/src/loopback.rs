@@ -127,6 +127,7 @@ impl RawClient {
             name: "raw".into(),
             spectator: false,
             reconnect: None,
+            token: None,
         }))
     }
 

@@ -318,6 +318,10 @@ mod with_agones {
         let out = std::process::Command::new(cargo)
             .args(["metadata", "--format-version", "1", "--offline"])
             .args(["--features", "bitroom-tests/agones"])
+            // Only this build's platform: dependencies of other targets
+            // (e.g. curve25519-dalek's fiat-crypto backend) are not
+            // downloaded, and `--offline` would fail on them.
+            .args(["--filter-platform", env!("BITROOM_TESTS_HOST")])
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .output()
             .expect("cargo metadata");

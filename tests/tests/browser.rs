@@ -6,6 +6,10 @@
 //! rejected promises, `console.error`); a screenshot of the player's page
 //! is saved under the target folder (`browser-artefacts/`).
 //!
+//! The server requires connect tokens: the bots and the player's page carry
+//! one minted by the test (the player's in its link, `&token=`), the
+//! spectator's page asks the server's `/api/token` (as on `demo --web`).
+//!
 //! Needs `chromium` and `chromedriver` on the PATH (Debian: `apt-get install
 //! chromium chromium-driver`) and the built page in web/dist (committed;
 //! `web/build.sh`). Without Chromium the test says it was skipped and
@@ -16,18 +20,28 @@
 //! WebTransport (see docs/web.md for what headless Chromium needs there).
 
 use bitroom_client::bots::{BotFleet, BotSpec};
+use bitroom_protocol::token::{Claims, Token};
 use bitroom_protocol::RoomConfig;
-use bitroom_server::WebConfig;
+use bitroom_server::{TokenMint, WebConfig};
 use bitroom_sim::game::sandbox::{Sandbox, Strategy};
 use bitroom_tests::loopback::TestServer;
+use bitroom_tests::witness::{claims, spectator_claims, test_key, token, token_config};
 use fantoccini::{Client, ClientBuilder};
 use serde_json::{json, Value};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const ROOM: &str = "browser";
+
+/// A token's text form (what a link carries), minted by the tests' key.
+fn token_text(claims: &Claims) -> String {
+    Token::decode(&token(&test_key(), claims))
+        .expect("a token just minted")
+        .to_text()
+}
 const PLAY_FOR: Duration = Duration::from_secs(20);
 
 fn dist() -> PathBuf {
@@ -240,7 +254,19 @@ async fn a_browser_plays_and_one_watches_with_three_bots() {
             assets: dist(),
             game: json!({ "scene": "arena" }),
             scene_json: None,
+            // The spectator's page asks the server for its token, as on
+            // `demo --web`; the player's comes in its link from "the
+            // backend" (this test), as on a production server.
+            mint: Some(TokenMint(Arc::new(|room: &str, spectator: bool| {
+                let claims = if spectator {
+                    spectator_claims(room, "page-spectator")
+                } else {
+                    claims(room, "page-player")
+                };
+                Ok(token_text(&claims))
+            }))),
         });
+        c.tokens = Some(token_config());
     });
     let web = server.web.expect("web address");
     let mut fleet = BotFleet::new(server.addr, Sandbox::default(), server.pin);
@@ -248,8 +274,10 @@ async fn a_browser_plays_and_one_watches_with_three_bots() {
         .into_iter()
         .enumerate()
     {
+        let name = format!("bot{i}");
         fleet.spawn(BotSpec {
-            name: format!("bot{i}"),
+            token: Some(token(&test_key(), &claims(ROOM, &name))),
+            name,
             room: ROOM.into(),
             strategy,
             seed: i as u64 + 1,
@@ -267,7 +295,13 @@ async fn a_browser_plays_and_one_watches_with_three_bots() {
     let base = format!("http://{web}/?room={ROOM}&transport={transport}");
     // One page after the other: two browsers at once on a 2-core machine
     // measure the machine more than the page.
-    let p = watch_page(&player, &format!("{base}&name=browser"), "player").await;
+    let player_token = token_text(&claims(ROOM, "browser"));
+    let p = watch_page(
+        &player,
+        &format!("{base}&name=browser&token={player_token}"),
+        "player",
+    )
+    .await;
     let s = watch_page(&spectator, &format!("{base}&spectate=1"), "spectator").await;
     let shot = player.screenshot().await.expect("screenshot");
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("browser-artefacts");

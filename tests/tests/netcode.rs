@@ -172,11 +172,11 @@ fn reconnect_reclaims_the_slot() {
     sim.add_client(player("b"), link, link, Some(bot(Strategy::Circle, 2)));
     sim.run_until(2 * SEC);
     let slot = sim.clients[1].session().slot().expect("b has a slot");
-    let token = sim.clients[1]
+    let secret = sim.clients[1]
         .events
         .iter()
         .find_map(|(_, e)| match e {
-            ClientEvent::Welcomed { token, .. } => Some(*token),
+            ClientEvent::Welcomed { secret, .. } => Some(*secret),
             _ => None,
         })
         .expect("welcomed");
@@ -191,7 +191,7 @@ fn reconnect_reclaims_the_slot() {
     sim.connect(
         1,
         ClientConfig {
-            reconnect: Some(token),
+            reconnect: Some(secret),
             ..player("b")
         },
     );
@@ -345,6 +345,7 @@ fn a_catching_up_room_does_not_repeat_snapshots() {
         name: "silent".into(),
         spectator: false,
         reconnect: None,
+        token: None,
     }));
     room.handle_reliable(0, 1, &hello);
     assert_eq!(room.stats().snapshots, 1);

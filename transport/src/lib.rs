@@ -18,7 +18,9 @@
 //!   ([`CertPin`]). Skipping the check takes an explicit
 //!   [`CertPin::Insecure`];
 //! - reading certificates and keys from PEM or DER files ([`load_certs`],
-//!   [`load_key`]), with a size limit.
+//!   [`load_key`]), with a size limit;
+//! - connect-token key pairs, key files, nonces and minting from a key
+//!   file ([`keys`]: the IO shell of `bitroom_protocol::token`).
 //!
 //! ```
 //! use bitroom_transport::{client_config, fingerprint, fingerprint_hex, parse_fingerprint, CertPin};
@@ -35,11 +37,13 @@
 //!   configurations;
 //! - `congestion.rs`: Cubic with a window floor;
 //! - `pin.rs`: fingerprints and the pinning certificate verifier;
-//! - `certs.rs`: certificate and key files.
+//! - `certs.rs`: certificate and key files;
+//! - [`keys`]: connect-token key files and OS randomness.
 
 mod certs;
 mod config;
 pub mod congestion;
+pub mod keys;
 mod pin;
 
 pub use certs::{load_certs, load_key};

@@ -117,7 +117,7 @@ impl WebClient {
     ///
     /// `scene` is the server's scene spec and `scene_json` the scene file's
     /// text when the spec is a file (both from `/api/info`); `token` is a
-    /// connect token for servers that require one.
+    /// connect token (its text form) for servers that require one.
     ///
     /// # Errors
     /// The scene cannot be built (see [`scene::rules_for`]).
@@ -128,10 +128,20 @@ impl WebClient {
         room: &str,
         name: &str,
         spectator: bool,
+        token: Option<String>,
         now_ms: f64,
     ) -> Result<WebClient, String> {
         let rules = scene::rules_for(scene, scene_json.as_deref())?;
-        Ok(WebClient::with_rules(rules, room, name, spectator, now_ms))
+        let token = match token {
+            Some(text) => Some(
+                bitroom_protocol::token::decode_text(&text)
+                    .map_err(|e| format!("the connect token: {e}"))?,
+            ),
+            None => None,
+        };
+        Ok(WebClient::with_rules(
+            rules, room, name, spectator, token, now_ms,
+        ))
     }
 
     /// Bytes of one message from the reliable stream (unframed).
@@ -287,6 +297,7 @@ impl WebClient {
         room: &str,
         name: &str,
         spectator: bool,
+        token: Option<Vec<u8>>,
         now_ms: f64,
     ) -> WebClient {
         let session = ClientSession::new(
@@ -295,6 +306,7 @@ impl WebClient {
                 room: room.into(),
                 name: name.into(),
                 spectator,
+                token,
                 ..ClientConfig::default()
             },
             micros(now_ms),
@@ -415,8 +427,8 @@ mod tests {
         let rules = Sandbox::new(SandboxConfig { loose_bodies: 30 });
         let mut room = ServerRoom::new(rules.clone(), RoomConfig::default(), 0);
         let mut clients = vec![
-            WebClient::with_rules(rules.clone(), "r", "web", false, 0.0),
-            WebClient::with_rules(rules, "r", "watcher", true, 0.0),
+            WebClient::with_rules(rules.clone(), "r", "web", false, None, 0.0),
+            WebClient::with_rules(rules, "r", "watcher", true, None, 0.0),
         ];
         room.handle_connect(0, 0);
         room.handle_connect(0, 1);
@@ -460,7 +472,7 @@ mod tests {
 
     #[test]
     fn a_refused_join_reaches_the_page_with_the_servers_words() {
-        let mut c = WebClient::new("arena", None, "r", "web", false, 0.0).unwrap();
+        let mut c = WebClient::new("arena", None, "r", "web", false, None, 0.0).unwrap();
         while c.poll_transmit().is_some() {}
         let kick = bitroom_protocol::encode_server_reliable(
             &bitroom_protocol::ServerReliable::Kick(KickReason::RoomFull),
@@ -474,8 +486,19 @@ mod tests {
 
     #[test]
     fn bad_scenes_are_errors_not_panics() {
-        assert!(WebClient::new("arena:-3", None, "r", "n", false, 0.0).is_err());
-        assert!(WebClient::new("nope.json", None, "r", "n", false, 0.0).is_err());
-        assert!(WebClient::new("x.json", Some("[]".into()), "r", "n", false, 0.0).is_err());
+        assert!(WebClient::new("arena:-3", None, "r", "n", false, None, 0.0).is_err());
+        assert!(WebClient::new("nope.json", None, "r", "n", false, None, 0.0).is_err());
+        assert!(WebClient::new("x.json", Some("[]".into()), "r", "n", false, None, 0.0).is_err());
+        // A token that is not a token's text is refused before any hello.
+        let bad = WebClient::new(
+            "arena",
+            None,
+            "r",
+            "n",
+            false,
+            Some("not a token".into()),
+            0.0,
+        );
+        assert!(bad.is_err_and(|e| e.contains("connect token")));
     }
 }

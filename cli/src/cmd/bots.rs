@@ -7,9 +7,12 @@ use crate::sandbox::rules_for_scene;
 use crate::status::StatusLine;
 use bitroom_client::bots::{plan, BotFleet, FailRule, FleetStatus};
 use bitroom_client::link_model::Percent;
+use bitroom_protocol::token::{decode_text, Claims, SigningKey, MAX_TOKEN_LIFETIME};
 use bitroom_sim::game::sandbox::Strategy;
+use bitroom_transport::keys;
 use clap::Args;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -51,6 +54,18 @@ pub struct BotsArgs {
     /// Bots started per second.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     spawn_rate: u32,
+    /// A connect token (its text form, from the game's backend or
+    /// `bitroom-server token`) for a server that requires one. A token
+    /// admits once: one bot.
+    #[arg(long, value_name = "TOKEN", conflicts_with = "token_key")]
+    token: Option<String>,
+    /// Mint a token for each bot with this private key file (tests and
+    /// load): room, player, user id = the bot's name, valid 5 minutes.
+    #[arg(long, value_name = "FILE")]
+    token_key: Option<PathBuf>,
+    /// The server id the minted tokens name (`serve --server-id`).
+    #[arg(long, value_name = "ID", requires = "token_key")]
+    server_id: Option<String>,
     /// Input batches per second per bot [default: one per tick]; each
     /// carries every input not yet acknowledged.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
@@ -90,6 +105,27 @@ pub fn run(args: BotsArgs) -> ExitCode {
     let rules = match rules_for_scene(&args.scene) {
         Ok(r) => r,
         Err(e) => return bad_input(e),
+    };
+    let token =
+        match &args.token {
+            Some(_) if args.count > 1 => return bad_input(
+                "--token admits one bot (a token is used once): mint one per bot with --token-key",
+            ),
+            Some(t) => match decode_text(t) {
+                Ok(bytes) => Some(bytes),
+                Err(e) => return bad_input(format_args!("--token: {e}")),
+            },
+            None => None,
+        };
+    let minter = match &args.token_key {
+        Some(path) => match keys::load_signing_key(path) {
+            Ok(k) => Some(Minter {
+                key: k,
+                server_id: args.server_id.clone().unwrap_or_default(),
+            }),
+            Err(e) => return bad_input(format_args!("--token-key: {e}")),
+        },
+        None => None,
     };
     let runtime = match runtime() {
         Ok(r) => r,
@@ -131,7 +167,17 @@ pub fn run(args: BotsArgs) -> ExitCode {
             }
             while now >= next_spawn {
                 match specs.next() {
-                    Some(s) => {
+                    Some(mut s) => {
+                        s.token = match &minter {
+                            Some(m) => match m.mint(&s.room, &s.name) {
+                                Ok(t) => Some(t),
+                                Err(e) => {
+                                    eprintln!("error: cannot mint a token for {}: {e}", s.name);
+                                    None
+                                }
+                            },
+                            None => token.clone(),
+                        };
                         fleet.spawn(s);
                         next_spawn += spawn_gap;
                     }
@@ -176,4 +222,21 @@ fn resolve(s: &str) -> Option<SocketAddr> {
         return Some(a);
     }
     s.to_socket_addrs().ok()?.next()
+}
+
+/// Mints each bot's token (`--token-key`).
+struct Minter {
+    key: SigningKey,
+    server_id: String,
+}
+
+impl Minter {
+    /// A player token for `room`, user id `user`, valid for the longest
+    /// lifetime from now.
+    fn mint(&self, room: &str, user: &str) -> Result<Vec<u8>, keys::KeyError> {
+        let mut claims = Claims::player(room, keys::unix_now(), MAX_TOKEN_LIFETIME);
+        claims.user = user.as_bytes().to_vec();
+        claims.server_id = self.server_id.clone();
+        Ok(keys::mint_token(&self.key, &claims)?.to_bytes())
+    }
 }

@@ -32,6 +32,7 @@ pub fn web_config(addr: &str, scene: &str, assets: Option<PathBuf>) -> Result<We
         assets: assets.unwrap_or_else(|| PathBuf::from(DEFAULT_ASSETS)),
         game: serde_json::json!({ "scene": scene }),
         scene_json,
+        mint: None,
     })
 }
 

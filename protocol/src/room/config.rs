@@ -24,8 +24,17 @@ pub struct RoomConfig {
     pub max_input_ahead: u32,
     /// Ticks of frames kept for resending; a client further behind resyncs.
     pub history: u32,
-    /// Seed for reconnect tokens.
-    pub seed: u64,
+    /// Key of the generator of reconnect secrets
+    /// ([`ReconnectSecret`](crate::ReconnectSecret)). A server fills it
+    /// from the operating system's randomness for every room; a fixed
+    /// seed (the default, for simulations and tests) makes the secrets
+    /// predictable.
+    pub secret_seed: [u8; 32],
+    /// Every hello must come with a verified connect token
+    /// ([`ServerRoom::handle_hello`](crate::ServerRoom::handle_hello) with
+    /// a [`Grant`](crate::room::Grant)); a hello without one is refused
+    /// with [`TokenError::Missing`](crate::token::TokenError::Missing).
+    pub tokens_required: bool,
 }
 
 impl RoomConfig {
@@ -46,7 +55,8 @@ impl Default for RoomConfig {
             reconnect_grace: 10_000_000,
             max_input_ahead: 120,
             history: 240,
-            seed: 0x5eed,
+            secret_seed: [0x5e; 32],
+            tokens_required: false,
         }
     }
 }

@@ -72,6 +72,7 @@ impl<R: NetRules> ServerRoom<R> {
     /// when [`ServerRoom::deadline`] of the next tick has come.
     pub fn tick(&mut self, now: Micros) {
         self.expire(now);
+        self.measure_state();
         // The last snapshot job is of the previous tick: never reused, so
         // the room does not keep its state copy (writers still holding
         // the job keep theirs).

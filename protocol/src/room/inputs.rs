@@ -37,9 +37,19 @@ impl<R: NetRules> ServerRoom<R> {
         Some(true)
     }
 
-    /// A datagram from a connection.
+    /// A datagram from a connection. Datagrams before the connection's
+    /// hello are dropped (counted in [`RoomStats::early_datagrams`]),
+    /// without touching its rate limit: they are not charged to it later.
     pub fn handle_datagram(&mut self, now: Micros, conn: ConnId, bytes: &[u8]) {
         self.stats.bytes_in += bytes.len() as u64;
+        match self.clients.get(&conn).map(|c| &c.phase) {
+            Some(Phase::Active) => {}
+            Some(Phase::Hello { .. }) => {
+                self.stats.early_datagrams += 1;
+                return;
+            }
+            None => return,
+        }
         match self.admit(now, conn) {
             None => return,
             Some(false) => return self.reject(conn, Rejection::RateLimited),
@@ -49,15 +59,6 @@ impl<R: NetRules> ServerRoom<R> {
             Ok(m) => m,
             Err(_) => return self.reject(conn, Rejection::Malformed),
         };
-        let Some(c) = self.clients.get(&conn) else {
-            return;
-        };
-        if !matches!(c.phase, Phase::Active) {
-            if !matches!(msg, ClientDatagram::Ping { .. }) {
-                self.reject(conn, Rejection::Unexpected);
-            }
-            return;
-        }
         match msg {
             ClientDatagram::Ping {
                 time,

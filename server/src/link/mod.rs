@@ -56,6 +56,10 @@ pub(crate) trait Link: Send + Sync + fmt::Debug + 'static {
 pub(crate) enum Inbound {
     /// A complete reliable message.
     Reliable(Vec<u8>),
+    /// Part of a reliable message arrived (the caller looks at
+    /// [`LinkReader::unfinished`] and [`LinkReader::buffered`] to hold it
+    /// to its budget and deadline).
+    Progress,
     /// A datagram.
     Datagram(Bytes),
     /// The client finished its reliable channel (after a leave); datagrams
@@ -82,12 +86,47 @@ impl fmt::Display for LinkError {
 }
 
 /// Receives from one client.
+///
+/// Byte-stream transports (QUIC, WebTransport) read no further than the
+/// message being received: its length prefix, then its body, and the body
+/// only when the caller allows it (`read_body`), so the caller can hold a
+/// message to the server's budget of unfinished messages and to a
+/// deadline (`crate::connection`). The WebSocket transport receives whole
+/// messages, bounded by the socket's own message size limit.
 pub(crate) trait LinkReader: Send + 'static {
     /// The next thing the client sent. A reliable message longer than
-    /// `limit` bytes is [`LinkError::Bad`] before it is read. After
-    /// [`LinkError::Bad`] the reliable channel is dead; datagrams may still
-    /// come until [`LinkError::Lost`].
-    fn next(&mut self, limit: usize) -> impl Future<Output = Result<Inbound, LinkError>> + Send;
+    /// `limit` bytes is [`LinkError::Bad`] before its body is read. With
+    /// `read_body` false, the body of a message whose length is known is
+    /// not read (datagrams still are). After [`LinkError::Bad`] the
+    /// reliable channel is dead; datagrams may still come until
+    /// [`LinkError::Lost`].
+    fn next(
+        &mut self,
+        limit: usize,
+        read_body: bool,
+    ) -> impl Future<Output = Result<Inbound, LinkError>> + Send;
+
+    /// The declared length of the reliable message being received, once
+    /// its length prefix is complete and until its last byte arrives
+    /// (`None` for transports that deliver whole messages).
+    fn unfinished(&self) -> Option<usize> {
+        None
+    }
+
+    /// Bytes received of reliable messages not yet returned.
+    fn buffered(&self) -> usize {
+        0
+    }
+
+    /// Stops reading reliable messages and releases what was buffered of
+    /// one (the connection is being closed).
+    fn stop_reliable(&mut self);
+
+    /// Drops the datagrams already received (without waiting for more);
+    /// returns how many.
+    fn drop_received_datagrams(&mut self) -> impl Future<Output = u64> + Send {
+        std::future::ready(0)
+    }
 }
 
 /// Sends reliable messages to one client.
@@ -104,9 +143,10 @@ pub(crate) trait LinkWriter: Send + 'static {
 }
 
 /// Reliable messages from a byte stream (a QUIC or WebTransport stream),
-/// each a `u32` LE length and that many bytes. The length is checked
-/// against the caller's limit as soon as it has arrived, before the next
-/// read: at most one read (64 KiB) is buffered beyond it.
+/// each a `u32` LE length and that many bytes. It reads no further than
+/// the message being received (its prefix, then its body), so it holds at
+/// most one message; the length is checked against the caller's limit as
+/// soon as it has arrived, before a byte of the body is read.
 #[derive(Debug)]
 pub(crate) struct FramedReader<S> {
     stream: S,
@@ -125,36 +165,69 @@ impl<S: AsyncRead + Unpin + Send> FramedReader<S> {
         }
     }
 
-    /// Whether the stream may still produce messages.
-    pub(crate) fn is_open(&self) -> bool {
-        self.open
+    /// See [`LinkReader::stop_reliable`].
+    pub(crate) fn stop(&mut self) {
+        self.open = false;
+        self.framer = StreamFramer::default();
     }
 
-    /// The next complete message; `Ok(None)` once the stream has ended
-    /// (or broke the framing before).
-    pub(crate) async fn next(&mut self, limit: usize) -> Result<Option<Vec<u8>>, LinkError> {
-        loop {
-            if !self.open {
-                return Ok(None);
+    /// See [`LinkReader::unfinished`].
+    pub(crate) fn unfinished(&self) -> Option<usize> {
+        self.framer.unfinished()
+    }
+
+    /// See [`LinkReader::buffered`].
+    pub(crate) fn buffered(&self) -> usize {
+        self.framer.buffered()
+    }
+
+    /// Whether a read is wanted now: the stream is open, and the body of a
+    /// message whose length is known is read only with `read_body`.
+    pub(crate) fn wants_read(&self, read_body: bool) -> bool {
+        self.open && (read_body || self.framer.unfinished().is_none())
+    }
+
+    /// A complete message, [`Inbound::Progress`] after a read that did not
+    /// finish one, or `Ok(None)` once the stream has ended (or broke the
+    /// framing before). Cancel-safe: the framer is fed only after a read
+    /// completed, and the stream's reads lose nothing when dropped.
+    pub(crate) async fn next(&mut self, limit: usize) -> Result<Option<Inbound>, LinkError> {
+        if !self.open {
+            return Ok(None);
+        }
+        self.framer.set_limit(limit);
+        match self.framer.next_message() {
+            Ok(Some(m)) => return Ok(Some(Inbound::Reliable(m))),
+            Ok(None) => {}
+            Err(e) => {
+                self.stop();
+                return Err(LinkError::Bad(e.to_string()));
             }
-            match self.framer.next_message_within(limit) {
-                Ok(Some(m)) => return Ok(Some(m)),
-                Ok(None) => {}
-                Err(e) => {
-                    self.open = false;
-                    return Err(LinkError::Bad(e.to_string()));
+        }
+        // No further than the message being received.
+        let want = match self.framer.unfinished() {
+            Some(len) => (4 + len - self.framer.buffered()).min(self.buf.len()),
+            None => 4usize.saturating_sub(self.framer.buffered()).max(1),
+        };
+        match self.stream.read(&mut self.buf[..want]).await {
+            Ok(0) => {
+                self.open = false;
+                Ok(None)
+            }
+            Ok(n) => {
+                self.framer.push(&self.buf[..n]);
+                match self.framer.next_message() {
+                    Ok(Some(m)) => Ok(Some(Inbound::Reliable(m))),
+                    Ok(None) => Ok(Some(Inbound::Progress)),
+                    Err(e) => {
+                        self.stop();
+                        Err(LinkError::Bad(e.to_string()))
+                    }
                 }
             }
-            match self.stream.read(&mut self.buf).await {
-                Ok(0) => {
-                    self.open = false;
-                    return Ok(None);
-                }
-                Ok(n) => self.framer.push(&self.buf[..n]),
-                Err(e) => {
-                    self.open = false;
-                    return Err(LinkError::Lost(e.to_string()));
-                }
+            Err(e) => {
+                self.open = false;
+                Err(LinkError::Lost(e.to_string()))
             }
         }
     }

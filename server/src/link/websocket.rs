@@ -21,6 +21,14 @@ use tokio::sync::{mpsc, oneshot};
 /// Datagrams queued for the socket before new ones are dropped (about
 /// 0.1 s of frames, like the QUIC datagram send buffer).
 const DATAGRAM_QUEUE: usize = 16;
+/// The largest WebSocket message (and frame) taken from a browser, its
+/// tag byte included. The socket buffers a message whole before the
+/// server sees it, so this, not the server's budget of unfinished
+/// messages, bounds what one socket holds; it is far below the protocol's
+/// [`MAX_RELIABLE`](bitroom_protocol::MAX_RELIABLE) and well above what a
+/// browser sends (inputs, and a desync report of a packed state, tens of
+/// KiB for a thousand bodies). The room's own limit is checked after it.
+pub(crate) const WS_MAX_MESSAGE: usize = (1 << 20) + 1;
 /// Close code for a kick that is not a clean leave (4000–4999 are the
 /// application's; the page shows the reason).
 pub(crate) const CLOSE_KICKED: u16 = 4000;
@@ -151,7 +159,9 @@ pub(crate) struct WsReader {
 }
 
 impl LinkReader for WsReader {
-    async fn next(&mut self, limit: usize) -> Result<Inbound, LinkError> {
+    // Whole messages: the socket's own limit bounds what it buffers for
+    // one (`WS_MAX_MESSAGE`), so `read_body` has nothing to hold back.
+    async fn next(&mut self, limit: usize, _read_body: bool) -> Result<Inbound, LinkError> {
         loop {
             let msg = match self.stream.next().await {
                 Some(Ok(m)) => m,
@@ -200,6 +210,10 @@ impl LinkReader for WsReader {
                 }
             }
         }
+    }
+
+    fn stop_reliable(&mut self) {
+        self.broken = true;
     }
 }
 

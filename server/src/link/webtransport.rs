@@ -39,11 +39,11 @@ pub(crate) struct WtReader {
 }
 
 impl LinkReader for WtReader {
-    async fn next(&mut self, limit: usize) -> Result<Inbound, LinkError> {
-        // Cancel-safe as the QUIC reader: the stream is quinn's underneath.
+    async fn next(&mut self, limit: usize, read_body: bool) -> Result<Inbound, LinkError> {
+        // Both branches are cancel-safe (see [`FramedReader::next`]).
         tokio::select! {
-            r = self.stream.next(limit), if self.stream.is_open() => match r {
-                Ok(Some(m)) => Ok(Inbound::Reliable(m)),
+            r = self.stream.next(limit), if self.stream.wants_read(read_body) => match r {
+                Ok(Some(inbound)) => Ok(inbound),
                 Ok(None) => Ok(Inbound::ReliableEnd),
                 Err(e) => Err(e),
             },
@@ -52,6 +52,28 @@ impl LinkReader for WtReader {
                 Err(e) => Err(LinkError::Lost(e.to_string())),
             },
         }
+    }
+
+    fn stop_reliable(&mut self) {
+        self.stream.stop();
+    }
+
+    fn unfinished(&self) -> Option<usize> {
+        self.stream.unfinished()
+    }
+
+    fn buffered(&self) -> usize {
+        self.stream.buffered()
+    }
+
+    async fn drop_received_datagrams(&mut self) -> u64 {
+        let mut n = 0;
+        while let Ok(Ok(_)) =
+            tokio::time::timeout(Duration::ZERO, self.session.read_datagram()).await
+        {
+            n += 1;
+        }
+        n
     }
 }
 

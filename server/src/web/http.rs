@@ -3,18 +3,18 @@
 //! request bodies are refused past 1 KiB; connections are limited and
 //! time out when idle (`listener.rs`).
 
-use super::listener::LimitedListener;
+use super::listener::{LimitedListener, PeerAddr};
 use super::{WebState, MAX_HTTP_CONNECTIONS};
 use crate::connection::serve;
 use crate::context::Context;
-use crate::link::websocket;
+use crate::link::websocket::{self, WS_MAX_MESSAGE};
 use axum::extract::ws::WebSocketUpgrade;
-use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use bitroom_protocol::{NetRules, MAX_RELIABLE, PROTOCOL_VERSION};
+use bitroom_protocol::{NetRules, PROTOCOL_VERSION};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::sync::{watch, Semaphore};
@@ -61,6 +61,7 @@ pub(crate) async fn run<R: NetRules>(
         .route("/api/info", get(info::<R>))
         .route("/api/rooms", get(rooms::<R>))
         .route("/api/scene", get(scene::<R>))
+        .route("/api/token", get(token::<R>))
         .route("/ws", get(upgrade::<R>))
         .route("/{file}", get(file::<R>))
         .layer(DefaultBodyLimit::max(1024))
@@ -68,6 +69,7 @@ pub(crate) async fn run<R: NetRules>(
     let stopped = async move {
         let _ = stop.wait_for(|&s| s).await;
     };
+    let app = app.into_make_service_with_connect_info::<PeerAddr>();
     if let Err(e) = axum::serve(listener, app)
         .with_graceful_shutdown(stopped)
         .await
@@ -125,6 +127,8 @@ async fn info<R: NetRules>(State(app): State<App<R>>) -> Json<serde_json::Value>
         "tick_rate": app.web.tick_rate,
         "max_players": app.web.max_players,
         "scene_file": app.web.scene_json.is_some(),
+        "tokens_required": app.cx.admission.requires_tokens(),
+        "token_endpoint": app.web.mint.is_some(),
         "websocket": "/ws",
         "webtransport": {
             "port": app.web.wt_port,
@@ -180,22 +184,65 @@ async fn scene<R>(State(app): State<App<R>>) -> Response {
     }
 }
 
+/// `/api/token` asks for.
+#[derive(Debug, serde::Deserialize)]
+struct TokenQuery {
+    room: String,
+    #[serde(default)]
+    spectate: Option<String>,
+}
+
+/// A connect token for the page, from a server that is its own backend
+/// (`demo`); 404 elsewhere.
+async fn token<R>(State(app): State<App<R>>, Query(q): Query<TokenQuery>) -> Response {
+    let Some(mint) = &app.web.mint else {
+        return (StatusCode::NOT_FOUND, "this server does not mint tokens\n").into_response();
+    };
+    let spectator = q.spectate.as_deref() == Some("1");
+    match (mint.0)(&q.room, spectator) {
+        Ok(text) => ([(header::CACHE_CONTROL, "no-store")], text).into_response(),
+        Err(e) => (StatusCode::BAD_REQUEST, format!("{e}\n")).into_response(),
+    }
+}
+
 /// The WebSocket transport: the same connection code as native clients.
-async fn upgrade<R: NetRules>(State(app): State<App<R>>, ws: WebSocketUpgrade) -> Response {
+async fn upgrade<R: NetRules>(
+    State(app): State<App<R>>,
+    ConnectInfo(PeerAddr(remote)): ConnectInfo<PeerAddr>,
+    ws: WebSocketUpgrade,
+) -> Response {
     let Some(slot) = app.cx.admit() else {
         return (StatusCode::SERVICE_UNAVAILABLE, "too many connections\n").into_response();
     };
-    ws.max_message_size(MAX_RELIABLE + 1)
-        .max_frame_size(MAX_RELIABLE + 1)
+    // The same per-address and half-open limits as the QUIC endpoints.
+    let places = match app.cx.peers.admit(remote.ip()) {
+        Ok(p) => p,
+        Err(why) => {
+            app.cx.monitor.refused(why.label());
+            return (StatusCode::SERVICE_UNAVAILABLE, "too many connections\n").into_response();
+        }
+    };
+    ws.max_message_size(WS_MAX_MESSAGE)
+        .max_frame_size(WS_MAX_MESSAGE)
         .on_upgrade(move |socket| async move {
             let cx = app.cx;
             let conn = cx.next_conn.fetch_add(1, Ordering::Relaxed);
-            let span = info_span!("conn", id = conn, transport = "websocket");
+            let span = info_span!("conn", id = conn, remote = %remote, transport = "websocket");
             let deadline = Instant::now() + cx.hello_timeout;
             let (link, reader, writer) = websocket::split(socket);
-            serve(conn, Arc::new(link), reader, writer, deadline, &cx)
-                .instrument(span)
-                .await;
+            let link = Arc::new(link);
+            serve(
+                conn,
+                remote.ip(),
+                places,
+                link,
+                reader,
+                writer,
+                deadline,
+                &cx,
+            )
+            .instrument(span)
+            .await;
             drop(slot);
         })
 }

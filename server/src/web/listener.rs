@@ -4,7 +4,8 @@
 //! head slowly or is a WebSocket whose page went silent (a page in a room
 //! sends a datagram every tick).
 
-use axum::serve::Listener;
+use axum::extract::connect_info::Connected;
+use axum::serve::{IncomingStream, Listener};
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
@@ -53,6 +54,16 @@ impl Listener for LimitedListener {
 
     fn local_addr(&self) -> io::Result<SocketAddr> {
         self.inner.local_addr()
+    }
+}
+
+/// A client's address, for handlers (`ConnectInfo<PeerAddr>`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PeerAddr(pub(crate) SocketAddr);
+
+impl Connected<IncomingStream<'_, LimitedListener>> for PeerAddr {
+    fn connect_info(stream: IncomingStream<'_, LimitedListener>) -> PeerAddr {
+        PeerAddr(*stream.remote_addr())
     }
 }
 

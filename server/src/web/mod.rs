@@ -21,6 +21,7 @@
 //! | `/api/info` | the game (scene, tick rate), the WebTransport port and certificate hash, the protocol version |
 //! | `/api/rooms` | rooms: name, players (slot, name), spectators, tick |
 //! | `/api/scene` | the scene file's JSON, when the scene is a file |
+//! | `/api/token?room=NAME[&spectate=1]` | a connect token, when the server is its own backend (`demo`) |
 //! | `/ws` | the WebSocket transport (`link/websocket.rs`) |
 //! | UDP `https://HOST:PORT/bitroom` | the WebTransport session |
 
@@ -48,6 +49,22 @@ pub const WEB_CERT_RENEW: Duration = Duration::from_secs(7 * 24 * 3600);
 /// Most HTTP connections (page loads, API calls, WebSockets) at once.
 pub const MAX_HTTP_CONNECTIONS: usize = 1024;
 
+/// Mints a connect token (its text form) for a room, as a player
+/// (`false`) or a spectator (`true`), for the page's `/api/token`.
+///
+/// Only a server that is also its own game backend has one: `demo`, which
+/// holds its key pair in memory. A production server holds only public
+/// keys and cannot mint; its page takes the token the game's backend put
+/// in the link (`&token=`).
+#[derive(Clone)]
+pub struct TokenMint(pub Arc<dyn Fn(&str, bool) -> Result<String, String> + Send + Sync>);
+
+impl std::fmt::Debug for TokenMint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TokenMint")
+    }
+}
+
 /// What the web side serves.
 #[derive(Debug, Clone)]
 pub struct WebConfig {
@@ -62,6 +79,8 @@ pub struct WebConfig {
     /// The scene file's JSON for `/api/scene` (when the scene is a file:
     /// the page builds the rules from it).
     pub scene_json: Option<String>,
+    /// Tokens for the page on request (`/api/token`; `demo` only).
+    pub mint: Option<TokenMint>,
 }
 
 /// The web side, bound (not yet serving).
@@ -78,6 +97,7 @@ pub(crate) struct WebState {
     assets: Assets,
     game: serde_json::Value,
     scene_json: Option<String>,
+    mint: Option<TokenMint>,
     /// The WebTransport endpoint's UDP port.
     wt_port: u16,
     /// SHA-256 of the WebTransport certificate in use (hex).
@@ -136,6 +156,7 @@ impl BoundWeb {
                 assets,
                 game: config.game,
                 scene_json: config.scene_json,
+                mint: config.mint,
                 wt_port,
                 cert_sha256: RwLock::new(cert_sha256),
                 tick_rate,

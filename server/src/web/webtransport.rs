@@ -5,7 +5,7 @@
 
 use super::http::WEBTRANSPORT_PATH;
 use super::{WebState, WEB_CERT_RENEW};
-use crate::connection::serve;
+use crate::connection::{serve, Places};
 use crate::context::{shutting_down, ConnSlot, Context};
 use crate::link::webtransport::{WtLink, WtReader, WtWriter};
 use crate::link::FramedReader;
@@ -35,8 +35,24 @@ pub(crate) async fn run<R: NetRules>(
                     incoming.refuse();
                     continue;
                 };
+                // The same limits as the native endpoint (`Server::run`).
+                if cx.peers.under_pressure()
+                    && !incoming.remote_address_validated()
+                    && incoming.may_retry()
+                {
+                    let _ = incoming.retry();
+                    continue;
+                }
+                let places = match cx.peers.admit(incoming.remote_address().ip()) {
+                    Ok(p) => p,
+                    Err(why) => {
+                        cx.monitor.refused(why.label());
+                        incoming.refuse();
+                        continue;
+                    }
+                };
                 let cx = cx.clone();
-                tokio::spawn(handle(incoming, cx, slot));
+                tokio::spawn(handle(incoming, cx, slot, places));
             }
         }
     }
@@ -59,8 +75,14 @@ fn renew_certificate(endpoint: &quinn::Endpoint, web: &WebState) {
     }
 }
 
-async fn handle<R: NetRules>(incoming: quinn::Incoming, cx: Arc<Context<R>>, slot: ConnSlot) {
+async fn handle<R: NetRules>(
+    incoming: quinn::Incoming,
+    cx: Arc<Context<R>>,
+    slot: ConnSlot,
+    places: Places,
+) {
     let conn = cx.next_conn.fetch_add(1, Ordering::Relaxed);
+    let ip = incoming.remote_address().ip();
     let span = info_span!("conn", id = conn, remote = %incoming.remote_address(), transport = "webtransport");
     async move {
         let deadline = Instant::now() + cx.hello_timeout;
@@ -104,6 +126,8 @@ async fn handle<R: NetRules>(incoming: quinn::Incoming, cx: Arc<Context<R>>, slo
         };
         serve(
             conn,
+            ip,
+            places,
             Arc::new(WtLink(session)),
             reader,
             WtWriter(send),
