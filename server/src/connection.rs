@@ -413,7 +413,10 @@ async fn forward<R: NetRules>(
                     drop(unfinished);
                     return kick(conn, reader, room, KickReason::BadMessage(e)).await;
                 }
-                Err(LinkError::Lost(_)) => return,
+                Err(LinkError::Lost(e)) => {
+                    debug!("connection lost: {e}");
+                    return;
+                }
             },
             () = sleep_until_some(deadline) => {
                 drop(unfinished);

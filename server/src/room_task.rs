@@ -143,11 +143,9 @@ pub(crate) async fn run<R: NetRules>(
                     conn,
                     slot: Some(slot),
                     ..
-                } => {
-                    if seats.get(slot).is_some_and(|(c, _)| c == conn) {
-                        seats.remove(slot);
-                        seated = true;
-                    }
+                } if seats.get(slot).is_some_and(|(c, _)| c == conn) => {
+                    seats.remove(slot);
+                    seated = true;
                 }
                 _ => {}
             }

@@ -97,7 +97,7 @@ export class WebClient {
      *
      * `scene` is the server's scene spec and `scene_json` the scene file's
      * text when the spec is a file (both from `/api/info`); `token` is a
-     * connect token for servers that require one.
+     * connect token (its text form) for servers that require one.
      *
      * # Errors
      * The scene cannot be built (see [`scene::rules_for`]).
@@ -106,12 +106,13 @@ export class WebClient {
      * @param {string} room
      * @param {string} name
      * @param {boolean} spectator
+     * @param {string | null | undefined} token
      * @param {number} now_ms
      */
-    constructor(scene, scene_json, room, name, spectator, now_ms) {
-        const val5 = +spectator;
-        const val6 = +now_ms;
-        let ptr0, len0, ptr1, len1, ptr2, len2, ptr3, len3;
+    constructor(scene, scene_json, room, name, spectator, token, now_ms) {
+        const val6 = +spectator;
+        const val7 = +now_ms;
+        let ptr0, len0, ptr1, len1, ptr2, len2, ptr3, len3, ptr4, len4;
         try {
             ptr0 = passStringToWasm0(scene, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
             len0 = WASM_VECTOR_LEN;
@@ -121,14 +122,17 @@ export class WebClient {
             len2 = WASM_VECTOR_LEN;
             ptr3 = passStringToWasm0(name, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
             len3 = WASM_VECTOR_LEN;
+            ptr4 = isLikeNone(token) ? 0 : passStringToWasm0(token, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len4 = WASM_VECTOR_LEN;
         } catch (e) {
+            if (ptr4) { wasm.__wbindgen_free(ptr4, len4 * 1, 1); }
             if (ptr3) { wasm.__wbindgen_free(ptr3, len3 * 1, 1); }
             if (ptr2) { wasm.__wbindgen_free(ptr2, len2 * 1, 1); }
             if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
             if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
             throw e;
         }
-        const ret = wasm.webclient_new(ptr0, len0, ptr1, len1, ptr2, len2, ptr3, len3, val5, val6);
+        const ret = wasm.webclient_new(ptr0, len0, ptr1, len1, ptr2, len2, ptr3, len3, val6, ptr4, len4, val7);
         if (ret[2]) {
             throw takeFromExternrefTable0(ret[1]);
         }

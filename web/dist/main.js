@@ -104,7 +104,6 @@ async function lobby(info) {
 
 async function room(info, roomName) {
   const spectate = params.get("spectate") === "1";
-  const token = params.get("token");
   const name = (params.get("name") || `web-${Math.floor(Math.random() * 9000 + 1000)}`).slice(0, 32);
   const latency = Number(params.get("latency") || 0);
   $("game").hidden = false;
@@ -113,7 +112,9 @@ async function room(info, roomName) {
   if (spectate) $("help").textContent = "Watching: no seat, the same checks.";
 
   const share = $("share");
-  share.hidden = false;
+  // A token is spent once: with tokens and no minting here, a bare link
+  // would not get in.
+  share.hidden = Boolean(info.tokens_required && !info.token_endpoint);
   share.addEventListener("click", async () => {
     const link = `${location.origin}/?${new URLSearchParams({ room: roomName })}`;
     try {
@@ -127,12 +128,19 @@ async function room(info, roomName) {
 
   await init();
   const sceneJson = info.scene_file ? await (await fetch("/api/scene")).text() : undefined;
-  const client = new WebClient(info.scene, sceneJson, roomName, name, spectate, performance.now());
-  if (token) {
-    // The token travels in the hello once this server speaks connect
-    // tokens (see web/README.md); until then the page says so.
-    client.set_token?.(token);
+  let token = params.get("token") || undefined;
+  if (!token && info.tokens_required) {
+    // A server that is its own backend (the demo) mints one for the page;
+    // elsewhere the game's backend puts it in the link.
+    if (!info.token_endpoint) {
+      throw new Error("This server requires a connect token: open the link your game gave you (…&token=…).");
+    }
+    const q = new URLSearchParams({ room: roomName, spectate: spectate ? "1" : "0" });
+    const r = await fetch(`/api/token?${q}`);
+    if (!r.ok) throw new Error(`No token for this room: ${(await r.text()).trim()}`);
+    token = (await r.text()).trim();
   }
+  const client = new WebClient(info.scene, sceneJson, roomName, name, spectate, token, performance.now());
 
   const canvas = $("view");
   const renderer = new Renderer(canvas);

@@ -57,7 +57,11 @@ pub const MAX_HTTP_CONNECTIONS: usize = 1024;
 /// keys and cannot mint; its page takes the token the game's backend put
 /// in the link (`&token=`).
 #[derive(Clone)]
-pub struct TokenMint(pub Arc<dyn Fn(&str, bool) -> Result<String, String> + Send + Sync>);
+pub struct TokenMint(pub Arc<MintFn>);
+
+/// What a [`TokenMint`] calls: room, spectator → the token's text, or why
+/// not.
+pub type MintFn = dyn Fn(&str, bool) -> Result<String, String> + Send + Sync;
 
 impl std::fmt::Debug for TokenMint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
