@@ -13,7 +13,9 @@
 # time p50 and lateness p50/p99 from its status lines in the window.
 #
 # The server runs at normal priority with --shed-lateness 0 (every client
-# joins) and the default arena at 60 Hz.
+# joins), no per-address connection or room-creation limits (the load
+# clients share one address), and the default arena at 60 Hz. A run where
+# fewer than ROOMS × 8 clients were in their rooms says so.
 set -euo pipefail
 
 ROOMS=20 SECS=30 RUNS=1
@@ -38,7 +40,8 @@ run_one() { # build_dir
   work=$(mktemp -d /tmp/room-cost.XXXXXX)
   port=$((20000 + RANDOM % 20000))
   "$dir/bitroom-server" serve --bind "127.0.0.1:$port" --max-rooms $((ROOMS + 10)) \
-    --max-connections 8192 --shed-lateness 0 --stats-every 5s --cert-dir "$work" \
+    --max-connections 8192 --max-connections-per-address 0 --room-creations-per-minute 0 \
+    --shed-lateness 0 --stats-every 5s --cert-dir "$work" \
     >"$work/server.out" 2>"$work/server.err" &
   server=$!
   for _ in $(seq 100); do
@@ -73,6 +76,11 @@ run_one() { # build_dir
     }'
   # Status lines in the window: clients, tick p50, lateness p50/p99.
   sed -n 's/.*clients \([0-9]*\) .*tick p50 \([0-9]*\) µs p99 \([0-9]*\) µs.*lateness p50 \([0-9]*\) µs p99 \([0-9]*\) µs.*/    clients \1  tick p50 \2 µs p99 \3 µs  lateness p50 \4 µs p99 \5 µs/p' <<<"$status"
+  local seen
+  seen=$(sed -n 's/.*rooms \([0-9]*\) clients \([0-9]*\) .*/\1 \2/p' <<<"$status" | tail -1)
+  if [[ $seen != "$ROOMS $clients" ]]; then
+    echo "    WARNING: expected $ROOMS rooms, $clients clients; the server saw (rooms clients) '$seen'"
+  fi
   rm -rf "$work"
 }
 
