@@ -4,12 +4,13 @@
 //! each held for 5 to 44 ticks (as `bitroom-client bots --load` does).
 //!
 //! Prints the mean and median of `ServerRoom::tick` (with its datagrams)
-//! over the timed ticks and the final state hash, which a pure speed-up
-//! must leave as it was.
+//! over the timed ticks, the final state hash (which a pure speed-up must
+//! leave as it was), how many bodies are awake, and the time of the state
+//! hash alone (the final state hashed HASH_REPS times).
 //!
 //! Run: `cargo run --release -p bitroom-protocol --example room_load --
-//! [WARM_TICKS] [TIMED_TICKS]` (defaults 600 and 3000); under `perf record`
-//! for a profile of the room's tick alone.
+//! [WARM_TICKS] [TIMED_TICKS] [HASH_REPS]` (defaults 600, 3000, 1000);
+//! under `perf record` for a profile of the room's tick alone.
 
 use bitroom_protocol::*;
 use bitroom_sim::game::bots::BotRules;
@@ -32,6 +33,10 @@ fn main() {
     let timed: u64 = args
         .next()
         .map_or(3000, |a| a.parse().expect("timed ticks"));
+    let hash_reps: u32 = args
+        .next()
+        .map_or(1000, |a| a.parse().expect("hash repetitions"))
+        .max(1);
 
     let rules = Sandbox::default();
     let fp = rules.fingerprint();
@@ -97,7 +102,6 @@ fn main() {
     }
     let start = Instant::now();
     let mut h = 0;
-    let hash_reps: u32 = std::env::var("HASH_REPS").map_or(1000, |v| v.parse().expect("HASH_REPS"));
     for _ in 0..hash_reps {
         h ^= std::hint::black_box(room.game()).state_hash();
     }
@@ -107,10 +111,16 @@ fn main() {
     times.sort();
     let mean = total / timed.max(1) as u32;
     let median = times.get(times.len() / 2).copied().unwrap_or_default();
-    let bodies = room.game().world().body_count();
+    let world = room.game().world();
+    let bodies = world.body_count();
+    let awake = world
+        .bodies()
+        .filter(|&b| world.is_awake(b).unwrap_or(false))
+        .count();
+    let contacts = world.contact_count();
     let state_bytes = room.game().world().snapshot().to_bytes().len();
     println!(
-        "room_load: {bodies} bodies ({state_bytes} state bytes), {players} players, ticks {warm}+{timed}: mean {:.1} µs, median {:.1} µs per tick; tick {} hash {:016x}; state_hash alone {:.1} µs",
+        "room_load: {bodies} bodies ({awake} awake, {contacts} contacts, {state_bytes} state bytes), {players} players, ticks {warm}+{timed}: mean {:.1} µs, median {:.1} µs per tick; tick {} hash {:016x}; state_hash alone {:.1} µs",
         mean.as_secs_f64() * 1e6,
         median.as_secs_f64() * 1e6,
         room.tick_number(),
