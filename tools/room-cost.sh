@@ -28,15 +28,24 @@ while getopts "r:s:n:" o; do
   esac
 done
 shift $((OPTIND - 1))
-[[ $# -ge 1 ]] || { sed -n 2,16p "$0"; exit 2; }
+[[ $# -ge 1 ]] || { sed -n 2,18p "$0"; exit 2; }
 
 HZ=$(getconf CLK_TCK)
 cpu_ticks() { # pid -> utime+stime
   awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"
 }
 
+# The processes of the run under way, stopped if the script ends early.
+server='' load=''
+stop_run() {
+  [[ -n $load ]] && kill -INT "$load" 2>/dev/null
+  [[ -n $server ]] && kill -INT "$server" 2>/dev/null
+  return 0
+}
+trap stop_run EXIT
+
 run_one() { # build_dir
-  local dir=$1 work port fp server load t0 c0 t1 c1 l0 l1
+  local dir=$1 work port fp t0 c0 t1 c1 l0 l1
   work=$(mktemp -d /tmp/room-cost.XXXXXX)
   port=$((20000 + RANDOM % 20000))
   "$dir/bitroom-server" serve --bind "127.0.0.1:$port" --max-rooms $((ROOMS + 10)) \
@@ -45,7 +54,8 @@ run_one() { # build_dir
     >"$work/server.out" 2>"$work/server.err" &
   server=$!
   for _ in $(seq 100); do
-    fp=$(sed -n 's/.*sha256 \([0-9a-f]\{64\}\).*/\1/p' "$work/server.out" | head -1)
+    # The server's shell may not have opened its output yet: no error.
+    fp=$(sed -n 's/.*sha256 \([0-9a-f]\{64\}\).*/\1/p' "$work/server.out" 2>/dev/null | head -1 || true)
     [[ -n $fp ]] && break
     sleep 0.1
   done
@@ -67,6 +77,7 @@ run_one() { # build_dir
   wait $load 2>/dev/null || true
   kill -INT $server 2>/dev/null || true
   wait $server 2>/dev/null || true
+  server='' load=
   awk -v c="$((c1 - c0))" -v l="$((l1 - l0))" -v hz="$HZ" -v t0="$t0" -v t1="$t1" \
       -v r="$ROOMS" -v d="$dir" '
     BEGIN {
