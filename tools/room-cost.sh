@@ -89,7 +89,9 @@ run_one() { # build_dir
   sed -n 's/.*clients \([0-9]*\) .*tick p50 \([0-9]*\) µs p99 \([0-9]*\) µs.*lateness p50 \([0-9]*\) µs p99 \([0-9]*\) µs.*/    clients \1  tick p50 \2 µs p99 \3 µs  lateness p50 \4 µs p99 \5 µs/p' <<<"$status"
   local seen
   seen=$(sed -n 's/.*rooms \([0-9]*\) clients \([0-9]*\) .*/\1 \2/p' <<<"$status" | tail -1)
-  if [[ $seen != "$ROOMS $clients" ]]; then
+  if [[ -z $seen ]]; then
+    echo "    WARNING: no server status line in the window (stats every 5 s): take -s 10 or more"
+  elif [[ $seen != "$ROOMS $clients" ]]; then
     echo "    WARNING: expected $ROOMS rooms, $clients clients; the server saw (rooms clients) '$seen'"
   fi
   rm -rf "$work"
