@@ -13,7 +13,9 @@
 # time p50 and lateness p50/p99 from its status lines in the window.
 #
 # The server runs at normal priority with --shed-lateness 0 (every client
-# joins) and the default arena at 60 Hz.
+# joins), no per-address connection or room-creation limits (the load
+# clients share one address), and the default arena at 60 Hz. A run where
+# fewer than ROOMS × 8 clients were in their rooms says so.
 set -euo pipefail
 
 ROOMS=20 SECS=30 RUNS=1
@@ -26,23 +28,34 @@ while getopts "r:s:n:" o; do
   esac
 done
 shift $((OPTIND - 1))
-[[ $# -ge 1 ]] || { sed -n 2,16p "$0"; exit 2; }
+[[ $# -ge 1 ]] || { sed -n 2,18p "$0"; exit 2; }
 
 HZ=$(getconf CLK_TCK)
 cpu_ticks() { # pid -> utime+stime
   awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"
 }
 
+# The processes of the run under way, stopped if the script ends early.
+server='' load=''
+stop_run() {
+  [[ -n $load ]] && kill -INT "$load" 2>/dev/null
+  [[ -n $server ]] && kill -INT "$server" 2>/dev/null
+  return 0
+}
+trap stop_run EXIT
+
 run_one() { # build_dir
-  local dir=$1 work port fp server load t0 c0 t1 c1 l0 l1
+  local dir=$1 work port fp t0 c0 t1 c1 l0 l1
   work=$(mktemp -d /tmp/room-cost.XXXXXX)
   port=$((20000 + RANDOM % 20000))
   "$dir/bitroom-server" serve --bind "127.0.0.1:$port" --max-rooms $((ROOMS + 10)) \
-    --max-connections 8192 --shed-lateness 0 --stats-every 5s --cert-dir "$work" \
+    --max-connections 8192 --max-connections-per-address 0 --room-creations-per-minute 0 \
+    --shed-lateness 0 --stats-every 5s --cert-dir "$work" \
     >"$work/server.out" 2>"$work/server.err" &
   server=$!
   for _ in $(seq 100); do
-    fp=$(sed -n 's/.*sha256 \([0-9a-f]\{64\}\).*/\1/p' "$work/server.out" | head -1)
+    # The server's shell may not have opened its output yet: no error.
+    fp=$(sed -n 's/.*sha256 \([0-9a-f]\{64\}\).*/\1/p' "$work/server.out" 2>/dev/null | head -1 || true)
     [[ -n $fp ]] && break
     sleep 0.1
   done
@@ -64,6 +77,7 @@ run_one() { # build_dir
   wait $load 2>/dev/null || true
   kill -INT $server 2>/dev/null || true
   wait $server 2>/dev/null || true
+  server='' load=
   awk -v c="$((c1 - c0))" -v l="$((l1 - l0))" -v hz="$HZ" -v t0="$t0" -v t1="$t1" \
       -v r="$ROOMS" -v d="$dir" '
     BEGIN {
@@ -73,6 +87,13 @@ run_one() { # build_dir
     }'
   # Status lines in the window: clients, tick p50, lateness p50/p99.
   sed -n 's/.*clients \([0-9]*\) .*tick p50 \([0-9]*\) µs p99 \([0-9]*\) µs.*lateness p50 \([0-9]*\) µs p99 \([0-9]*\) µs.*/    clients \1  tick p50 \2 µs p99 \3 µs  lateness p50 \4 µs p99 \5 µs/p' <<<"$status"
+  local seen
+  seen=$(sed -n 's/.*rooms \([0-9]*\) clients \([0-9]*\) .*/\1 \2/p' <<<"$status" | tail -1)
+  if [[ -z $seen ]]; then
+    echo "    WARNING: no server status line in the window (stats every 5 s): take -s 10 or more"
+  elif [[ $seen != "$ROOMS $clients" ]]; then
+    echo "    WARNING: expected $ROOMS rooms, $clients clients; the server saw (rooms clients) '$seen'"
+  fi
   rm -rf "$work"
 }
 
