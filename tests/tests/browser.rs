@@ -305,7 +305,10 @@ async fn a_browser_plays_and_one_watches_with_three_bots() {
     let driver = start_driver();
     let player = open_browser(&driver, &browser).await;
     let spectator = open_browser(&driver, &browser).await;
-    let base = format!("http://{web}/?room={ROOM}&transport={transport}");
+    // More query parameters for measurements (e.g. `&latency=60`: the
+    // page's own link delay each way, docs/web.md).
+    let extra = std::env::var("BITROOM_BROWSER_QUERY").unwrap_or_default();
+    let base = format!("http://{web}/?room={ROOM}&transport={transport}{extra}");
     // One page after the other: two browsers at once on a 2-core machine
     // measure the machine more than the page.
     let player_token = token_text(&claims(ROOM, "browser"));
