@@ -85,7 +85,10 @@ fn browser_tools() -> Option<String> {
     }
 }
 
-/// A chromedriver process on a free loopback port, killed on drop.
+/// A chromedriver process on a free loopback port, in a process group of
+/// its own, killed with every browser it started when dropped: a failing
+/// test (a panic skips closing the pages) must not leave Chromium pages
+/// running and eating the CPU of the tests after it.
 struct Driver {
     child: Child,
     url: String,
@@ -93,6 +96,11 @@ struct Driver {
 
 impl Drop for Driver {
     fn drop(&mut self) {
+        let group = format!("-{}", self.child.id());
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &group])
+            .stderr(Stdio::null())
+            .status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -103,12 +111,13 @@ fn start_driver() -> Driver {
         .and_then(|l| l.local_addr())
         .expect("a free port")
         .port();
-    let child = Command::new("chromedriver")
-        .arg(format!("--port={port}"))
+    let mut cmd = Command::new("chromedriver");
+    cmd.arg(format!("--port={port}"))
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start chromedriver");
+        .stderr(Stdio::null());
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let child = cmd.spawn().expect("start chromedriver");
     Driver {
         child,
         url: format!("http://127.0.0.1:{port}"),
