@@ -320,28 +320,7 @@ mod tests {
     /// bodies created as it runs in `rain`).
     #[test]
     fn writes_the_canonical_bytes_of_every_scene() {
-        let names = [
-            "pyramid",
-            "stack",
-            "ramp",
-            "dominoes",
-            "large_pyramid",
-            "many_pyramids",
-            "smash",
-            "arena",
-            "joint_grid",
-            "tumbler",
-            "rain",
-            "spinner",
-            "bridge",
-            "pendulum",
-            "newtons_cradle",
-            "car",
-            "ragdoll",
-            "rope",
-            "pulley",
-        ];
-        for name in names {
+        for &name in crate::scene::SCENE_NAMES {
             let mut scene = crate::scene::build_scene(name).unwrap();
             same_as_serde(&scene.world.state, name);
             for step in 1..=90 {
