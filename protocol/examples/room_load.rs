@@ -9,8 +9,10 @@
 //! hash alone (the final state hashed HASH_REPS times).
 //!
 //! Run: `cargo run --release -p bitroom-protocol --example room_load --
-//! [WARM_TICKS] [TIMED_TICKS] [HASH_REPS]` (defaults 600, 3000, 1000);
-//! under `perf record` for a profile of the room's tick alone.
+//! [WARM_TICKS] [TIMED_TICKS] [HASH_REPS] [arena:N]` (defaults 600, 3000,
+//! 1000, the default arena); under `perf record` for a profile of the
+//! room's tick alone. It also builds for `wasm32-wasip1` and runs under
+//! node (V8, the engine of Chromium's pages): what a tick costs a browser.
 
 use bitroom_protocol::*;
 use bitroom_sim::game::bots::BotRules;
@@ -38,7 +40,9 @@ fn main() {
         .map_or(1000, |a| a.parse().expect("hash repetitions"))
         .max(1);
 
-    let rules = Sandbox::default();
+    let scene = args.next().unwrap_or_else(|| "arena".into());
+    let rules =
+        Sandbox::for_scene(&scene, |s| Err(format!("{s}: only arena or arena:N"))).expect("scene");
     let fp = rules.fingerprint();
     let mut room = ServerRoom::new(rules.clone(), RoomConfig::default(), 0);
     let players = 8u8;

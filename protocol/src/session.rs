@@ -200,6 +200,11 @@ pub struct ClientSession<R: Rules> {
     /// was sent with.
     shift_log: VecDeque<(Micros, i64)>,
     settle_until: Micros,
+    /// Frames were confirmed and the present is not yet brought up to
+    /// date with them (rollback, hash checks): due at this time.
+    resolve_at: Option<Micros>,
+    /// When the present was last brought up to date with new frames.
+    resolved_at: Micros,
     next_ping: Micros,
     srtt: Option<Micros>,
     rttvar: Micros,
@@ -230,6 +235,25 @@ const LEAD_SAFETY: i64 = 2_000;
 /// Ticks of schedule shifts remembered (longer than any round trip that
 /// still plays).
 const SHIFT_LOG: usize = 240;
+/// A predicting client rolls back at most once per this fraction of a
+/// tick period (`period / MIN_RESOLVE_GAP_DIV`), however many frames
+/// arrived meanwhile.
+///
+/// Rolling back on every frame as it arrived made a client short of CPU
+/// spiral: a client that had fallen behind (a long frame, a collection,
+/// a busy machine) found several frames waiting and re-simulated its whole
+/// prediction once for each, which made it later still; its inputs then
+/// reached the room late, the clock sync predicted further ahead to make
+/// up for it, every rollback got deeper, until the prediction window was
+/// full and the room started it over from snapshots, again and again. In
+/// the simulated network (`tests/tests/cpu.rs`), a client whose every
+/// simulated tick costs 1.5 ms (a tenth of a tick at 60 Hz), after one
+/// 300 ms hiccup, verified half its ticks and resynced twice; a browser
+/// page did the same with the default arena. Confirming at once and
+/// rolling back once for the lot makes the work per call about the
+/// prediction's depth plus the ticks it is behind, so a late client
+/// catches up instead of falling further behind.
+const MIN_RESOLVE_GAP_DIV: u64 = 2;
 
 impl<R: Rules> ClientSession<R> {
     /// Starts a session: the hello is queued at once.
@@ -280,6 +304,8 @@ impl<R: Rules> ClientSession<R> {
             shift: 0,
             shift_log: VecDeque::new(),
             settle_until: 0,
+            resolve_at: None,
+            resolved_at: 0,
             next_ping: now,
             srtt: None,
             rttvar: 0,
@@ -322,7 +348,8 @@ impl<R: Rules> ClientSession<R> {
             Phase::Playing => Some(
                 self.next_tick_at
                     .min(self.next_ping)
-                    .min(self.inputs_sent_at + self.ticks_per_send() * self.period),
+                    .min(self.inputs_sent_at + self.ticks_per_send() * self.period)
+                    .min(self.resolve_at.unwrap_or(Micros::MAX)),
             ),
             _ => Some(self.next_ping),
         }
@@ -591,8 +618,17 @@ impl<R: Rules> ClientSession<R> {
             self.pending.insert(tick, f);
         }
         if matches!(self.phase, Phase::Playing) && !self.resyncing {
-            self.apply_frames();
-            self.catch_up();
+            if self.config.predict {
+                // Confirm now (cheap); roll back later, once for every
+                // frame that arrived meanwhile (see `MIN_RESOLVE_GAP`).
+                if self.confirm_frames() && self.resolve_at.is_none() {
+                    let gap = self.period / MIN_RESOLVE_GAP_DIV;
+                    self.resolve_at = Some(now.max(self.resolved_at + gap));
+                }
+            } else {
+                self.apply_frames();
+                self.catch_up();
+            }
         }
     }
 
@@ -667,11 +703,20 @@ impl<R: Rules> ClientSession<R> {
         self.stats.rate_adjust = (err / 200).clamp(-100, 100) as i32;
     }
 
-    /// Confirms buffered frames in order and checks hashes.
+    /// Confirms buffered frames in order, rolls back when a prediction was
+    /// wrong and checks hashes.
     fn apply_frames(&mut self) {
+        self.confirm_frames();
+        self.resolve();
+    }
+
+    /// Confirms the buffered frames that follow the confirmed tick, in
+    /// order; returns whether any was.
+    fn confirm_frames(&mut self) -> bool {
         let Some(tl) = self.timeline.as_mut() else {
-            return;
+            return false;
         };
+        let before = tl.confirmed_tick();
         while let Some(f) = self.pending.remove(&(tl.confirmed_tick() + 1)) {
             let tick = tl.confirmed_tick() + 1;
             let mut inputs = self.base_inputs.clone();
@@ -694,6 +739,17 @@ impl<R: Rules> ClientSession<R> {
             let _ = tl.confirm(tick, set);
             self.server_hashes.insert(tick, f.hash);
         }
+        tl.confirmed_tick() > before
+    }
+
+    /// Brings the present up to date with the confirmed frames: the
+    /// rollback they call for (predicting) or the steps up to them (not
+    /// predicting), and the hash checks.
+    fn resolve(&mut self) {
+        self.resolve_at = None;
+        let Some(tl) = self.timeline.as_mut() else {
+            return;
+        };
         if self.config.predict {
             let depth = tl.update();
             if depth > 0 {
@@ -850,7 +906,15 @@ impl<R: Rules> ClientSession<R> {
             // Hopelessly behind the schedule: skip ahead rather than spiral.
             self.next_tick_at = now + self.period;
         }
-        if ticked > 0 {
+        // Frames confirmed since the last rollback are resolved now when
+        // due, or at a tick (before stepping on with predictions they may
+        // have proven wrong).
+        let resolve = self.resolve_at.is_some_and(|at| now >= at || ticked > 0);
+        if resolve {
+            self.resolve();
+            self.resolved_at = now;
+        }
+        if ticked > 0 || resolve {
             self.catch_up();
         }
         // Every `ticks_per_send` ticks, and as often while the clock is

@@ -129,6 +129,13 @@ pub struct SimClient<R: Rules> {
     input: Option<InputFn<R>>,
     /// The client's clock is frozen until then (simulates a stall).
     frozen_until: Micros,
+    /// Virtual CPU time per tick the client simulates (0: free).
+    step_cost: Micros,
+    /// The client is busy computing until then: deliveries and timers
+    /// wait (a single-threaded client short of CPU, such as a page).
+    busy_until: Micros,
+    /// Ticks simulated so far (stepped and re-simulated), as charged.
+    steps_charged: u64,
 }
 
 impl<R: Rules> SimClient<R> {
@@ -168,6 +175,20 @@ impl<R: Rules> SimClient<R> {
             .iter()
             .filter(|(_, e)| matches!(e, ClientEvent::Desync { .. }))
             .count()
+    }
+
+    /// Charges the ticks the session simulated since the last charge.
+    fn charge(&mut self, now: Micros) {
+        let Some(tl) = self.session.as_mut().and_then(|s| s.timeline_mut()) else {
+            return;
+        };
+        let st = tl.stats();
+        let steps = st.advanced + st.resimulated;
+        let new = steps.saturating_sub(self.steps_charged);
+        self.steps_charged = steps;
+        if self.step_cost > 0 && new > 0 {
+            self.busy_until = self.busy_until.max(now) + new * self.step_cost;
+        }
     }
 
     /// The session; panics when disconnected (tests only).
@@ -236,6 +257,9 @@ impl<R: NetRules> NetSim<R> {
             down: LinkState::new(down, self.seed, salt | 1),
             input,
             frozen_until: 0,
+            step_cost: 0,
+            busy_until: 0,
+            steps_charged: 0,
         });
         self.connect(i, config);
         i
@@ -248,6 +272,7 @@ impl<R: NetRules> NetSim<R> {
         self.server.handle_connect(self.now, conn);
         let c = &mut self.clients[i];
         c.conn = conn;
+        c.steps_charged = 0;
         c.session = Some(ClientSession::new(self.rules.clone(), config, self.now));
         self.flush_client(i);
     }
@@ -267,13 +292,30 @@ impl<R: NetRules> NetSim<R> {
         self.clients[i].frozen_until = self.now + d;
     }
 
+    /// Makes every tick client `i` simulates (stepped or re-simulated)
+    /// take `cost` of its virtual time: while it computes, datagrams and
+    /// messages wait for it in order and its timers fire late, as on a
+    /// single-threaded client short of CPU (a browser page on a loaded
+    /// machine).
+    pub fn set_step_cost(&mut self, i: usize, cost: Micros) {
+        self.clients[i].step_cost = cost;
+    }
+
+    /// Keeps client `i` busy for `d` from now (a long frame, a garbage
+    /// collection): unlike [`NetSim::freeze`], datagrams wait for it.
+    pub fn hiccup(&mut self, i: usize, d: Micros) {
+        let c = &mut self.clients[i];
+        c.busy_until = c.busy_until.max(self.now) + d;
+    }
+
     fn push(&mut self, at: Micros, d: Delivery) {
         self.seq += 1;
         self.queue.push(Reverse((at, self.seq, d)));
     }
 
     fn flush_client(&mut self, i: usize) {
-        let now = self.now;
+        // A busy client's messages leave once its computation is done.
+        let now = self.now.max(self.clients[i].busy_until);
         loop {
             let c = &mut self.clients[i];
             let Some(s) = c.session.as_mut() else {
@@ -368,7 +410,7 @@ impl<R: NetRules> NetSim<R> {
                 .iter()
                 .filter_map(|c| {
                     let t = c.session.as_ref()?.poll_timeout()?;
-                    Some(t.max(c.frozen_until))
+                    Some(t.max(c.frozen_until).max(c.busy_until))
                 })
                 .min();
             let next = [Some(next_tick), next_packet, next_client]
@@ -392,7 +434,7 @@ impl<R: NetRules> NetSim<R> {
             } else {
                 for i in 0..self.clients.len() {
                     let c = &mut self.clients[i];
-                    if c.frozen_until > now {
+                    if c.frozen_until > now || c.busy_until > now {
                         continue;
                     }
                     let Some(s) = c.session.as_mut() else {
@@ -404,6 +446,7 @@ impl<R: NetRules> NetSim<R> {
                             s.set_input(input);
                         }
                         s.handle_timeout(now);
+                        c.charge(now);
                         self.flush_client(i);
                     }
                 }
@@ -434,6 +477,20 @@ impl<R: NetRules> NetSim<R> {
                 bytes,
             } => {
                 let c = &mut self.clients[client];
+                if c.conn == conn && c.busy_until > now && c.frozen_until <= now {
+                    // Busy computing: it reads this once done.
+                    let at = c.busy_until;
+                    self.push(
+                        at,
+                        Delivery::ToClient {
+                            client,
+                            conn,
+                            reliable,
+                            bytes,
+                        },
+                    );
+                    return;
+                }
                 if c.conn != conn || c.frozen_until > now {
                     // An old connection's leftovers, or a stalled client
                     // (its socket buffer would drop datagrams; reliable
@@ -460,6 +517,7 @@ impl<R: NetRules> NetSim<R> {
                 } else {
                     s.handle_datagram(now, &bytes);
                 }
+                c.charge(now);
                 self.flush_client(client);
             }
             Delivery::Disconnect { conn, .. } => {
