@@ -177,6 +177,9 @@ pub struct ClientSession<R: Rules> {
     newest_bundle: u64,
     /// The clock tick at which the next input batch goes out.
     next_send_tick: u64,
+    /// When the next input batch goes out, when sending less often than
+    /// every tick (see `place_send`).
+    send_at: Option<Micros>,
     /// Pings sent so far.
     pings: u32,
     resyncing: bool,
@@ -289,6 +292,7 @@ impl<R: Rules> ClientSession<R> {
             newest_frame: 0,
             newest_bundle: 0,
             next_send_tick: 0,
+            send_at: None,
             pings: 0,
             resyncing: false,
             input: R::Input::default(),
@@ -348,8 +352,9 @@ impl<R: Rules> ClientSession<R> {
             Phase::Playing => Some(
                 self.next_tick_at
                     .min(self.next_ping)
-                    .min(self.inputs_sent_at + self.ticks_per_send() * self.period)
-                    .min(self.resolve_at.unwrap_or(Micros::MAX)),
+                    .min(self.inputs_sent_at + self.send_fallback())
+                    .min(self.resolve_at.unwrap_or(Micros::MAX))
+                    .min(self.send_at.unwrap_or(Micros::MAX)),
             ),
             _ => Some(self.next_ping),
         }
@@ -592,6 +597,7 @@ impl<R: Rules> ClientSession<R> {
         // ones are older news).
         if room_tick > self.newest_bundle {
             self.newest_bundle = room_tick;
+            self.place_send(now);
             let acked = (room_tick as i64 + i64::from(b.input_ack)).max(0) as u64;
             self.input_ack = self.input_ack.max(acked);
             if b.input_lead != NO_INPUT_YET {
@@ -917,18 +923,76 @@ impl<R: Rules> ClientSession<R> {
         if ticked > 0 || resolve {
             self.catch_up();
         }
-        // Every `ticks_per_send` ticks, and as often while the clock is
-        // paused (a jump back): acks and unacknowledged inputs keep
-        // flowing, or the room would think the client gone and start it
-        // over.
+        // Every tick, or when sending less often, at the time
+        // `place_send` chose after the latest bundle; and in any case
+        // once a send interval has passed without a batch (no bundle came,
+        // or the clock is paused after a jump back): acks and
+        // unacknowledged inputs keep flowing, or the room would think the
+        // client gone and start it over.
         let per_send = self.ticks_per_send();
-        if (ticked > 0 && self.clock_tick >= self.next_send_tick)
-            || now >= self.inputs_sent_at + per_send * self.period
-        {
+        let due = if per_send == 1 {
+            ticked > 0 && self.clock_tick >= self.next_send_tick
+        } else {
+            self.send_at.is_some_and(|t| now >= t)
+        };
+        if due || now >= self.inputs_sent_at + self.send_fallback() {
             self.inputs_sent_at = now;
-            self.next_send_tick = (self.clock_tick / per_send + 1) * per_send;
+            self.next_send_tick = self.clock_tick + 1;
+            self.send_at = None;
             self.send_inputs();
         }
+    }
+
+    /// Longest time between two input batches.
+    fn send_fallback(&self) -> Micros {
+        let per_send = self.ticks_per_send();
+        if per_send == 1 {
+            self.period
+        } else {
+            // Half a tick of slack: the batch placed after a bundle
+            // comes first when bundles arrive.
+            per_send * self.period + self.period / 2
+        }
+    }
+
+    /// Places the next input batch after a bundle's arrival (called on
+    /// each newest bundle), when sending less often than every tick.
+    ///
+    /// QUIC acknowledges a packet on the next one going the other way or,
+    /// when none leaves within the ack delay `A` (quinn asks its peer for
+    /// the round trip, at least 25 ms and here at most 50), in a packet of
+    /// its own (~55 bytes on the wire). With one datagram each way per
+    /// send interval `S` and a one-way delay `d`, a batch sent `g` after a
+    /// bundle arrived carries that bundle's ACK when `g <= A`, and the
+    /// room's bundle leaving `k S` after the last one carries the batch's
+    /// ACK when the batch arrives (at `2d + g`) within `A` before it. The
+    /// batch goes out mid-way through the widest such range of `g` (at
+    /// once when there is none). Batches on fixed ticks put `g` anywhere
+    /// in the interval, by the input lead and scheduling jitter: at 30 Hz
+    /// on paths under ~33 ms 1–20 ACK-only packets a second per client,
+    /// one way or the other, a few kbit/s of a 20 kbit/s budget; picking
+    /// the best tick of the interval was not enough (a tick is wider than
+    /// the range on some paths). A batch carries every input recorded so
+    /// far, so sending between ticks changes nothing else; the clock sync
+    /// measures the lead its inputs arrive with.
+    fn place_send(&mut self, now: Micros) {
+        let per_send = self.ticks_per_send();
+        if per_send <= 1 || !matches!(self.phase, Phase::Playing) || self.send_at.is_some() {
+            return;
+        }
+        let interval = per_send * self.period;
+        let rtt = self.srtt.unwrap_or(0);
+        let ack_delay = rtt.clamp(25_000, 50_000);
+        let mut best: Option<(Micros, Micros)> = None;
+        for k in 1..=3 {
+            let lo = (k * interval).saturating_sub(ack_delay + rtt);
+            let hi = (k * interval).saturating_sub(rtt).min(ack_delay);
+            if hi > lo && best.is_none_or(|(l, h)| hi - lo > h - l) {
+                best = Some((lo, hi));
+            }
+        }
+        let gap = best.map_or(0, |(lo, hi)| (lo + hi) / 2);
+        self.send_at = Some(now + gap);
     }
 
     /// Moves the clock one tick and records the held input for it.

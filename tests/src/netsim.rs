@@ -136,6 +136,30 @@ pub struct SimClient<R: Rules> {
     busy_until: Micros,
     /// Ticks simulated so far (stepped and re-simulated), as charged.
     steps_charged: u64,
+    /// When this client's datagrams were sent and arrived, once
+    /// [`NetSim::trace_datagrams`] turned it on.
+    pub datagram_trace: Option<Vec<(Micros, DatagramEvent)>>,
+}
+
+/// A point in a datagram's journey ([`SimClient::datagram_trace`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DatagramEvent {
+    /// The client sent one.
+    UpSent,
+    /// One from the client reached the server.
+    UpArrived,
+    /// The server sent one to the client.
+    DownSent,
+    /// One from the server reached the client.
+    DownArrived,
+}
+
+impl<R: Rules> SimClient<R> {
+    fn trace(&mut self, at: Micros, e: DatagramEvent) {
+        if let Some(t) = self.datagram_trace.as_mut() {
+            t.push((at, e));
+        }
+    }
 }
 
 impl<R: Rules> SimClient<R> {
@@ -260,6 +284,7 @@ impl<R: NetRules> NetSim<R> {
             step_cost: 0,
             busy_until: 0,
             steps_charged: 0,
+            datagram_trace: None,
         });
         self.connect(i, config);
         i
@@ -299,6 +324,12 @@ impl<R: NetRules> NetSim<R> {
     /// machine).
     pub fn set_step_cost(&mut self, i: usize, cost: Micros) {
         self.clients[i].step_cost = cost;
+    }
+
+    /// Records when client `i`'s datagrams are sent and arrive, both ways
+    /// ([`SimClient::datagram_trace`]).
+    pub fn trace_datagrams(&mut self, i: usize) {
+        self.clients[i].datagram_trace = Some(Vec::new());
     }
 
     /// Keeps client `i` busy for `d` from now (a long frame, a garbage
@@ -342,6 +373,7 @@ impl<R: NetRules> NetSim<R> {
                     );
                 }
                 ClientTransmit::Datagram(bytes) => {
+                    c.trace(now, DatagramEvent::UpSent);
                     for at in c.up.datagram(now, bytes.len()) {
                         self.push(
                             at,
@@ -379,6 +411,9 @@ impl<R: NetRules> NetSim<R> {
                 continue;
             };
             for bytes in messages {
+                if !reliable {
+                    self.clients[i].trace(now, DatagramEvent::DownSent);
+                }
                 let link = &mut self.clients[i].down;
                 let arrivals = if reliable {
                     vec![link.reliable(now, bytes.len())]
@@ -458,11 +493,14 @@ impl<R: NetRules> NetSim<R> {
         let now = self.now;
         match d {
             Delivery::ToServer {
+                client,
                 conn,
                 reliable,
                 bytes,
-                ..
             } => {
+                if !reliable && self.clients[client].conn == conn {
+                    self.clients[client].trace(now, DatagramEvent::UpArrived);
+                }
                 if reliable {
                     self.server.handle_reliable(now, conn, &bytes);
                 } else {
@@ -518,6 +556,9 @@ impl<R: NetRules> NetSim<R> {
                     s.handle_datagram(now, &bytes);
                 }
                 c.charge(now);
+                if !reliable {
+                    c.trace(now, DatagramEvent::DownArrived);
+                }
                 self.flush_client(client);
             }
             Delivery::Disconnect { conn, .. } => {

@@ -10,7 +10,7 @@ use bitroom_sim::game::sandbox::PlayerInput;
 use bitroom_sim::game::sandbox::{Sandbox, SandboxConfig};
 use bitroom_sim::game::sandbox::{SandboxBot, Strategy};
 use bitroom_sim::game::Rules;
-use bitroom_tests::netsim::{InputFn, LinkConfig, NetSim};
+use bitroom_tests::netsim::{DatagramEvent, InputFn, LinkConfig, NetSim};
 
 const MS: u64 = 1000;
 const SEC: u64 = 1_000_000;
@@ -483,4 +483,76 @@ fn downstream_is_input_driven() {
     assert!(few <= 16_000, "{few} bit/s");
     assert!(many <= 16_000, "{many} bit/s");
     assert!(many.abs_diff(few) * 10 < few, "{few} vs {many}");
+}
+
+/// For each `from` event, the time until the next `to` event (none after
+/// it: not counted).
+fn gaps(trace: &[(u64, DatagramEvent)], from: DatagramEvent, to: DatagramEvent) -> Vec<u64> {
+    let mut out = Vec::new();
+    for (i, &(t, e)) in trace.iter().enumerate() {
+        if e != from {
+            continue;
+        }
+        if let Some(&(u, _)) = trace[i..].iter().find(|&&(_, f)| f == to) {
+            out.push(u - t);
+        }
+    }
+    out
+}
+
+/// At 30 datagrams a second each way on a short path, QUIC's
+/// acknowledgements ride on the datagrams only if each side sends within
+/// its ack delay (25 ms) of the other's datagram arriving; otherwise an
+/// ACK-only packet goes out (~55 bytes: over a kbit/s of a 20 kbit/s
+/// budget). The client places its batches so both hold; with batches on
+/// fixed ticks, whichever held depended on the input lead (here: an 8 ms
+/// jitter makes the lead larger than the grid allows for).
+#[test]
+fn batches_and_bundles_interleave_within_the_ack_delay_at_30_hz() {
+    for one_way in [MS, 5 * MS] {
+        let config = RoomConfig {
+            send_rate: 30,
+            ..RoomConfig::default()
+        };
+        let mut sim = NetSim::new(rules(), config, 11);
+        let link = LinkConfig::lossy(one_way, 8 * MS, 0);
+        for i in 0..4 {
+            sim.add_client(
+                ClientConfig {
+                    send_rate: 30,
+                    ..player(&format!("p{i}"))
+                },
+                link,
+                link,
+                Some(bot(Strategy::Circle, i)),
+            );
+            sim.trace_datagrams(i as usize);
+        }
+        sim.run_until(40 * SEC);
+        for i in 0..4 {
+            let trace = sim.clients[i].datagram_trace.as_deref().expect("traced");
+            // From the 10th second on (the placement settles after the join).
+            let from = trace.partition_point(|&(t, _)| t < 10 * SEC);
+            let trace = &trace[from..];
+            let within =
+                |g: &[u64]| g.iter().filter(|&&g| g <= 25 * MS).count() * 100 / g.len().max(1);
+            let down = gaps(trace, DatagramEvent::UpArrived, DatagramEvent::DownSent);
+            let up = gaps(trace, DatagramEvent::DownArrived, DatagramEvent::UpSent);
+            println!(
+                "one way {} ms, client {i}: server answered a batch within 25 ms {} %, client a bundle {} %",
+                one_way / MS,
+                within(&down),
+                within(&up)
+            );
+            assert!(
+                within(&down) >= 90,
+                "one way {one_way} µs, client {i}: {down:?}"
+            );
+            assert!(
+                within(&up) >= 90,
+                "one way {one_way} µs, client {i}: {up:?}"
+            );
+            assert_in_sync(&sim, i);
+        }
+    }
 }
