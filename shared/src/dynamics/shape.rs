@@ -70,6 +70,9 @@ pub struct Shape {
     pub(crate) moved: bool,
     /// Broad-phase proxy (derived; rebuilt on restore).
     pub(crate) proxy: u32,
+    /// Fat-box margin of a moving shape (derived from the geometry by
+    /// [`aabb_margin`]; rebuilt on restore, not encoded).
+    pub(crate) margin: Scalar,
 }
 
 impl Shape {
@@ -83,19 +86,47 @@ impl Shape {
             next: u32::MAX,
             moved: false,
             proxy: u32::MAX,
+            margin: Scalar::ZERO,
         }
     }
 }
 
-/// Fat-box margin around moving shapes, beyond the speculative distance.
+/// Largest fat-box margin around moving shapes, beyond the speculative
+/// distance (Box2D's `B2_MAX_AABB_MARGIN`).
 pub(crate) const AABB_MARGIN: Scalar = Scalar::milli(50);
+
+/// The fat-box margin of a moving shape, as Box2D v3 sets it: an eighth of
+/// the shape's extent from its centre (a polygon's farthest vertex from
+/// its centroid, rounding left out; a circle's radius; a capsule's half
+/// length plus radius; a segment's half length), at most [`AABB_MARGIN`].
+///
+/// A larger box lets a shape move further before its box is re-made and
+/// its pairs searched again, but finds pairs that never touch, each a
+/// contact for the narrow phase to test every step: for small shapes
+/// (tumbler's 0.25 m boxes, the ragdolls' limbs) 5 cm is a fifth of their
+/// size, and their piles held about twice as many contacts as touched.
+pub(crate) fn aabb_margin(g: &ShapeGeometry) -> Scalar {
+    let extent = match g {
+        ShapeGeometry::Circle(c) => c.radius,
+        ShapeGeometry::Capsule(c) => (c.c2 - c.c1).length().shr(1) + c.radius,
+        ShapeGeometry::Segment(s) => (s.p2 - s.p1).length().shr(1),
+        ShapeGeometry::Polygon(p) => p
+            .points()
+            .iter()
+            .map(|&v| (v - p.centroid).length_squared())
+            .max()
+            .unwrap_or(Scalar::ZERO)
+            .sqrt(),
+    };
+    extent.shr(3).min(AABB_MARGIN)
+}
 
 /// The fat box of a shape whose tight box is `aabb`, as Box2D v3 makes it:
 /// the box grown by the speculative distance (within which the narrow
-/// phase makes speculative points), then by the margin for moving shapes
-/// and by the speculative distance again for static ones. Moving shapes
-/// keep their fat box while it holds the tight box grown by the speculative
-/// distance.
+/// phase makes speculative points), then by the shape's `margin` (see
+/// [`aabb_margin`]) for moving shapes and by the speculative distance again
+/// for static ones. Moving shapes keep their fat box while it holds the
+/// tight box grown by the speculative distance.
 ///
 /// The fat box used to be the tight box plus 5 cm for moving shapes and the
 /// tight box for static ones, re-made only when the tight box left it: a
@@ -104,12 +135,12 @@ pub(crate) const AABB_MARGIN: Scalar = Scalar::milli(50);
 /// with no contact and sank 3 cm into it (the pair, found at the end of
 /// that step, had its first manifold only then).
 #[inline]
-pub(crate) fn fat_box(aabb: Aabb, kind: BodyKind) -> Aabb {
+pub(crate) fn fat_box(aabb: Aabb, kind: BodyKind, margin: Scalar) -> Aabb {
     let speculative = aabb.expand(SPECULATIVE_DISTANCE);
     if kind == BodyKind::Static {
         speculative.expand(SPECULATIVE_DISTANCE)
     } else {
-        speculative.expand(AABB_MARGIN)
+        speculative.expand(margin)
     }
 }
 

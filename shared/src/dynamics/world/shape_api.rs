@@ -5,7 +5,7 @@ use super::{World, WorldError};
 use crate::collision::SPECULATIVE_DISTANCE;
 use crate::dynamics::body::{BodyId, BodyKind, ShapeId, NONE};
 use crate::dynamics::ccd;
-use crate::dynamics::shape::{fat_box, Shape, ShapeDef, VACANT_GEOMETRY};
+use crate::dynamics::shape::{aabb_margin, fat_box, Shape, ShapeDef, VACANT_GEOMETRY};
 use crate::geometry::ShapeGeometry;
 use crate::math::{Scalar, Vec2, WORLD_BOUND};
 use std::sync::Arc;
@@ -54,7 +54,8 @@ impl World {
             }
         };
         let generation = self.state.shapes[index as usize].generation;
-        let fat = fat_box(aabb, b.kind);
+        let margin = aabb_margin(&geometry);
+        let fat = fat_box(aabb, b.kind, margin);
         let tree = if b.kind == BodyKind::Static {
             &mut self.state.static_tree
         } else {
@@ -70,6 +71,7 @@ impl World {
             next: b.first_shape,
             moved: true,
             proxy,
+            margin,
         };
         Arc::make_mut(&mut self.state.geometry)[index as usize] = geometry;
         self.state.moved.push(index);
@@ -256,7 +258,7 @@ impl World {
             let sh = &mut self.state.shapes[s as usize];
             let aabb = self.state.geometry[s as usize].aabb(b.transform);
             if force || !sh.fat_aabb.contains(&aabb.expand(SPECULATIVE_DISTANCE)) {
-                sh.fat_aabb = fat_box(aabb, b.kind);
+                sh.fat_aabb = fat_box(aabb, b.kind, sh.margin);
                 let tree = if b.kind == BodyKind::Static {
                     &mut self.state.static_tree
                 } else {
