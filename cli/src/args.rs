@@ -1,7 +1,8 @@
 //! Argument groups shared by the commands that connect: how to trust the
 //! server's certificate, and the link conditioner.
 
-use bitroom_client::conditioner::{ConditionerConfig, Percent};
+use bitroom_client::conditioner::{ConditionerConfig, GilbertElliott, Outage, Percent, RateLimit};
+use bitroom_client::link_model::{Bytes, Rate};
 use bitroom_transport::{parse_fingerprint, CertPin, TlsError};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -61,6 +62,22 @@ pub struct ConditionerArgs {
     /// Datagrams held back so later ones overtake them, e.g. 2%.
     #[arg(long, value_name = "PERCENT")]
     pub sim_reorder: Option<Percent>,
+    /// Bursty loss (Gilbert–Elliott): ENTER,LEAVE,LOSS_BAD[,LOSS_GOOD] per
+    /// datagram, e.g. 2%,25%,75% (bursts of 4 datagrams on average, 5.6 %
+    /// lost overall).
+    #[arg(long, value_name = "P,P,P")]
+    pub sim_burst: Option<GilbertElliott>,
+    /// A scheduled outage, AT+LENGTH from the bot's start, e.g. 45s+2s.
+    #[arg(long, value_name = "AT+LEN")]
+    pub sim_outage: Option<Outage>,
+    /// Bandwidth cap per direction (token bucket, IP and UDP headers
+    /// counted), e.g. 256kbit.
+    #[arg(long, value_name = "RATE")]
+    pub sim_rate: Option<Rate>,
+    /// Queue in front of the bandwidth cap; datagrams that would wait
+    /// behind more are dropped [default: half a second at --sim-rate].
+    #[arg(long, value_name = "BYTES", requires = "sim_rate")]
+    pub sim_queue: Option<Bytes>,
     /// Seed of the conditioner's decisions.
     #[arg(long, default_value_t = 1)]
     pub sim_seed: u64,
@@ -75,6 +92,15 @@ impl ConditionerArgs {
             loss_ppm: self.sim_loss.map_or(0, |p| p.ppm),
             dup_ppm: self.sim_dup.map_or(0, |p| p.ppm),
             reorder_ppm: self.sim_reorder.map_or(0, |p| p.ppm),
+            burst: self.sim_burst,
+            outage: self.sim_outage,
+            rate: self.sim_rate.map(|r| {
+                let mut l = RateLimit::new(r.bytes_per_sec);
+                if let Some(q) = self.sim_queue {
+                    l.queue = q.0;
+                }
+                l
+            }),
             seed: self.sim_seed,
         };
         (!c.is_noop()).then_some(c)

@@ -12,6 +12,17 @@
 //! sandbox game is chosen: [`sandbox`] turns a scene name or file (or a
 //! recording's header) into the sandbox rules.
 //!
+//! ```
+//! use bitroom_cli::sandbox::rules_for_scene;
+//! use bitroom_sim::game::Rules;
+//!
+//! // What `serve --scene arena:50` hosts; a client must bring the same rules.
+//! let rules = rules_for_scene("arena:50").unwrap();
+//! assert_eq!(rules.fingerprint(), rules_for_scene("arena:50").unwrap().fingerprint());
+//! assert_ne!(rules.fingerprint(), rules_for_scene("arena").unwrap().fingerprint());
+//! assert!(rules_for_scene("no-such-scene").is_err());
+//! ```
+//!
 //! # Layout
 //! - `bin/bitroom-server.rs`, `bin/bitroom-client.rs`: parse and call;
 //! - [`cmd`]: one file per command, with its arguments;
@@ -33,8 +44,11 @@ pub mod status;
 pub fn init_tracing(default_level: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    // Colours only on a terminal: a log redirected to a file stays plain.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(ansi)
         .with_writer(std::io::stderr)
         .try_init();
 }

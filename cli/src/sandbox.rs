@@ -5,15 +5,11 @@
 
 use crate::scene::load_scene;
 use bitroom_protocol::replay::{Header, ResimError};
-use bitroom_sim::game::sandbox::{Sandbox, SandboxConfig, Strategy};
+use bitroom_sim::game::sandbox::{Sandbox, Strategy};
 use bitroom_sim::game::GameSnapshot;
 use bitroom_sim::World;
 
-/// The default scene: the sandbox arena.
-pub const ARENA: &str = "arena";
-
-/// Most loose bodies in `arena:N`.
-pub const MAX_ARENA_BODIES: u32 = 4000;
+pub use bitroom_sim::game::sandbox::{ARENA, MAX_ARENA_BODIES};
 
 /// The sandbox's name in replay headers ([`Header::rules`]).
 pub const SANDBOX_RULES: &str = "sandbox";
@@ -25,41 +21,25 @@ pub const BOT_STRATEGIES: [Strategy; 3] = [Strategy::Random, Strategy::Chaser, S
 /// The sandbox rules on a loaded scene (the default arena keeps its own
 /// fingerprint).
 pub fn rules_for(scene: &str, world: World) -> Sandbox {
-    if scene == ARENA {
-        Sandbox::default()
-    } else {
-        Sandbox::with_world(scene, &(), world)
-    }
+    Sandbox::for_world(scene, world)
 }
 
 /// The sandbox rules for a scene: `arena` (the default arena, 200 loose
 /// bodies), `arena:N` (N loose bodies), a built-in scene name, or a scene
-/// file.
+/// file ([`Sandbox::for_scene`], with the scene read by [`load_scene`]).
 ///
 /// # Errors
 /// As [`load_scene`], or a bad `arena:N`.
 pub fn rules_for_scene(spec: &str) -> Result<Sandbox, String> {
-    if spec == ARENA {
-        return Ok(Sandbox::default());
-    }
-    if let Some(n) = spec.strip_prefix("arena:") {
-        let loose_bodies = n
-            .parse::<u32>()
-            .ok()
-            .filter(|&n| n <= MAX_ARENA_BODIES)
-            .ok_or_else(|| {
-                format!("scene {spec:?}: arena:N takes 0 to {MAX_ARENA_BODIES} loose bodies")
-            })?;
-        return Ok(Sandbox::new(SandboxConfig { loose_bodies }));
-    }
-    let world = load_scene(spec).map_err(|e| {
-        if e.starts_with("unknown scene") {
-            format!("{e} (rooms also take {ARENA} and {ARENA}:N)")
-        } else {
-            e
-        }
-    })?;
-    Ok(rules_for(spec, world))
+    Sandbox::for_scene(spec, |spec| {
+        load_scene(spec).map_err(|e| {
+            if e.starts_with("unknown scene") {
+                format!("{e} (rooms also take {ARENA} and {ARENA}:N)")
+            } else {
+                e
+            }
+        })
+    })
 }
 
 /// The rules to re-simulate a sandbox recording with: no scene file

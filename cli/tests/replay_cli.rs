@@ -1,5 +1,5 @@
 //! `bitroom-server replay ...` end to end: outputs and exit codes (0 fine,
-//! 1 divergence, 2 bad input).
+//! 1 divergence, 2 bad input, 3 corrupt: damage followed by more data).
 
 use bitroom_protocol::replay::{
     encode_header, encode_record, FORMAT_VERSION, OLDEST_FORMAT_VERSION,
@@ -151,6 +151,99 @@ fn a_truncated_tail_is_a_warning_with_the_recoverable_ticks() {
     let (code, out, _) = run(&["replay", "info", t]);
     assert_eq!(code, 0);
     assert!(out.contains("integrity   damaged"), "{out}");
+}
+
+/// Every (record start, record end) of a file.
+fn record_spans(bytes: &[u8]) -> Vec<(usize, usize)> {
+    let mut reader = ReplayReader::open(bytes).expect("valid");
+    let mut spans = Vec::new();
+    while reader.next().is_some() {
+        spans.push((reader.record_offset() as usize, reader.offset() as usize));
+    }
+    spans
+}
+
+#[test]
+fn damage_in_the_middle_exits_3_with_its_offset() {
+    let d = dir("middle");
+    let f = record(&d, "a.brr", 1);
+    let bytes = std::fs::read(&f).expect("read");
+    let spans = record_spans(&bytes);
+    // One flipped byte in the payload of a record halfway through.
+    let (start, _) = spans[spans.len() / 2];
+    let mut b = bytes.clone();
+    b[start + 12] ^= 0x40;
+    let bad = d.join("flipped.brr");
+    std::fs::write(&bad, &b).expect("write");
+    let bad = bad.to_str().expect("utf-8");
+    let at = format!("record at byte {start} fails its crc32 check");
+    for jobs in ["1", "3"] {
+        let (code, out, err) = run(&["replay", "verify", "--jobs", jobs, bad, &f]);
+        assert_eq!(code, 3, "{out}{err}");
+        assert!(err.contains("error: ") && err.contains(&at), "{err}");
+        assert!(
+            err.contains("damaged in the middle, not cut short"),
+            "{err}"
+        );
+        assert!(out.contains("CORRUPT: "), "{out}");
+        // The intact file next to it is still verified.
+        assert!(out.contains(": OK"), "{out}");
+    }
+    let (code, out, _) = run(&["replay", "info", bad]);
+    assert_eq!(code, 3, "{out}");
+    assert!(
+        out.contains("integrity   CORRUPT: ") && out.contains(&at),
+        "{out}"
+    );
+    let (code, out, err) = run(&["replay", "diff", bad]);
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(err.contains(&at), "{err}");
+    let (code, _, err) = run(&["replay", "diff", &f, bad]);
+    assert_eq!(code, 3, "{err}");
+    let (code, _, err) = run(&["replay", "export", "--json", bad]);
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains(&at), "{err}");
+
+    // Garbage appended after the end record.
+    let mut b = bytes.clone();
+    b.extend_from_slice(b"garbage appended");
+    let tail = d.join("appended.brr");
+    std::fs::write(&tail, &b).expect("write");
+    let tail = tail.to_str().expect("utf-8");
+    let (code, out, err) = run(&["replay", "verify", tail]);
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(
+        err.contains(&format!(
+            "data after the end record, at byte {}",
+            bytes.len()
+        )),
+        "{err}"
+    );
+    assert_eq!(run(&["replay", "info", tail]).0, 3);
+}
+
+#[test]
+fn a_cut_at_every_byte_of_the_last_record_is_a_warning() {
+    let d = dir("cut-every");
+    let f = record(&d, "a.brr", 1);
+    let bytes = std::fs::read(&f).expect("read");
+    let spans = record_spans(&bytes);
+    let (start, end) = *spans.last().expect("records");
+    let cut = d.join("cut.brr");
+    let cut = cut.to_str().expect("utf-8");
+    for len in start + 1..end {
+        std::fs::write(cut, &bytes[..len]).expect("write");
+        let (code, out, err) = run(&["replay", "verify", cut]);
+        assert_eq!(code, 0, "cut at {len}: {out}{err}");
+        assert!(
+            err.contains("warning: ") && err.contains(&format!("record at byte {start}")),
+            "cut at {len}: {err}"
+        );
+        assert!(out.contains("150 ticks recoverable, 150 verified"), "{out}");
+        let (code, out, _) = run(&["replay", "info", cut]);
+        assert_eq!(code, 0, "cut at {len}: {out}");
+        assert!(out.contains("integrity   damaged tail"), "{out}");
+    }
 }
 
 #[test]

@@ -37,6 +37,21 @@ fn bad_bind_address_is_a_one_line_error() {
     assert_bad_input(&out, "--metrics");
 }
 
+/// A build without the `agones` feature refuses `--agones` plainly (with
+/// it, tests/tests/agones.rs runs the server against a fake sidecar).
+#[cfg(not(feature = "agones"))]
+#[test]
+fn serve_agones_without_the_feature_is_a_one_line_error() {
+    let dir = temp_dir("no-agones");
+    let out = server()
+        .args(["serve", "--bind", "127.0.0.1:0", "--agones", "--cert-dir"])
+        .arg(&dir)
+        .output()
+        .expect("run");
+    assert_bad_input(&out, "this build has no Agones support");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn unbindable_address_is_a_one_line_error() {
     let dir = temp_dir("unbindable");

@@ -38,6 +38,32 @@ pub struct BotSpec<S> {
     pub conditioner: Option<ConditionerConfig>,
     /// Traffic only ([`crate::load`]): no simulation, no hash checks.
     pub load: bool,
+    /// Its connect token's bytes (servers that require tokens).
+    pub token: Option<Vec<u8>>,
+}
+
+/// When a bot counts as failed (besides desyncs and lost connections).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FailRule {
+    /// Longest time without a newly confirmed tick while the link is up
+    /// (a conditioner's scheduled outage does not count).
+    pub stall: Duration,
+    /// Most snapshots after the join (resyncs).
+    pub max_resyncs: u64,
+    /// Least share of the ticks it was in the room for whose hash it
+    /// checked (ppm).
+    pub min_verified_ppm: u32,
+}
+
+impl Default for FailRule {
+    /// 2 s, 3 resyncs, 90 %.
+    fn default() -> FailRule {
+        FailRule {
+            stall: Duration::from_secs(2),
+            max_resyncs: 3,
+            min_verified_ppm: 900_000,
+        }
+    }
 }
 
 /// A bot's counters, live and at the end.
@@ -67,6 +93,116 @@ pub struct BotReport {
     pub error: Option<String>,
     /// Whether it used a link conditioner.
     pub conditioned: bool,
+    /// Whether it was a load client (no simulation: nothing verified).
+    pub load: bool,
+    /// The room's tick rate (from the welcome).
+    pub tick_rate: u32,
+    /// Longest time without a newly confirmed tick while the link was up.
+    pub stall: Duration,
+    /// Time connected and stats when the steady state began
+    /// ([`STEADY_AFTER`] after the join): bandwidth is measured from then.
+    pub steady_from: Option<(Duration, HandleStats)>,
+    /// Median and 99th percentile of the session's RTT
+    /// ([`HandleStats::rtt`]) sampled every 250 ms from the first
+    /// synced frame on.
+    pub rtt_p50_p99: Option<(Duration, Duration)>,
+}
+
+/// Bandwidth is measured from this long after a bot's join on, so the
+/// join snapshot does not count.
+pub const STEADY_AFTER: Duration = Duration::from_secs(3);
+
+/// IPv4 and UDP headers per datagram (what a data plan pays on top of
+/// the UDP payload quinn counts).
+const IP_UDP_HEADER: u64 = 28;
+
+/// Bytes received and sent on the wire (UDP payloads plus IP and UDP
+/// headers).
+fn wire_bytes(s: &HandleStats) -> (u64, u64) {
+    let q = &s.quic;
+    (
+        q.udp_rx.bytes + IP_UDP_HEADER * q.udp_rx.datagrams,
+        q.udp_tx.bytes + IP_UDP_HEADER * q.udp_tx.datagrams,
+    )
+}
+
+impl BotReport {
+    /// Snapshots after the join.
+    pub fn resyncs(&self) -> u64 {
+        self.stats
+            .map_or(0, |s| s.session.snapshots.saturating_sub(1))
+    }
+
+    /// Ticks the room stepped while the bot was in it.
+    pub fn ticks_in_room(&self) -> u64 {
+        (self.connected_for.as_micros() * u128::from(self.tick_rate) / 1_000_000) as u64
+    }
+
+    /// Share of [`BotReport::ticks_in_room`] hash-checked (ppm; 0 before
+    /// the first tick).
+    pub fn verified_ppm(&self) -> u32 {
+        let verified = self.stats.map_or(0, |s| s.session.verified);
+        let ticks = self.ticks_in_room();
+        if ticks == 0 {
+            return 0;
+        }
+        (u128::from(verified) * 1_000_000 / u128::from(ticks)).min(1_000_000) as u32
+    }
+
+    /// Bandwidth down and up on the wire (kbit/s, IP and UDP headers
+    /// included) in the steady state (from [`STEADY_AFTER`] after the
+    /// join), or over the whole connection for short runs.
+    pub fn wire_kbps(&self) -> (f64, f64) {
+        let Some(end) = &self.stats else {
+            return (0.0, 0.0);
+        };
+        let (rx, tx) = wire_bytes(end);
+        let (t0, rx0, tx0) = match &self.steady_from {
+            Some((t, s)) if self.connected_for > *t + Duration::from_secs(1) => {
+                let (rx0, tx0) = wire_bytes(s);
+                (*t, rx0, tx0)
+            }
+            _ => (Duration::ZERO, 0, 0),
+        };
+        let secs = self
+            .connected_for
+            .saturating_sub(t0)
+            .as_secs_f64()
+            .max(1e-3);
+        // Floats at the report's edge only.
+        (
+            (rx - rx0) as f64 * 8.0 / 1000.0 / secs,
+            (tx - tx0) as f64 * 8.0 / 1000.0 / secs,
+        )
+    }
+
+    /// Why the bot failed (empty: it did not).
+    pub fn failures(&self, rule: &FailRule) -> Vec<String> {
+        let mut why = Vec::new();
+        if let Some(e) = &self.error {
+            why.push(e.clone());
+        }
+        if self.desyncs > 0 {
+            why.push(format!("{} desyncs", self.desyncs));
+        }
+        if self.load || self.slot.is_none() {
+            return why;
+        }
+        if self.stall >= rule.stall {
+            why.push(format!("stalled {:.1} s", self.stall.as_secs_f64()));
+        }
+        if self.resyncs() > rule.max_resyncs {
+            why.push(format!("{} resyncs", self.resyncs()));
+        }
+        if self.verified_ppm() < rule.min_verified_ppm {
+            why.push(format!(
+                "verified {:.1} % of {} ticks",
+                f64::from(self.verified_ppm()) / 1e4,
+                self.ticks_in_room()
+            ));
+        }
+        why
+    }
 }
 
 /// What the fleet sees right now (sums over bots).
@@ -128,6 +264,8 @@ pub struct FleetReport {
     pub elapsed: Duration,
     /// Every bot.
     pub bots: Vec<BotReport>,
+    /// What counts as failed.
+    pub rule: FailRule,
 }
 
 impl FleetReport {
@@ -136,58 +274,69 @@ impl FleetReport {
         self.bots.iter().map(|b| b.desyncs).sum()
     }
 
-    /// Bots that never connected or dropped before the end.
+    /// Bots that failed by [`FleetReport::rule`]: never connected,
+    /// dropped, desynced, stalled, resynced too often or verified too few
+    /// ticks.
     pub fn failures(&self) -> usize {
-        self.bots.iter().filter(|b| b.error.is_some()).count()
+        self.bots
+            .iter()
+            .filter(|b| !b.failures(&self.rule).is_empty())
+            .count()
     }
 
-    /// A table: one line per bot.
+    /// A table: one line per bot, with why it failed.
     pub fn table(&self) -> String {
         let mut out = String::new();
-        let secs = self.elapsed.as_secs_f64().max(1e-3);
         let _ = writeln!(
             out,
-            "{:<10} {:<10} {:>4} {:>7} {:>9} {:>5} {:>8} {:>9} {:>9} {:>8} {:>8}",
+            "{:<8} {:<8} {:>4} {:>7} {:>7} {:>9} {:>5} {:>11} {:>9} {:>8} {:>8} {:>6} {:>7} {:>7}",
             "bot",
             "room",
             "slot",
             "desyncs",
+            "resyncs",
             "rollbacks",
             "depth",
-            "rtt ms",
+            "rtt p50/p99",
             "down kb/s",
             "up kb/s",
             "verified",
+            "%",
+            "stall s",
             "sync ms"
         );
         for b in &self.bots {
             let s = b.stats.map(|s| s.session).unwrap_or_default();
-            let conn = b.connected_for.as_secs_f64().max(1e-3).min(secs);
-            let (down, up) = b.stats.map_or((0.0, 0.0), |s| {
-                (
-                    s.udp_rx as f64 * 8.0 / 1000.0 / conn,
-                    s.udp_tx as f64 * 8.0 / 1000.0 / conn,
-                )
-            });
+            let (down, up) = b.wire_kbps();
+            let why = b.failures(&self.rule);
             let _ = writeln!(
                 out,
-                "{:<10} {:<10} {:>4} {:>7} {:>9} {:>5} {:>8.1} {:>9.1} {:>9.1} {:>8} {:>8}{}{}",
+                "{:<8} {:<8} {:>4} {:>7} {:>7} {:>9} {:>5} {:>11} {:>9.1} {:>8.1} {:>8} {:>6.1} {:>7.1} {:>7}{}{}",
                 b.name,
                 b.room,
                 b.slot.map_or("-".into(), |s| s.to_string()),
                 b.desyncs,
+                b.resyncs(),
                 s.rollbacks,
                 s.max_rollback,
-                b.stats.map_or(0.0, |s| s.rtt().as_secs_f64() * 1e3),
+                b.rtt_p50_p99.map_or("-".into(), |(p50, p99)| format!(
+                    "{}/{}",
+                    p50.as_millis(),
+                    p99.as_millis()
+                )),
                 down,
                 up,
                 s.verified,
+                f64::from(b.verified_ppm()) / 1e4,
+                b.stall.as_secs_f64(),
                 b.time_to_sync
                     .map_or("-".into(), |t| format!("{:.0}", t.as_secs_f64() * 1e3)),
                 if b.conditioned { "  (conditioned)" } else { "" },
-                b.error
-                    .as_ref()
-                    .map_or(String::new(), |e| format!("  error: {e}"))
+                if why.is_empty() {
+                    String::new()
+                } else {
+                    format!("  FAILED: {}", why.join("; "))
+                }
             );
         }
         out
@@ -213,6 +362,8 @@ pub struct BotFleet<R: BotRules> {
     /// each (created as needed).
     load_endpoints: Vec<quinn::Endpoint>,
     load_bots: usize,
+    rule: FailRule,
+    send_rate: u32,
 }
 
 /// Load bots sharing one client endpoint (one UDP socket and one endpoint
@@ -236,7 +387,20 @@ impl<R: BotRules + NetRules> BotFleet<R> {
             tasks: JoinSet::new(),
             load_endpoints: Vec::new(),
             load_bots: 0,
+            rule: FailRule::default(),
+            send_rate: 0,
         }
+    }
+
+    /// Input batches per second of every bot started from now on (0: one
+    /// per tick; see [`ConnectOptions::send_rate`]).
+    pub fn set_send_rate(&mut self, rate: u32) {
+        self.send_rate = rate;
+    }
+
+    /// Sets what counts as a failed bot in the report.
+    pub fn set_rule(&mut self, rule: FailRule) {
+        self.rule = rule;
     }
 
     /// Starts a bot (it connects in the background).
@@ -246,6 +410,7 @@ impl<R: BotRules + NetRules> BotFleet<R> {
                 name: spec.name.clone(),
                 room: spec.room.clone(),
                 conditioned: spec.conditioner.is_some(),
+                load: spec.load,
                 ..BotReport::default()
             }),
         });
@@ -270,8 +435,10 @@ impl<R: BotRules + NetRules> BotFleet<R> {
             });
             return;
         }
-        self.tasks
-            .spawn(async move { run_bot(server, rules, pin, spec, &live, stop).await });
+        let send_rate = self.send_rate;
+        self.tasks.spawn(async move {
+            run_bot(server, rules, pin, spec, send_rate, &live, stop).await;
+        });
     }
 
     /// The endpoint for the next load bot.
@@ -330,6 +497,7 @@ impl<R: BotRules + NetRules> BotFleet<R> {
         self.tasks.abort_all();
         FleetReport {
             elapsed,
+            rule: self.rule,
             bots: self
                 .bots
                 .iter()
@@ -350,6 +518,7 @@ async fn run_bot<R: BotRules + NetRules>(
     rules: R,
     pin: CertPin,
     spec: BotSpec<R::Strategy>,
+    send_rate: u32,
     live: &Live,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -361,6 +530,8 @@ async fn run_bot<R: BotRules + NetRules>(
     options.name = spec.name.clone();
     options.predict = spec.predict;
     options.conditioner = spec.conditioner;
+    options.token = spec.token.clone();
+    options.send_rate = send_rate;
     options.input = Some(Box::new(move |g, slot| bot.next_input(g, slot)));
     let t0 = Instant::now();
     let connected = tokio::select! {
@@ -375,12 +546,18 @@ async fn run_bot<R: BotRules + NetRules>(
         }
     };
     let slot = handle.slot();
+    let tick_rate = handle.welcome().tick_rate;
     set(&mut |r| {
         r.connected = true;
         r.slot = slot;
+        r.tick_rate = tick_rate;
     });
     let connected_at = Instant::now();
+    let outage = handle.conditioner().and_then(|c| c.outage());
+    let mut stall = StallWatch::new(connected_at, outage);
     let mut publish = tokio::time::interval(Duration::from_millis(250));
+    // RTT samples in µs, 1 µs to 60 s at 2 significant digits.
+    let mut rtts = hdrhistogram::Histogram::<u32>::new_with_bounds(1, 60_000_000, 2).ok();
     let stopped = loop {
         tokio::select! {
             ev = handle.next_event() => match ev {
@@ -401,22 +578,111 @@ async fn run_bot<R: BotRules + NetRules>(
             },
             _ = publish.tick() => {
                 let stats = handle.stats();
+                let longest = stall.observe(Instant::now(), stats.session.confirmed);
+                let synced = stats.session.confirmed > 0;
+                let rtt = if let (true, Some(h)) = (synced, rtts.as_mut()) {
+                    h.saturating_record(stats.rtt().as_micros().clamp(1, 60_000_000) as u64);
+                    Some((
+                        Duration::from_micros(h.value_at_quantile(0.5)),
+                        Duration::from_micros(h.value_at_quantile(0.99)),
+                    ))
+                } else {
+                    None
+                };
                 set(&mut |r| {
+                    if rtt.is_some() {
+                        r.rtt_p50_p99 = rtt;
+                    }
                     r.stats = Some(stats);
                     r.connected_for = connected_at.elapsed();
+                    r.stall = longest;
+                    if r.steady_from.is_none() && r.time_to_sync.is_some_and(|t| t0.elapsed() >= t + STEADY_AFTER) {
+                        r.steady_from = Some((r.connected_for, stats));
+                    }
                 });
             }
             _ = stop.wait_for(|&s| s) => break true,
         }
     };
     let stats = handle.stats();
+    let longest = stall.observe(Instant::now(), stats.session.confirmed);
+    tracing::debug!(
+        bot = %spec.name,
+        cwnd = stats.quic.path.cwnd,
+        lost = stats.quic.path.lost_packets,
+        sent = stats.quic.path.sent_packets,
+        congestion = stats.quic.path.congestion_events,
+        path_rtt_ms = stats.path_rtt.as_millis() as u64,
+        snapshots = stats.session.snapshots,
+        udp_rx = stats.quic.udp_rx.datagrams,
+        udp_rx_bytes = stats.quic.udp_rx.bytes,
+        udp_tx = stats.quic.udp_tx.datagrams,
+        udp_tx_bytes = stats.quic.udp_tx.bytes,
+        acks_rx = stats.quic.frame_rx.acks,
+        acks_tx = stats.quic.frame_tx.acks,
+        datagrams_rx = stats.quic.frame_rx.datagram,
+        datagrams_tx = stats.quic.frame_tx.datagram,
+        payload_in = stats.session.bytes_in,
+        payload_out = stats.session.bytes_out,
+        frames = stats.session.frames,
+        "transport"
+    );
     set(&mut |r| {
         r.connected = false;
         r.stats = Some(stats);
         r.connected_for = connected_at.elapsed();
+        r.stall = longest;
     });
     if stopped {
         handle.leave(Duration::from_secs(1)).await;
+    }
+}
+
+/// Watches a bot's confirmed tick for stalls: the longest time it did not
+/// move while the link was up, from its join on. A scheduled outage is
+/// the link's doing: the clock restarts when it ends, so what counts is how
+/// long the bot takes to recover.
+#[derive(Debug)]
+struct StallWatch {
+    confirmed: u64,
+    since: Instant,
+    outage: Option<(Instant, Instant)>,
+    longest: Duration,
+}
+
+impl StallWatch {
+    fn new(start: Instant, outage: Option<(Instant, Instant)>) -> StallWatch {
+        StallWatch {
+            confirmed: 0,
+            since: start,
+            outage,
+            longest: Duration::ZERO,
+        }
+    }
+
+    /// Records the confirmed tick at `now`; returns the longest stall so
+    /// far.
+    fn observe(&mut self, now: Instant, confirmed: u64) -> Duration {
+        if self.confirmed == 0 && confirmed == 0 {
+            // Still joining: the join's time is shown apart (`sync ms`).
+            return self.longest;
+        }
+        if confirmed > self.confirmed {
+            self.confirmed = confirmed;
+            self.since = now;
+            return self.longest;
+        }
+        let mut since = self.since;
+        if let Some((start, end)) = self.outage {
+            if now >= start && now < end {
+                return self.longest;
+            }
+            if now >= end && since < end {
+                since = end;
+            }
+        }
+        self.longest = self.longest.max(now.saturating_duration_since(since));
+        self.longest
     }
 }
 
@@ -453,6 +719,7 @@ async fn run_load_bot<R: BotRules + NetRules>(
         &spec.room,
         fingerprint,
         pin,
+        spec.token.clone(),
         spec.seed,
         |bits| rules.random_input(bits),
         publish,
@@ -493,6 +760,7 @@ pub fn plan<S: Clone>(
                 ..c
             }),
             load,
+            token: None,
         })
         .collect()
 }

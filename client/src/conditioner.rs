@@ -1,123 +1,35 @@
-//! A userspace link conditioner: latency, jitter, loss, duplication and
-//! reordering applied to the UDP socket under a quinn endpoint (this
-//! kernel has no netem).
+//! A userspace link conditioner: the [`link_model`](crate::link_model)
+//! (latency, jitter, uniform and bursty loss, duplication, reordering, a
+//! bandwidth cap, a scheduled outage) applied to the UDP socket under a
+//! quinn endpoint (this kernel has no netem).
 //!
 //! [`ConditionedSocket`] wraps the runtime's socket and implements quinn's
-//! `AsyncUdpSocket`. Every datagram, in either direction, independently:
-//! is dropped with probability `loss`; otherwise is delivered after
-//! `latency + uniform(0..=jitter)`, but not before the datagram sent ahead
-//! of it (jitter varies the delay without reordering, like a queue; QUIC
-//! would read heavy reordering as loss); with probability `reorder` is
-//! held back a further `latency/2..latency` (at least 5 ms) so later ones
-//! overtake it; with probability `dup` is delivered twice. So the round
-//! trip is about `2 × latency`. All choices
-//! come from a seeded generator: one seed, one sequence of decisions
-//! (delivery times still depend on the OS scheduler).
+//! `AsyncUdpSocket`. Every datagram, in either direction, independently,
+//! goes through that direction's [`LinkModel`]; so the round trip is about
+//! `2 × latency`. All choices come from a seeded generator: one seed, one
+//! sequence of decisions (delivery times still depend on the OS
+//! scheduler). Time zero of the model (the outage's reference) is when the
+//! socket was made.
 
 use quinn::udp::{RecvMeta, Transmit};
 use quinn::{AsyncUdpSocket, UdpPoller};
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
-use std::fmt;
 use std::future::Future;
 use std::io::{self, IoSliceMut};
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::{Instant, Sleep};
 
-/// Settings, applied to each direction.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ConditionerConfig {
-    /// One-way base delay.
-    pub latency: Duration,
-    /// Extra delay, uniform in `0..=jitter`.
-    pub jitter: Duration,
-    /// Loss probability, parts per million.
-    pub loss_ppm: u32,
-    /// Duplication probability (ppm).
-    pub dup_ppm: u32,
-    /// Probability (ppm) that a datagram is held back so others overtake it.
-    pub reorder_ppm: u32,
-    /// Seed of the decisions.
-    pub seed: u64,
-}
-
-impl Default for ConditionerConfig {
-    fn default() -> ConditionerConfig {
-        ConditionerConfig {
-            latency: Duration::ZERO,
-            jitter: Duration::ZERO,
-            loss_ppm: 0,
-            dup_ppm: 0,
-            reorder_ppm: 0,
-            seed: 1,
-        }
-    }
-}
-
-impl ConditionerConfig {
-    /// Whether the conditioner changes anything.
-    pub fn is_noop(&self) -> bool {
-        self.latency.is_zero()
-            && self.jitter.is_zero()
-            && self.loss_ppm == 0
-            && self.dup_ppm == 0
-            && self.reorder_ppm == 0
-    }
-}
-
-/// A probability written as a percentage, e.g. `5%`, `0.5%` or `2`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Percent {
-    /// Parts per million.
-    pub ppm: u32,
-}
-
-impl FromStr for Percent {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Percent, String> {
-        let t = s.trim().trim_end_matches('%');
-        // A float at the command-line edge only; the conditioner uses ppm.
-        let v: f64 = t
-            .parse()
-            .map_err(|_| format!("{s:?} is not a percentage (e.g. 5% or 0.5%)"))?;
-        if !(0.0..=100.0).contains(&v) {
-            return Err(format!("{s:?} is not between 0% and 100%"));
-        }
-        Ok(Percent {
-            ppm: (v * 10_000.0).round() as u32,
-        })
-    }
-}
-
-/// Counters of what the conditioner did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ConditionerStats {
-    /// Datagrams that went through (either direction, before loss).
-    pub datagrams: u64,
-    /// Datagrams dropped.
-    pub dropped: u64,
-    /// Extra copies delivered.
-    pub duplicated: u64,
-    /// Datagrams held back to be overtaken.
-    pub reordered: u64,
-}
-
-#[derive(Debug, Default)]
-struct Counters {
-    datagrams: AtomicU64,
-    dropped: AtomicU64,
-    duplicated: AtomicU64,
-    reordered: AtomicU64,
-}
+pub use crate::link_model::{
+    GilbertElliott, LinkProfile as ConditionerConfig, LinkStats as ConditionerStats, Outage,
+    Percent, RateLimit,
+};
+use crate::link_model::{LinkModel, Micros};
 
 /// A datagram waiting for its delivery time.
 #[derive(Debug)]
@@ -150,52 +62,25 @@ impl Ord for Held {
     }
 }
 
+/// One direction: its model and the time origin.
 #[derive(Debug)]
-struct Decider {
-    config: ConditionerConfig,
-    rng: SmallRng,
+struct Direction {
+    model: LinkModel,
+    origin: Instant,
     seq: u64,
-    /// Delivery time of the latest in-order datagram.
-    last: Option<Instant>,
 }
 
-impl Decider {
-    fn chance(&mut self, ppm: u32) -> bool {
-        ppm > 0 && self.rng.random_range(0..1_000_000) < ppm
-    }
-
-    /// Delivery times of one datagram (empty: lost).
-    fn decide(&mut self, now: Instant, counters: &Counters) -> Vec<(Instant, u64)> {
-        counters.datagrams.fetch_add(1, AtomicOrdering::Relaxed);
-        let c = self.config;
-        if self.chance(c.loss_ppm) {
-            counters.dropped.fetch_add(1, AtomicOrdering::Relaxed);
-            return Vec::new();
-        }
-        let copies = if self.chance(c.dup_ppm) {
-            counters.duplicated.fetch_add(1, AtomicOrdering::Relaxed);
-            2
-        } else {
-            1
-        };
-        let jitter = c.jitter.as_micros() as u64;
-        let latency = c.latency.as_micros() as u64;
-        (0..copies)
-            .map(|_| {
-                let d = latency + self.rng.random_range(0..=jitter);
-                let mut at = now + Duration::from_micros(d);
-                if let Some(last) = self.last {
-                    at = at.max(last);
-                }
-                if self.chance(c.reorder_ppm) {
-                    counters.reordered.fetch_add(1, AtomicOrdering::Relaxed);
-                    let base = latency.max(10_000);
-                    at += Duration::from_micros(self.rng.random_range(base / 2..=base));
-                } else {
-                    self.last = Some(at);
-                }
+impl Direction {
+    /// Delivery instants (and sequence numbers) of a datagram of `len`
+    /// bytes arriving now (empty: dropped).
+    fn decide(&mut self, now: Instant, len: usize) -> Vec<(Instant, u64)> {
+        let t = now.saturating_duration_since(self.origin).as_micros() as Micros;
+        self.model
+            .datagram(t, len)
+            .into_iter()
+            .map(|at| {
                 self.seq += 1;
-                (at, self.seq)
+                (self.origin + Duration::from_micros(at), self.seq)
             })
             .collect()
     }
@@ -203,7 +88,7 @@ impl Decider {
 
 #[derive(Debug)]
 struct Inbound {
-    decider: Decider,
+    direction: Direction,
     queue: BinaryHeap<Held>,
     timer: Option<Pin<Box<Sleep>>>,
 }
@@ -213,9 +98,10 @@ struct Inbound {
 pub struct ConditionedSocket {
     inner: Arc<dyn AsyncUdpSocket>,
     inbound: Mutex<Inbound>,
-    outbound: Mutex<Decider>,
+    outbound: Mutex<Direction>,
     to_sender: mpsc::UnboundedSender<Held>,
-    counters: Arc<Counters>,
+    origin: Instant,
+    config: ConditionerConfig,
 }
 
 impl ConditionedSocket {
@@ -227,34 +113,57 @@ impl ConditionedSocket {
     ) -> Arc<ConditionedSocket> {
         let (to_sender, rx) = mpsc::unbounded_channel();
         tokio::spawn(send_delayed(inner.clone(), rx));
-        let decider = |salt: u64| Decider {
-            config,
-            rng: SmallRng::seed_from_u64(config.seed ^ salt),
+        let origin = Instant::now();
+        let direction = |salt: u64| Direction {
+            model: LinkModel::new(config, salt),
+            origin,
             seq: 0,
-            last: None,
         };
         Arc::new(ConditionedSocket {
             inner,
             inbound: Mutex::new(Inbound {
-                decider: decider(0x1b0d),
+                direction: direction(0x1b0d),
                 queue: BinaryHeap::new(),
                 timer: None,
             }),
-            outbound: Mutex::new(decider(0x0b0d)),
+            outbound: Mutex::new(direction(0x0b0d)),
             to_sender,
-            counters: Arc::new(Counters::default()),
+            origin,
+            config,
         })
     }
 
-    /// What the conditioner did so far.
+    /// What the conditioner did so far (both directions).
     pub fn stats(&self) -> ConditionerStats {
-        let c = &self.counters;
-        ConditionerStats {
-            datagrams: c.datagrams.load(AtomicOrdering::Relaxed),
-            dropped: c.dropped.load(AtomicOrdering::Relaxed),
-            duplicated: c.duplicated.load(AtomicOrdering::Relaxed),
-            reordered: c.reordered.load(AtomicOrdering::Relaxed),
-        }
+        let mut s = self
+            .inbound
+            .lock()
+            .expect("conditioner lock")
+            .direction
+            .model
+            .stats();
+        s += self
+            .outbound
+            .lock()
+            .expect("conditioner lock")
+            .model
+            .stats();
+        s
+    }
+
+    /// The profile.
+    pub fn config(&self) -> &ConditionerConfig {
+        &self.config
+    }
+
+    /// The scheduled outage's start and end, if there is one.
+    pub fn outage(&self) -> Option<(Instant, Instant)> {
+        self.config.outage_window().map(|(s, e)| {
+            (
+                self.origin + Duration::from_micros(s),
+                self.origin + Duration::from_micros(e),
+            )
+        })
     }
 }
 
@@ -306,9 +215,9 @@ impl AsyncUdpSocket for ConditionedSocket {
             .segment_size
             .unwrap_or(transmit.contents.len())
             .max(1);
-        let mut decider = self.outbound.lock().expect("conditioner lock");
+        let mut direction = self.outbound.lock().expect("conditioner lock");
         for chunk in transmit.contents.chunks(seg) {
-            for (at, seq) in decider.decide(now, &self.counters) {
+            for (at, seq) in direction.decide(now, chunk.len()) {
                 let held = Held {
                     at,
                     seq,
@@ -341,7 +250,7 @@ impl AsyncUdpSocket for ConditionedSocket {
                     for (m, buf) in meta.iter().zip(bufs.iter()).take(n) {
                         let stride = m.stride.max(1);
                         for d in buf[..m.len].chunks(stride) {
-                            for (at, seq) in st.decider.decide(now, &self.counters) {
+                            for (at, seq) in st.direction.decide(now, d.len()) {
                                 st.queue.push(Held {
                                     at,
                                     seq,
@@ -414,20 +323,6 @@ impl AsyncUdpSocket for ConditionedSocket {
     }
 }
 
-impl fmt::Display for ConditionerConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "latency {} ms, jitter {} ms, loss {}%, dup {}%, reorder {}% (each direction)",
-            self.latency.as_millis(),
-            self.jitter.as_millis(),
-            self.loss_ppm as f64 / 10_000.0,
-            self.dup_ppm as f64 / 10_000.0,
-            self.reorder_ppm as f64 / 10_000.0
-        )
-    }
-}
-
 /// A client endpoint bound to `bind` whose socket runs through a
 /// conditioner. Returns the socket too, for its stats.
 ///
@@ -443,77 +338,10 @@ pub fn conditioned_endpoint(
     let inner = runtime.wrap_udp_socket(std_socket)?;
     let socket = ConditionedSocket::new(inner, config);
     let endpoint = quinn::Endpoint::new_with_abstract_socket(
-        quinn::EndpointConfig::default(),
+        bitroom_transport::single_connection_endpoint_config(),
         None,
         socket.clone(),
         runtime,
     )?;
     Ok((endpoint, socket))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn percentages_parse() {
-        assert_eq!("5%".parse::<Percent>().unwrap().ppm, 50_000);
-        assert_eq!("0.5%".parse::<Percent>().unwrap().ppm, 5_000);
-        assert_eq!("100".parse::<Percent>().unwrap().ppm, 1_000_000);
-        assert!("101%".parse::<Percent>().is_err());
-        assert!("-1%".parse::<Percent>().is_err());
-        assert!("lots".parse::<Percent>().is_err());
-    }
-
-    #[test]
-    fn decisions_follow_the_seed_and_rates() {
-        let config = ConditionerConfig {
-            latency: Duration::from_millis(100),
-            jitter: Duration::from_millis(20),
-            loss_ppm: 100_000,
-            dup_ppm: 10_000,
-            reorder_ppm: 0,
-            seed: 7,
-        };
-        let run = || {
-            let counters = Counters::default();
-            let mut d = Decider {
-                config,
-                rng: SmallRng::seed_from_u64(7),
-                seq: 0,
-                last: None,
-            };
-            // One datagram per millisecond.
-            let start = Instant::now();
-            let delays: Vec<Vec<Duration>> = (0..10_000u64)
-                .map(|i| {
-                    let now = start + Duration::from_millis(i);
-                    d.decide(now, &counters)
-                        .into_iter()
-                        .map(|(t, _)| t - now)
-                        .collect()
-                })
-                .collect();
-            (delays, counters.dropped.load(AtomicOrdering::Relaxed))
-        };
-        let (a, lost) = run();
-        let (b, _) = run();
-        assert_eq!(a, b, "same seed, same decisions");
-        // 10 % loss of 10 000: well within 8..12 %.
-        assert!((800..1200).contains(&lost), "lost {lost}");
-        for d in a.iter().flatten() {
-            assert!(*d >= Duration::from_millis(100) && *d <= Duration::from_millis(120));
-        }
-        assert!(a.iter().any(|d| d.len() == 2), "some duplicates");
-        // Jitter does not reorder: delivery times never go backwards.
-        let times: Vec<Duration> = a
-            .iter()
-            .enumerate()
-            .flat_map(|(i, d)| d.iter().map(move |d| *d + Duration::from_millis(i as u64)))
-            .collect();
-        assert!(times.windows(2).all(|w| w[0] <= w[1]));
-        let spread = a.iter().flatten().max().unwrap().as_micros()
-            - a.iter().flatten().min().unwrap().as_micros();
-        assert!(spread >= 15_000, "jitter varies the delay: {spread} µs");
-    }
 }

@@ -6,7 +6,7 @@ use crate::conditioner::{conditioned_endpoint, ConditionerConfig};
 use crate::driver::{spawn_writer, Driver, InputFn, Shared};
 use crate::events::{ConnectError, Disconnect};
 use crate::handle::ClientHandle;
-use bitroom_protocol::{ClientConfig, ClientSession, NetRules};
+use bitroom_protocol::{ClientConfig, ClientSession, NetRules, ReconnectSecret};
 use bitroom_transport::{client_config, CertPin, SERVER_NAME};
 use std::fmt;
 use std::net::SocketAddr;
@@ -28,8 +28,15 @@ pub struct ConnectOptions<R: NetRules> {
     pub spectator: bool,
     /// Predict ahead of the server (otherwise show the confirmed game).
     pub predict: bool,
-    /// A token from an earlier welcome: reclaim that slot.
-    pub reconnect: Option<u64>,
+    /// The secret from an earlier welcome
+    /// ([`ClientHandle::reconnect_secret`]): reclaim that slot. On a server
+    /// that requires tokens, a reconnect needs a fresh token for the same
+    /// user too.
+    pub reconnect: Option<ReconnectSecret>,
+    /// A connect token's bytes, from the game's backend (servers started
+    /// with `--token-key` require one; others ignore it). The text form
+    /// decodes with [`bitroom_protocol::token::decode_text`].
+    pub token: Option<Vec<u8>>,
     /// An endpoint to share (many bots on one socket); default: a new one.
     pub endpoint: Option<quinn::Endpoint>,
     /// Run a new endpoint's socket through a link conditioner.
@@ -39,6 +46,9 @@ pub struct ConnectOptions<R: NetRules> {
     pub input: Option<InputFn<R>>,
     /// How long to wait for the QUIC handshake and the server's welcome.
     pub timeout: Duration,
+    /// Input batches per second (0: one per tick); see
+    /// [`ClientConfig::send_rate`].
+    pub send_rate: u32,
 }
 
 impl<R: NetRules> ConnectOptions<R> {
@@ -51,10 +61,12 @@ impl<R: NetRules> ConnectOptions<R> {
             spectator: false,
             predict: true,
             reconnect: None,
+            token: None,
             endpoint: None,
             conditioner: None,
             input: None,
             timeout: Duration::from_secs(5),
+            send_rate: 0,
         }
     }
 }
@@ -67,9 +79,11 @@ impl<R: NetRules> fmt::Debug for ConnectOptions<R> {
             .field("spectator", &self.spectator)
             .field("predict", &self.predict)
             .field("reconnect", &self.reconnect.is_some())
+            .field("token", &self.token.is_some())
             .field("conditioner", &self.conditioner)
             .field("input", &self.input.is_some())
             .field("timeout", &self.timeout)
+            .field("send_rate", &self.send_rate)
             .finish()
     }
 }
@@ -92,10 +106,12 @@ pub async fn connect<R: NetRules>(
         spectator,
         predict,
         reconnect,
+        token,
         endpoint,
         conditioner,
         input,
         timeout,
+        send_rate,
     } = options;
     let bind: SocketAddr = if addr.is_ipv6() {
         "[::]:0".parse().expect("address literal")
@@ -108,7 +124,7 @@ pub async fn connect<R: NetRules>(
             let (e, s) = conditioned_endpoint(bind, c)?;
             (e, Some(s))
         }
-        (None, None) => (quinn::Endpoint::client(bind)?, None),
+        (None, None) => (bitroom_transport::single_connection_endpoint(bind)?, None),
     };
     let config = client_config(pin)?;
     let deadline = Instant::now() + timeout;
@@ -127,7 +143,9 @@ pub async fn connect<R: NetRules>(
             name,
             spectator,
             reconnect,
+            token,
             predict,
+            send_rate,
             ..ClientConfig::default()
         },
         0,

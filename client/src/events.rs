@@ -94,6 +94,9 @@ pub struct HandleStats {
     pub udp_rx: u64,
     /// Events dropped because nobody read them.
     pub dropped_events: u64,
+    /// QUIC's own counters: congestion window, packets lost, congestion
+    /// events, frames, UDP datagrams.
+    pub quic: quinn::ConnectionStats,
 }
 
 impl HandleStats {

@@ -4,7 +4,7 @@
 use crate::conditioner::ConditionedSocket;
 use crate::driver::{Command, Shared};
 use crate::events::{Disconnect, Event, HandleStats};
-use bitroom_protocol::{NetRules, Welcome};
+use bitroom_protocol::{NetRules, ReconnectSecret, Welcome};
 use bitroom_sim::game::{Game, GameSnapshot};
 use std::fmt;
 use std::sync::atomic::Ordering;
@@ -59,7 +59,7 @@ impl<R: NetRules> ClientHandle<R> {
 }
 
 impl<R: NetRules> ClientHandle<R> {
-    /// The welcome: slot, slots, tick rate, reconnect token.
+    /// The welcome: slot, slots, tick rate, reconnect secret.
     pub fn welcome(&self) -> &Welcome {
         &self.welcome
     }
@@ -70,8 +70,8 @@ impl<R: NetRules> ClientHandle<R> {
     }
 
     /// Present it in [`ConnectOptions::reconnect`](crate::ConnectOptions::reconnect) to reclaim this slot.
-    pub fn token(&self) -> u64 {
-        self.welcome.token
+    pub fn reconnect_secret(&self) -> ReconnectSecret {
+        self.welcome.secret
     }
 
     /// The input from the next tick on (held until changed). An input
@@ -107,6 +107,7 @@ impl<R: NetRules> ClientHandle<R> {
             udp_tx: q.udp_tx.bytes,
             udp_rx: q.udp_rx.bytes,
             dropped_events: self.shared.dropped_events.load(Ordering::Relaxed),
+            quic: q,
         }
     }
 

@@ -65,6 +65,8 @@
 //! - [`bots`]: a fleet of a game's headless bots, with their report;
 //! - [`load`]: load clients: a player's traffic without its simulation;
 //! - [`conditioner`]: a userspace link conditioner under quinn's socket.
+//! - [`link_model`]: the link model behind the conditioner (and the
+//!   simulated network in the tests).
 
 pub mod bots;
 pub mod conditioner;
@@ -72,6 +74,7 @@ mod connect;
 mod driver;
 mod events;
 mod handle;
+pub mod link_model;
 pub mod load;
 
 pub use bitroom_protocol as protocol;

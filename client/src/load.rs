@@ -14,8 +14,8 @@ use crate::driver::disconnect_reason;
 use crate::{ConnectError, Disconnect, HandleStats};
 use bitroom_protocol::{
     decode_server_datagram, decode_server_reliable, encode_client_datagram, encode_client_reliable,
-    widen_tick, ClientDatagram, ClientReliable, ClientStats, FrameAck, Hello, InputBatch,
-    ServerDatagram, ServerReliable, StreamFramer, PROTOCOL_VERSION,
+    widen_tick16, ClientDatagram, ClientReliable, ClientStats, FrameAck, Hello, InputBatch,
+    InputRun, ServerDatagram, ServerReliable, StreamFramer, PROTOCOL_VERSION,
 };
 use bitroom_sim::game::Input;
 use bitroom_transport::{client_config, CertPin, SERVER_NAME};
@@ -73,14 +73,7 @@ impl Acks {
     }
 
     fn ack(&self) -> FrameAck {
-        let mut later = 0u32;
-        for &t in self.held.range(self.through + 2..self.through + 34) {
-            later |= 1 << (t - self.through - 2);
-        }
-        FrameAck {
-            through: self.through as u32,
-            later,
-        }
+        FrameAck::new(self.through, self.held.iter().copied())
     }
 }
 
@@ -99,7 +92,8 @@ pub fn client_endpoint(server: SocketAddr) -> std::io::Result<quinn::Endpoint> {
 
 /// Runs one load client on `endpoint` in `room` until `stop` is set or the
 /// server closes it; hands its counters to `publish` four times a second
-/// and at the end. `rules` is the game's fingerprint; its inputs come from
+/// and at the end. `rules` is the game's fingerprint, `token` the connect
+/// token's bytes for servers that require one; its inputs come from
 /// `input`, given 64 random bits, each held for 5 to 44 ticks.
 ///
 /// # Errors
@@ -111,6 +105,7 @@ pub async fn run<I: Input>(
     room: &str,
     rules: u64,
     pin: CertPin,
+    token: Option<Vec<u8>>,
     seed: u64,
     input_from: impl Fn(u64) -> I,
     publish: impl Fn(LoadStats),
@@ -130,6 +125,7 @@ pub async fn run<I: Input>(
         name: format!("load{seed}"),
         spectator: false,
         reconnect: None,
+        token,
     }));
     send.write_all(&StreamFramer::frame(&hello))
         .await
@@ -161,6 +157,7 @@ pub async fn run<I: Input>(
                 udp_tx: q.udp_tx.bytes,
                 udp_rx: q.udp_rx.bytes,
                 dropped_events: 0,
+                quic: q,
             },
             end,
         });
@@ -232,14 +229,16 @@ pub async fn run<I: Input>(
                 Ok(bytes) => {
                     stats.bytes_in += bytes.len() as u64;
                     match decode_server_datagram::<I>(&bytes) {
-                        Ok(ServerDatagram::Frame(f)) => {
-                            stats.frames += 1;
-                            let t = widen_tick(f.tick, newest);
-                            newest = newest.max(t);
-                            stats.confirmed = newest;
-                            if let Some(a) = acks.as_mut() {
-                                a.add(t);
+                        Ok(ServerDatagram::Frames(b)) => {
+                            let room_tick = widen_tick16(b.tick, newest);
+                            for (t, _) in b.ticks(room_tick) {
+                                stats.frames += 1;
+                                newest = newest.max(t);
+                                if let Some(a) = acks.as_mut() {
+                                    a.add(t);
+                                }
                             }
+                            stats.confirmed = newest;
                         }
                         Ok(ServerDatagram::Pong { time }) => {
                             let now = base.elapsed().as_micros() as u64;
@@ -254,9 +253,10 @@ pub async fn run<I: Input>(
             _ = tokio::time::sleep_until(wake) => {
                 let now = Instant::now();
                 if now >= next_ping {
-                    next_ping = now + Duration::from_millis(250);
+                    next_ping = now + Duration::from_millis(1000);
                     let time = base.elapsed().as_micros() as u64;
-                    send_dg(&ClientDatagram::Ping { time }, &mut stats);
+                    let ping = ClientDatagram::Ping { time, rollbacks: 0, max_rollback: 0 };
+                    send_dg(&ping, &mut stats);
                 }
                 if now >= next_publish {
                     next_publish = now + Duration::from_millis(250);
@@ -289,10 +289,17 @@ pub async fn run<I: Input>(
                             sent.pop_front();
                         }
                         if let Some(&(first, _)) = sent.front() {
+                            let mut runs: Vec<InputRun<I>> = Vec::new();
+                            for &(_, i) in &sent {
+                                match runs.last_mut() {
+                                    Some(r) if r.input == i && r.count < u8::MAX => r.count += 1,
+                                    _ => runs.push(InputRun { count: 1, input: i }),
+                                }
+                            }
                             let batch = InputBatch {
                                 slot: s,
-                                first_tick: first as u32,
-                                inputs: sent.iter().map(|&(_, i)| i).collect(),
+                                first_tick: first as u16,
+                                runs,
                                 ack: a.ack(),
                             };
                             send_dg(&ClientDatagram::Inputs(batch), &mut stats);
@@ -323,11 +330,11 @@ mod tests {
         a.add(14);
         let ack = a.ack();
         assert_eq!(ack.through, 11);
-        // 13 and 14 are through + 2 and through + 3.
-        assert_eq!(ack.later, 0b11);
+        // 14 is the newest; 13 is the first before it.
+        assert_eq!((ack.ahead, ack.recent), (3, 0b1));
         a.add(12);
         assert_eq!(a.ack().through, 14);
-        assert_eq!(a.ack().later, 0);
+        assert_eq!((a.ack().ahead, a.ack().recent), (0, 0));
         a.add(5);
         assert_eq!(a.ack().through, 14);
     }

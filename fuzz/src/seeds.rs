@@ -3,11 +3,43 @@
 //! so the fuzzer starts from valid inputs and mutates its way into the
 //! stepping code instead of stopping at the first length check.
 
+use bitroom_protocol::token::{mint, Claims, Nonce, Role};
 use bitroom_sim::game::sandbox::{PlayerInput, Sandbox};
 use bitroom_sim::game::{Game, InputSet};
 use bitroom_sim::scene::build_named;
 use std::fs;
 use std::path::Path;
+
+/// Claims for the token seeds, valid at the harness's time.
+fn token_claims() -> Vec<(&'static str, Claims)> {
+    let now = 1_700_000_000;
+    let player = Claims {
+        room: "arena".into(),
+        role: Role::Player,
+        seat: Some(2),
+        user: b"user-42".to_vec(),
+        server_id: "eu-1".into(),
+        issued_at: now,
+        expires_at: now + 120,
+    };
+    let spectator = Claims {
+        role: Role::Spectator,
+        seat: None,
+        server_id: String::new(),
+        ..player.clone()
+    };
+    let longest = Claims {
+        room: "r".repeat(64),
+        user: vec![0xFF; 64],
+        server_id: "s".repeat(64),
+        ..player.clone()
+    };
+    vec![
+        ("player", player),
+        ("spectator", spectator),
+        ("longest", longest),
+    ]
+}
 
 fn write(target: &str, name: &str, bytes: &[u8]) {
     let dir = Path::new("corpus").join(target);
@@ -19,8 +51,8 @@ fn write(target: &str, name: &str, bytes: &[u8]) {
 /// inflated body's length as `u32` LE, the body, and the seats.
 fn packed_input(pick: u8, packed: &[u8], extra: &[u8]) -> Vec<u8> {
     let len = u32::from_le_bytes(packed[1..5].try_into().expect("header")) as usize;
-    let body = miniz_oxide::inflate::decompress_to_vec_with_limit(&packed[5..], len)
-        .expect("inflates");
+    let body =
+        miniz_oxide::inflate::decompress_to_vec_with_limit(&packed[5..], len).expect("inflates");
     let mut out = vec![pick];
     if pick == 1 {
         out.extend_from_slice(&(body.len() as u32).to_le_bytes());
@@ -44,7 +76,35 @@ fn main() {
             world.step();
         }
         write("snapshot", scene, &world.snapshot().to_bytes());
-        write("packed_snapshot", scene, &packed_input(0, &world.snapshot().to_packed(), &[]));
+        write(
+            "packed_snapshot",
+            scene,
+            &packed_input(0, &world.snapshot().to_packed(), &[]),
+        );
+    }
+
+    // Tokens: mode 0 (bytes as they arrive), 1 (the signed part, which the
+    // harness signs) and 2 (the text form), from a few claims.
+    let key = ed25519_dalek::SigningKey::from_bytes(&[7; 32]);
+    for (name, claims) in token_claims() {
+        let t = mint(&key, &claims, Nonce([3; 16])).expect("valid claims");
+        let bytes = t.to_bytes();
+        write(
+            "token",
+            &format!("{name}-bytes"),
+            &[&[0][..], &bytes].concat(),
+        );
+        let signed = &bytes[..bytes.len() - 64];
+        write(
+            "token",
+            &format!("{name}-signed"),
+            &[&[1][..], signed].concat(),
+        );
+        write(
+            "token",
+            &format!("{name}-text"),
+            &[&[2][..], t.to_text().as_bytes()].concat(),
+        );
     }
 
     let mut game = Game::new(Sandbox::default(), 4);

@@ -54,6 +54,7 @@ impl BotRoom {
                 name: format!("bot {i}"),
                 spectator: false,
                 reconnect: None,
+                token: None,
             });
             room.handle_reliable(0, conn, &encode_client_reliable(&hello));
             bots.push((conn, i as u8, SandboxBot::new(s, conn)));
@@ -76,11 +77,15 @@ impl BotRoom {
             .map(|(conn, slot, bot)| {
                 let batch = ClientDatagram::Inputs(InputBatch {
                     slot: *slot,
-                    first_tick: t as u32,
-                    inputs: vec![bot.next_input(game, *slot)],
+                    first_tick: t as u16,
+                    runs: vec![InputRun {
+                        count: 1,
+                        input: bot.next_input(game, *slot),
+                    }],
                     ack: FrameAck {
-                        through: t as u32 - 1,
-                        later: 0,
+                        through: t as u16 - 1,
+                        ahead: 0,
+                        recent: 0,
                     },
                 });
                 (*conn, encode_client_datagram(&batch))

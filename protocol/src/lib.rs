@@ -1,7 +1,8 @@
 //! bitroom-protocol: wire messages, their codec, and the sans-IO netcode
 //! state machines — [`ServerRoom`] (authoritative) and [`ClientSession`]
 //! (prediction, rollback, clock sync) — and the replay format with its
-//! recorder and re-simulation tools ([`replay`]).
+//! recorder and re-simulation tools ([`replay`]), and signed connect
+//! tokens ([`token`]: who may join which room).
 //!
 //! Everything is generic over the game: any [`Rules`], whose own input
 //! type the per-tick
@@ -62,6 +63,9 @@
 //! - [`room`]: [`ServerRoom`] (split by concern: seats, inputs, frames,
 //!   snapshots);
 //! - [`session`]: the client, [`ClientSession`];
+//! - [`token`]: signed connect tokens (layout, minting, pure
+//!   verification, replay protection with [`token::NonceCache`]);
+//! - [`wire`]: serde helpers for the datagram encoding;
 //! - [`replay`]: the replay format, [`replay::Recorder`], re-simulation and
 //!   state diffs;
 //! - this file: [`NetRules`], [`Micros`], [`widen_tick`].
@@ -70,10 +74,13 @@ pub mod messages;
 pub mod replay;
 pub mod room;
 pub mod session;
+pub mod token;
+pub mod wire;
 
 pub use messages::*;
 pub use room::{
-    ConnId, Output, Rejection, RoomConfig, RoomEvent, RoomStats, ServerRoom, SnapshotJob,
+    ConnId, Grant, Output, Rejection, RoomConfig, RoomEvent, RoomStats, ServerRoom, SnapshotJob,
+    BASE_CLIENT_MESSAGE, MAX_REPORTS, REPORT_MARGIN, REPORT_PERIOD, REPORT_WINDOW,
 };
 pub use session::{ClientConfig, ClientEvent, ClientSession, ClientStats, ClientTransmit};
 
@@ -108,9 +115,34 @@ pub fn widen_tick(wire: u32, near: u64) -> u64 {
         .unwrap_or(u64::from(wire))
 }
 
+/// The tick whose low 16 bits are `wire` nearest to `near`: datagrams
+/// carry ticks as 2 bytes, and every tick they name is within a few
+/// seconds of the receiver's (9 minutes at 60 Hz would wrap).
+pub fn widen_tick16(wire: u16, near: u64) -> u64 {
+    let base = near & !0xFFFF;
+    let candidates = [
+        base.wrapping_sub(1 << 16) | u64::from(wire),
+        base | u64::from(wire),
+        base.wrapping_add(1 << 16) | u64::from(wire),
+    ];
+    candidates
+        .into_iter()
+        .min_by_key(|&c| c.abs_diff(near))
+        .unwrap_or(u64::from(wire))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::widen_tick;
+    use super::{widen_tick, widen_tick16};
+
+    #[test]
+    fn sixteen_bit_ticks_widen_to_the_nearest() {
+        assert_eq!(widen_tick16(5, 3), 5);
+        assert_eq!(widen_tick16(10, 65_536 + 5), 65_536 + 10);
+        assert_eq!(widen_tick16(65_535, 65_536 + 5), 65_535);
+        assert_eq!(widen_tick16(3, 65_534), 65_536 + 3);
+        assert_eq!(widen_tick16(0, 0), 0);
+    }
 
     #[test]
     fn ticks_widen_to_the_nearest() {

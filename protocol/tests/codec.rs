@@ -19,7 +19,8 @@ fn samples() -> Samples {
             room: "lobby".into(),
             name: "ann".into(),
             spectator: false,
-            reconnect: Some(7),
+            reconnect: Some(ReconnectSecret([7; 16])),
+            token: Some(vec![0x42; 120]),
         })),
         encode_client_reliable(&ClientReliable::Desync(DesyncReport {
             tick: 9,
@@ -33,13 +34,31 @@ fn samples() -> Samples {
         encode_client_datagram(&ClientDatagram::Inputs(InputBatch {
             slot: 3,
             first_tick: 100,
-            inputs: vec![PlayerInput::default(); 5],
+            runs: vec![
+                InputRun {
+                    count: 3,
+                    input: PlayerInput::default(),
+                },
+                InputRun {
+                    count: 2,
+                    input: PlayerInput {
+                        move_x: -5,
+                        aim: 300,
+                        ..PlayerInput::default()
+                    },
+                },
+            ],
             ack: FrameAck {
                 through: 90,
-                later: 5,
+                ahead: 5,
+                recent: 5,
             },
         })),
-        encode_client_datagram(&ClientDatagram::<PlayerInput>::Ping { time: 5 }),
+        encode_client_datagram(&ClientDatagram::<PlayerInput>::Ping {
+            time: 5,
+            rollbacks: 7,
+            max_rollback: 3,
+        }),
         encode_client_datagram(&ClientDatagram::<PlayerInput>::Ack(FrameAck::default())),
     ];
     let sr = vec![
@@ -49,7 +68,7 @@ fn samples() -> Samples {
             slots: 8,
             tick: 5,
             tick_rate: 60,
-            token: 3,
+            secret: ReconnectSecret([3; 16]),
         })),
         encode_server_reliable(&ServerReliable::Snapshot(SnapshotChunk {
             tick: 5,
@@ -65,16 +84,27 @@ fn samples() -> Samples {
         })),
     ];
     let sd = vec![
-        encode_server_datagram(&ServerDatagram::Frame(TickFrame {
+        encode_server_datagram(&ServerDatagram::Frames(FrameBundle {
             tick: 5,
-            hash: 77,
-            input_ack: 4,
+            input_ack: -1,
             input_lead: -3,
-            changes: Some(InputChanges {
-                mask: 0b101,
-                inputs: vec![PlayerInput::default(); 2],
-            }),
-            events: Some(vec![SlotEvent::Join(2)]),
+            frames: vec![
+                TickData {
+                    back: 0,
+                    hash: 77,
+                    changes: Some(InputChanges {
+                        mask: 0b101,
+                        inputs: vec![PlayerInput::default(); 2],
+                    }),
+                    events: Some(vec![SlotEvent::Join(2)]),
+                },
+                TickData {
+                    back: 1,
+                    hash: 0xffff_fff0,
+                    changes: None,
+                    events: None,
+                },
+            ],
         })),
         encode_server_datagram(&ServerDatagram::<PlayerInput>::Pong { time: 1 }),
     ];
@@ -173,9 +203,9 @@ fn huge_declared_lengths_do_not_allocate() {
     b.extend_from_slice(&(1u64 << 60).to_le_bytes());
     b.extend_from_slice(b"abc");
     assert!(decode_client_reliable(&b).is_err());
-    // An input batch claiming u64::MAX inputs.
-    let mut d = vec![0, 0, 0, 0, 1];
-    d.extend_from_slice(&5u32.to_le_bytes());
+    // An input batch whose runs claim u64::MAX bytes (variant, slot,
+    // first tick, then a varint u64 length).
+    let mut d = vec![0, 1, 5, 253];
     d.extend_from_slice(&u64::MAX.to_le_bytes());
     assert!(decode_client_datagram::<PlayerInput>(&d).is_err());
 }
@@ -190,28 +220,74 @@ fn invalid_fields_are_named() {
         name: "a".into(),
         spectator: false,
         reconnect: None,
+        token: None,
     }));
     let e = decode_client_reliable(&b).unwrap_err();
     assert!(e.to_string().contains("room name"), "{e}");
-    let b = encode_client_datagram(&ClientDatagram::Inputs(InputBatch {
-        slot: 0,
-        first_tick: 0,
-        inputs: vec![PlayerInput::default(); MAX_BATCH_INPUTS + 1],
-        ack: FrameAck::default(),
+    let b = encode_client_reliable(&ClientReliable::Hello(Hello {
+        version: 1,
+        rules: 0,
+        room: "a".into(),
+        name: "a".into(),
+        spectator: false,
+        reconnect: None,
+        token: Some(vec![0; token::MAX_TOKEN_LEN + 1]),
     }));
-    assert!(decode_client_datagram::<PlayerInput>(&b).is_err());
-    let b = encode_server_datagram(&ServerDatagram::Frame(TickFrame {
-        tick: 1,
+    let e = decode_client_reliable(&b).unwrap_err();
+    assert!(e.to_string().contains("token too long"), "{e}");
+    let batch = |runs: Vec<InputRun<PlayerInput>>| {
+        encode_client_datagram(&ClientDatagram::Inputs(InputBatch {
+            slot: 0,
+            first_tick: 0,
+            runs,
+            ack: FrameAck::default(),
+        }))
+    };
+    let run = |count| InputRun {
+        count,
+        input: PlayerInput::default(),
+    };
+    let e = decode_client_datagram::<PlayerInput>(&batch(vec![run(MAX_BATCH_TICKS as u8 + 1)]));
+    assert!(e.unwrap_err().to_string().contains("too many inputs"));
+    let e = decode_client_datagram::<PlayerInput>(&batch(vec![run(2), run(0)]));
+    assert!(e.unwrap_err().to_string().contains("empty run"));
+    let tick = |back, changes| TickData {
+        back,
         hash: 0,
-        input_ack: 0,
-        input_lead: 0,
-        changes: Some(InputChanges {
+        changes,
+        events: None,
+    };
+    let bundle = |frames| {
+        encode_server_datagram(&ServerDatagram::Frames(FrameBundle {
+            tick: 1,
+            input_ack: 0,
+            input_lead: 0,
+            frames,
+        }))
+    };
+    let b = bundle(vec![tick(
+        0,
+        Some(InputChanges {
             mask: 0b11,
             inputs: vec![PlayerInput::default()],
         }),
-        events: None,
-    }));
-    assert!(decode_server_datagram::<PlayerInput>(&b).is_err());
+    )]);
+    let e = decode_server_datagram::<PlayerInput>(&b).unwrap_err();
+    assert!(e.to_string().contains("mask"), "{e}");
+    // Entries may not reach back further than ticks on the wire can name.
+    let b = bundle(vec![tick(0, None), tick(MAX_BUNDLE_SPAN as u32, None)]);
+    let e = decode_server_datagram::<PlayerInput>(&b).unwrap_err();
+    assert!(e.to_string().contains("span"), "{e}");
+    let b = bundle(vec![tick(0, None), tick(1, None)]);
+    let ok = decode_server_datagram::<PlayerInput>(&b).unwrap();
+    let ServerDatagram::Frames(ok) = ok else {
+        unreachable!()
+    };
+    // Room tick 1: the entries are ticks 1, then (skipping 0) none.
+    let ticks: Vec<u64> = ok.ticks(1).map(|(t, _)| t).collect();
+    assert_eq!(ticks, vec![1]);
+    let ticks: Vec<u64> = ok.ticks(70_000).map(|(t, _)| t).collect();
+    assert_eq!(ticks, vec![70_000, 69_998]);
     let b = encode_server_reliable(&ServerReliable::Snapshot(SnapshotChunk {
         tick: 0,
         state_hash: 0,
@@ -243,36 +319,50 @@ impl Input for Understated {
 fn largest_datagrams_fit() {
     let widest = Widest([0xff; MAX_INPUT_BYTES]);
     assert_eq!(widest.encoded_len(), MAX_INPUT_BYTES);
-    let frame = ServerDatagram::Frame(TickFrame {
-        tick: u32::MAX,
-        hash: u64::MAX,
-        input_ack: u32::MAX,
+    // The largest tick, alone in a bundle with the widest header fields.
+    let bundle = ServerDatagram::Frames(FrameBundle {
+        tick: u16::MAX,
+        input_ack: i32::MIN,
         input_lead: i16::MIN,
-        changes: Some(InputChanges {
-            mask: u32::MAX,
-            inputs: vec![widest; usize::from(MAX_SLOTS)],
-        }),
-        events: Some(vec![SlotEvent::Leave(31); MAX_FRAME_EVENTS]),
+        frames: vec![TickData {
+            back: 0,
+            hash: u32::MAX,
+            changes: Some(InputChanges {
+                mask: u32::MAX,
+                inputs: vec![widest; usize::from(MAX_SLOTS)],
+            }),
+            events: Some(vec![SlotEvent::Leave(31); MAX_FRAME_EVENTS]),
+        }],
     });
-    let n = encode_server_datagram(&frame).len();
+    let n = encode_server_datagram(&bundle).len();
     assert_eq!(
         n,
-        364 + 32 * MAX_INPUT_BYTES,
+        154 + 32 * MAX_INPUT_BYTES,
         "the bound in MAX_INPUT_BYTES's docs"
     );
     assert!(n <= MAX_DATAGRAM, "{n} bytes");
-    assert!(decode_server_datagram::<Widest>(&encode_server_datagram(&frame)).is_ok());
+    assert!(decode_server_datagram::<Widest>(&encode_server_datagram(&bundle)).is_ok());
+    // A batch of 44 runs of distinct widest inputs and the widest ack
+    // fits (a sender puts in the newest runs that fit).
     let batch = ClientDatagram::Inputs(InputBatch {
         slot: 31,
-        first_tick: 1,
-        inputs: vec![widest; MAX_BATCH_INPUTS],
-        ack: FrameAck::default(),
+        first_tick: u16::MAX,
+        runs: vec![
+            InputRun {
+                count: 1,
+                input: widest,
+            };
+            44
+        ],
+        ack: FrameAck {
+            through: u16::MAX,
+            ahead: u32::MAX,
+            recent: u32::MAX,
+        },
     });
     let n = encode_client_datagram(&batch).len();
-    assert_eq!(n, 25 + 32 * MAX_INPUT_BYTES);
+    assert_eq!(n, 19 + 44 * (1 + MAX_INPUT_BYTES));
     assert!(n <= MAX_DATAGRAM, "{n} bytes");
-    // One more byte per input would not fit the frame.
-    const { assert!(364 + 32 * (MAX_INPUT_BYTES + 1) > MAX_DATAGRAM) };
 }
 
 #[test]
@@ -282,42 +372,72 @@ fn inputs_over_the_stated_size_are_refused() {
     let batch = encode_client_datagram(&ClientDatagram::Inputs(InputBatch {
         slot: 0,
         first_tick: 1,
-        inputs: vec![big],
+        runs: vec![InputRun {
+            count: 1,
+            input: big,
+        }],
         ack: FrameAck::default(),
     }));
     assert!(matches!(
         decode_client_datagram::<Understated>(&batch),
         Err(CodecError::Invalid(_))
     ));
-    let frame = encode_server_datagram(&ServerDatagram::Frame(TickFrame {
+    let bundle = encode_server_datagram(&ServerDatagram::Frames(FrameBundle {
         tick: 1,
-        hash: 2,
         input_ack: 3,
         input_lead: 4,
-        changes: Some(InputChanges {
-            mask: 1,
-            inputs: vec![big],
-        }),
-        events: None,
+        frames: vec![TickData {
+            back: 0,
+            hash: 2,
+            changes: Some(InputChanges {
+                mask: 1,
+                inputs: vec![big],
+            }),
+            events: None,
+        }],
     }));
     assert!(matches!(
-        decode_server_datagram::<Understated>(&frame),
+        decode_server_datagram::<Understated>(&bundle),
         Err(CodecError::Invalid(_))
     ));
 }
 
+/// A tick in which no input changed costs 5 bytes (its kind, its position,
+/// 3 hash bytes); a bundle of one, 11.
 #[test]
-fn idle_frame_is_small() {
-    let frame = ServerDatagram::<PlayerInput>::Frame(TickFrame {
-        tick: 1,
-        hash: 2,
-        input_ack: 3,
-        input_lead: 4,
+fn idle_ticks_are_small() {
+    let idle = |back| TickData::<PlayerInput> {
+        back,
+        hash: 0xdead_beef,
         changes: None,
         events: None,
-    });
-    // 4 variant + 4 tick + 8 hash + 4 ack + 2 lead + 1 + 1 options.
-    assert_eq!(encode_server_datagram(&frame).len(), 24);
+    };
+    let bundle = |frames| {
+        encode_server_datagram(&ServerDatagram::Frames(FrameBundle {
+            tick: 36_000,
+            input_ack: 3,
+            input_lead: 40,
+            frames,
+        }))
+        .len()
+    };
+    assert_eq!(bundle(vec![idle(0)]), 11);
+    assert_eq!(bundle(vec![idle(0), idle(0)]), 16);
+    // An input batch of one held input: 15 bytes.
+    let batch = encode_client_datagram(&ClientDatagram::Inputs(InputBatch {
+        slot: 2,
+        first_tick: 36_003,
+        runs: vec![InputRun {
+            count: 20,
+            input: PlayerInput::default(),
+        }],
+        ack: FrameAck {
+            through: 35_990,
+            ahead: 0,
+            recent: 0,
+        },
+    }));
+    assert_eq!(batch.len(), 1 + 1 + 2 + 1 + 6 + 2 + 1 + 1);
 }
 
 #[test]
@@ -337,6 +457,25 @@ fn stream_framer_checks_lengths_before_buffering() {
     let mut g = StreamFramer::default();
     g.push(&((MAX_RELIABLE as u32) + 1).to_le_bytes());
     assert!(g.next_message().is_err());
+}
+
+/// A frame ack names what the receiver holds: everything up to the first
+/// gap, the newest frame, and the 32 before the newest (older ones beyond
+/// a long gap are simply not named).
+#[test]
+fn frame_acks_name_the_newest_and_those_before_it() {
+    let held = [13u64, 14, 60, 62, 70];
+    let a = FrameAck::new(11, held.iter().copied());
+    assert_eq!((a.through, a.ahead), (11, 59));
+    let (through, newest) = (11, 70);
+    for t in 0..=80u64 {
+        let want = t <= 11 || t == 60 || t == 62 || t == 70;
+        assert_eq!(a.holds(t, through, newest), want, "tick {t}");
+    }
+    // Nothing after the gap: newest is through.
+    let b = FrameAck::new(20, std::iter::empty());
+    assert_eq!((b.through, b.ahead, b.recent), (20, 0, 0));
+    assert!(b.holds(20, 20, 20) && !b.holds(21, 20, 20));
 }
 
 proptest! {

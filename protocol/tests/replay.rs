@@ -46,6 +46,7 @@ fn hello(fingerprint: u64) -> Vec<u8> {
         name: "bot".into(),
         spectator: false,
         reconnect: None,
+        token: None,
     }))
 }
 
@@ -90,8 +91,8 @@ fn record_room(ticks: u64, interval: u32, loose: u32) -> (Vec<u8>, u64) {
             let input = bot.next_input(room.game(), *slot);
             let batch = ClientDatagram::Inputs(InputBatch {
                 slot: *slot,
-                first_tick: t as u32,
-                inputs: vec![input],
+                first_tick: t as u16,
+                runs: vec![InputRun { count: 1, input }],
                 ack: FrameAck::default(),
             });
             room.handle_datagram(now, *conn, &encode_client_datagram(&batch));
@@ -389,6 +390,7 @@ fn every_truncation_gives_an_error_or_a_verified_prefix() {
                     "fewer ticks with more bytes at {len}"
                 );
                 prev = rep.ticks_read;
+                // A cut is always a cut tail (a warning), never corruption.
                 match &rep.damage {
                     None => assert_eq!(end, len),
                     Some(ReplayError::Truncated { offset, .. }) => {
@@ -404,6 +406,9 @@ fn every_truncation_gives_an_error_or_a_verified_prefix() {
     assert_eq!(prev, 24);
 }
 
+/// A flipped byte in any record but the last is damage in the middle: an
+/// error naming the damaged record's offset and the intact record after
+/// it. In the last record it is a damaged tail (a warning).
 #[test]
 fn a_flipped_byte_is_caught_by_the_crc() {
     let bytes = small();
@@ -454,11 +459,69 @@ fn a_flipped_byte_is_caught_by_the_crc() {
         );
         if pos >= start + FRAME_HEADER {
             assert!(
-                matches!(damage, ReplayError::Crc { .. }),
+                matches!(damage.cause(), ReplayError::Crc { .. }),
                 "flip at {pos}: {damage}"
             );
         }
+        match recs.get(i + 1) {
+            Some(&(next, _, _)) => {
+                assert!(damage.is_corrupt(), "flip at {pos}: {damage}");
+                assert!(
+                    matches!(damage, ReplayError::Damaged { next: Some(n), .. } if n == next as u64),
+                    "flip at {pos}: {damage}"
+                );
+                let msg = damage.to_string();
+                assert!(msg.contains(&format!("record at byte {start}")), "{msg}");
+                assert!(msg.contains("damaged in the middle"), "{msg}");
+            }
+            None => assert!(!damage.is_corrupt(), "flip at {pos}: {damage}"),
+        }
     }
+}
+
+/// Bytes appended to a recording: after its end record they are
+/// corruption; after a crash's cut (no end record) garbage or zeros are a
+/// damaged tail, unless an intact record follows them.
+#[test]
+fn appended_bytes_are_told_apart() {
+    let bytes = small();
+    let (header, recs) = records(&bytes);
+    let end_at = recs.last().expect("records").0;
+    for junk in [&[0u8; 1][..], &[0; 300], &[0xA5; 77], b"garbage appended"] {
+        // After the end record.
+        let mut b = bytes.clone();
+        b.extend_from_slice(junk);
+        let rep = verify_bytes(&b, VerifyOptions::default()).expect("prefix");
+        assert_eq!(rep.ticks_verified, 24);
+        assert!(
+            matches!(rep.damage, Some(ReplayError::AfterEnd { offset }) if offset == bytes.len() as u64),
+            "{:?}",
+            rep.damage
+        );
+        assert!(rep.damage.as_ref().is_some_and(ReplayError::is_corrupt));
+        // A crash's file (cut after a record) with junk after it.
+        let mut b = bytes[..end_at].to_vec();
+        b.extend_from_slice(junk);
+        let rep = verify_bytes(&b, VerifyOptions::default()).expect("prefix");
+        assert_eq!(rep.ticks_verified, 24);
+        let damage = rep.damage.expect("damage");
+        assert!(!damage.is_corrupt(), "{damage}");
+        assert_eq!(damage.offset(), Some(end_at as u64));
+        // The same junk with an intact record after it: corruption.
+        encode_record(&Record::End { tick: 24 }, &mut b);
+        let rep = verify_bytes(&b, VerifyOptions::default()).expect("prefix");
+        let damage = rep.damage.expect("damage");
+        assert!(
+            matches!(damage, ReplayError::Damaged { next: Some(n), .. } if n == (end_at + junk.len()) as u64),
+            "{damage}"
+        );
+    }
+    // Index and reader agree.
+    let mut b = bytes.clone();
+    b.push(0);
+    let index = ReplayIndex::build(ReplayReader::open(&b[..]).expect("valid"));
+    assert!(index.damage.as_ref().is_some_and(ReplayError::is_corrupt));
+    let _ = header;
 }
 
 #[test]
@@ -721,16 +784,18 @@ fn records_out_of_order_end_the_readable_prefix() {
     rest.swap(2, 3);
     let rep = verify_bytes(&rebuild(&header, &rest), VerifyOptions::default()).expect("prefix");
     assert_eq!(rep.ticks_verified, 2);
+    // Well-formed records after it: corruption, not a cut tail.
+    let damage = rep.damage.expect("damage");
+    assert!(damage.is_corrupt(), "{damage}");
     assert!(
         matches!(
-            rep.damage,
-            Some(ReplayError::Invalid {
+            damage.cause(),
+            ReplayError::Invalid {
                 what: "tick out of sequence",
                 ..
-            })
+            }
         ),
-        "{:?}",
-        rep.damage
+        "{damage}"
     );
     // A record after the end record.
     let (_, recs) = records(&bytes);
@@ -738,7 +803,7 @@ fn records_out_of_order_end_the_readable_prefix() {
     rest.push(Record::End { tick: 24 });
     let rep = verify_bytes(&rebuild(&header, &rest), VerifyOptions::default()).expect("prefix");
     assert_eq!(rep.ticks_verified, 24);
-    assert!(matches!(rep.damage, Some(ReplayError::Invalid { .. })));
+    assert!(matches!(rep.damage, Some(ReplayError::AfterEnd { .. })));
     // A keyframe whose state is not the recorded one.
     let (_, recs) = records(&bytes);
     let mut rest: Vec<Record> = recs.into_iter().map(|r| r.2).collect();

@@ -24,6 +24,7 @@ fn hello(version: u32, fingerprint: u64) -> Vec<u8> {
         name: "n".into(),
         spectator: false,
         reconnect: None,
+        token: None,
     }))
 }
 
@@ -52,17 +53,17 @@ fn join(room: &mut ServerRoom<Sandbox>, conn: ConnId, now: u64) {
     while room.poll_output().is_some() {}
 }
 
-fn batch(slot: u8, first: u32, n: usize) -> Vec<u8> {
+fn batch(slot: u8, first: u16, n: usize) -> Vec<u8> {
     encode_client_datagram(&ClientDatagram::Inputs(InputBatch {
         slot,
         first_tick: first,
-        inputs: vec![
-            PlayerInput {
+        runs: vec![InputRun {
+            count: n as u8,
+            input: PlayerInput {
                 move_x: 50,
                 ..PlayerInput::default()
-            };
-            n
-        ],
+            },
+        }],
         ack: FrameAck::default(),
     }))
 }
@@ -219,14 +220,18 @@ fn input_flood_is_rate_limited_then_kicked() {
 fn a_normal_client_is_not_rate_limited() {
     let mut r = room();
     join(&mut r, 1, 0);
-    for t in 1..=600u32 {
+    for t in 1..=600u16 {
         let now = u64::from(t) * SEC / 60;
         r.handle_datagram(now, 1, &batch(0, t + 2, 1));
         if t % 15 == 0 {
             r.handle_datagram(
                 now,
                 1,
-                &encode_client_datagram(&ClientDatagram::<PlayerInput>::Ping { time: now }),
+                &encode_client_datagram(&ClientDatagram::<PlayerInput>::Ping {
+                    time: now,
+                    rollbacks: 0,
+                    max_rollback: 0,
+                }),
             );
         }
         r.tick(r.deadline(r.tick_number() + 1));
@@ -260,6 +265,7 @@ fn full_room_and_spectators() {
                 name: "s".into(),
                 spectator: true,
                 reconnect: None,
+                token: None,
             })),
         );
     };

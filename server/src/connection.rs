@@ -1,268 +1,406 @@
-//! One connection from its first packet to its end: the QUIC handshake,
-//! the hello (one stream, one framed message, in time, in at most
-//! [`MAX_HELLO`] bytes), routing to the room it names (created on first
-//! join), then forwarding its stream messages and datagrams to that room
-//! while a writer task ([`crate::writer`]) sends the room's messages back.
+//! One connection from its first packet to its end, the same for every
+//! transport ([`crate::link`]): the hello (the first reliable message, in
+//! time, in at most [`MAX_HELLO`] bytes; datagrams sent before it are
+//! dropped), the
+//! admission checks ([`crate::admission`]: version, rules, token, room
+//! creation limits), routing to the room it names (created only now, by a
+//! hello that passed every check), then forwarding its stream messages
+//! and datagrams to that room while a writer task ([`crate::writer`])
+//! sends the room's messages back. [`handle_incoming`] is the native QUIC
+//! entry; the browser transports enter at [`serve`] (`crate::web`).
+//!
+//! Forwarding bounds what the connection holds (`docs/limits.md`): a
+//! byte stream (QUIC, WebTransport) is read a message at a time (its length prefix, then no more
+//! than its body); a message longer than the room allows is refused by its
+//! length prefix; its body is read only once its declared length is
+//! reserved in the server's budget of unfinished messages, and must be
+//! whole
+//! [`Limits::message_deadline`](crate::config::Limits::message_deadline)
+//! after that, or the connection is closed.
 
 use crate::context::{micros, shutting_down, Context};
-use crate::registry::{Peer, RoomCmd, ROOM_QUEUE};
+use crate::limits::{AddressPlace, HalfOpenPlace, Reservation};
+use crate::link::quic::{QuicLink, QuicReader, QuicWriter};
+use crate::link::{FramedReader, Inbound, Link, LinkError, LinkReader, LinkWriter};
+use crate::registry::{Peer, RoomCmd, RoomInbox};
 use crate::room_task;
-use crate::writer::{self, close_now, kick_and_close, WRITER_QUEUE};
+use crate::writer::{self, kick_and_close, WRITER_QUEUE};
 use bitroom_protocol::{
-    decode_client_reliable, ClientReliable, ConnId, KickReason, NetRules, StreamFramer,
+    decode_client_reliable, is_ping, ClientReliable, ConnId, Grant, Hello, KickReason, NetRules,
 };
+use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-use tracing::{debug, info, info_span, Instrument};
+use tracing::{debug, info, info_span, warn, Instrument};
 
-/// Largest hello accepted (bytes): names are short.
+/// Largest hello accepted (bytes): names and a token are short.
 pub const MAX_HELLO: usize = 4096;
 
-/// Serves one incoming connection until it ends.
-pub(crate) async fn handle_incoming<R: NetRules>(incoming: quinn::Incoming, cx: &Arc<Context<R>>) {
+/// How often a connection waiting for room in the budget of unfinished
+/// messages tries again.
+const BUDGET_RETRY: Duration = Duration::from_millis(50);
+
+/// A connection's places in the server's limits: its address's count (for
+/// the whole connection) and the half-open connections (until its hello
+/// is taken or refused).
+pub(crate) type Places = (AddressPlace, HalfOpenPlace);
+
+/// Serves one incoming QUIC connection until it ends: the QUIC handshake
+/// and the client's stream, in time, then [`serve`].
+pub(crate) async fn handle_incoming<R: NetRules>(
+    incoming: quinn::Incoming,
+    cx: &Arc<Context<R>>,
+    places: Places,
+) {
     let conn: ConnId = cx.next_conn.fetch_add(1, Ordering::Relaxed);
+    let ip = incoming.remote_address().ip();
     let span = info_span!("conn", id = conn, remote = %incoming.remote_address());
-    handle_connection(conn, incoming, cx).instrument(span).await;
+    async move {
+        let deadline = Instant::now() + cx.hello_timeout;
+        let connection = match tokio::time::timeout_at(deadline, incoming).await {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => {
+                debug!("handshake failed: {e}");
+                cx.monitor.refused("handshake_failed");
+                return;
+            }
+            Err(_) => {
+                info!("QUIC handshake not finished in time");
+                cx.monitor.refused("handshake_timeout");
+                return;
+            }
+        };
+        debug!("connected");
+        let link = QuicLink(connection.clone());
+        // The client opens the one stream with its hello; datagrams sent
+        // before that are dropped.
+        let mut shutdown = cx.shutdown.subscribe();
+        let opened = tokio::select! {
+            r = tokio::time::timeout_at(deadline, connection.accept_bi()) => r,
+            () = drop_early_datagrams(&connection, cx) => unreachable!("never finishes"),
+            _ = shutting_down(&mut shutdown) => {
+                link.close(&KickReason::ServerShutdown);
+                return;
+            }
+        };
+        let (send, recv) = match opened {
+            Ok(Ok(streams)) => streams,
+            Ok(Err(e)) => {
+                debug!("no stream: {e}");
+                cx.monitor.refused("bad_hello");
+                return;
+            }
+            Err(_) => {
+                info!("refused: {}", KickReason::HandshakeTimeout);
+                cx.monitor.refused("hello_timeout");
+                link.close(&KickReason::HandshakeTimeout);
+                return;
+            }
+        };
+        let reader = QuicReader {
+            connection,
+            stream: FramedReader::new(recv),
+        };
+        let link = Arc::new(link);
+        serve(
+            conn,
+            ip,
+            places,
+            link,
+            reader,
+            QuicWriter(send),
+            deadline,
+            cx,
+        )
+        .await;
+    }
+    .instrument(span)
+    .await;
 }
 
-/// Reads the first framed message (the hello), refusing lengths above
-/// [`MAX_HELLO`] before reading them. Returns it and the framer holding
-/// whatever followed it.
-async fn read_hello(recv: &mut quinn::RecvStream) -> Result<(Vec<u8>, StreamFramer), String> {
-    let mut framer = StreamFramer::default();
-    let mut head: Vec<u8> = Vec::with_capacity(4);
-    let mut buf = [0u8; 2048];
+/// Drops the datagrams a QUIC connection sends before it opens its stream
+/// (counted). Runs until the connection ends.
+async fn drop_early_datagrams(connection: &quinn::Connection, cx: &Context<impl NetRules>) {
+    while connection.read_datagram().await.is_ok() {
+        cx.monitor.early_datagram();
+    }
+    std::future::pending::<()>().await;
+}
+
+/// Reads the hello: the first reliable message. Datagrams before it have
+/// no room to go to: they are dropped (counted), never charged to the
+/// rate limit after the join.
+async fn read_hello<R: NetRules>(
+    reader: &mut impl LinkReader,
+    cx: &Context<R>,
+) -> Result<Vec<u8>, LinkError> {
     loop {
-        let n = match recv.read(&mut buf).await {
-            Ok(Some(n)) => n,
-            Ok(None) => return Err("stream ended before the hello".into()),
-            Err(e) => return Err(format!("stream failed before the hello: {e}")),
-        };
-        if head.len() < 4 {
-            let take = (4 - head.len()).min(n);
-            head.extend_from_slice(&buf[..take]);
-            if head.len() == 4 {
-                let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
-                if len > MAX_HELLO {
-                    return Err(format!(
-                        "hello of {len} bytes exceeds the limit of {MAX_HELLO}"
-                    ));
-                }
+        match reader.next(MAX_HELLO, true).await? {
+            Inbound::Reliable(m) => return Ok(m),
+            Inbound::Progress => {}
+            Inbound::Datagram(_) => cx.monitor.early_datagram(),
+            Inbound::ReliableEnd => {
+                return Err(LinkError::Bad("stream ended before the hello".into()))
             }
         }
-        framer.push(&buf[..n]);
-        match framer.next_message() {
-            Ok(Some(m)) => return Ok((m, framer)),
-            Ok(None) => {}
-            Err(e) => return Err(e.to_string()),
-        }
     }
 }
 
-/// Refuses a connection that has not joined a room: kick on the stream
-/// (if there is one), then close with the reason.
-async fn refuse(
-    connection: &quinn::Connection,
-    send: Option<&mut quinn::SendStream>,
-    reason: KickReason,
-) {
+/// Refuses a connection that has not joined a room: the kick on its
+/// stream, then the close with the reason.
+async fn refuse(link: &dyn Link, writer: &mut impl LinkWriter, reason: KickReason) {
     info!("refused: {reason}");
-    match send {
-        Some(send) => kick_and_close(connection, send, &reason).await,
-        None => close_now(connection, &reason),
-    }
+    kick_and_close(link, writer, &reason).await;
 }
 
-async fn handle_connection<R: NetRules>(
+/// Serves one connection of any transport from its hello (due by
+/// `deadline`) to its end. `ip` is the client's address (for the room
+/// creation limits), `places` its places in the connection limits.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn serve<R: NetRules>(
     conn: ConnId,
-    incoming: quinn::Incoming,
+    ip: IpAddr,
+    places: Places,
+    link: Arc<dyn Link>,
+    mut reader: impl LinkReader,
+    mut writer: impl LinkWriter,
+    deadline: Instant,
     cx: &Arc<Context<R>>,
 ) {
     let _done = cx.done.clone();
+    let (_address_place, half_open) = places;
     let mut shutdown = cx.shutdown.subscribe();
-    let deadline = Instant::now() + cx.hello_timeout;
-    let connection = match tokio::time::timeout_at(deadline, incoming).await {
-        Ok(Ok(c)) => c,
-        Ok(Err(e)) => {
-            debug!("handshake failed: {e}");
-            cx.monitor.refused("handshake_failed");
-            return;
-        }
-        Err(_) => {
-            info!("QUIC handshake not finished in time");
-            cx.monitor.refused("handshake_timeout");
-            return;
-        }
-    };
-    debug!("connected");
-    // The hello: one stream, one framed message, in time.
-    let opened = tokio::select! {
-        r = tokio::time::timeout_at(deadline, async {
-            let (send, mut recv) = connection.accept_bi().await.map_err(|e| (None, e.to_string()))?;
-            match read_hello(&mut recv).await {
-                Ok((hello, framer)) => Ok((send, recv, hello, framer)),
-                Err(e) => Err((Some(send), e)),
-            }
-        }) => r,
+    let hello = tokio::select! {
+        r = tokio::time::timeout_at(deadline, read_hello(&mut reader, cx)) => r,
         _ = shutting_down(&mut shutdown) => {
-            refuse(&connection, None, KickReason::ServerShutdown).await;
+            refuse(&*link, &mut writer, KickReason::ServerShutdown).await;
             return;
         }
     };
-    let (mut send, recv, hello, framer) = match opened {
-        Ok(Ok(x)) => x,
-        Ok(Err((send, e))) => {
+    let hello_bytes = match hello {
+        Ok(Ok(hello)) => hello,
+        Ok(Err(LinkError::Bad(e))) => {
             cx.monitor.refused("bad_hello");
-            let mut send = send;
-            refuse(&connection, send.as_mut(), KickReason::BadMessage(e)).await;
+            refuse(
+                &*link,
+                &mut writer,
+                KickReason::BadMessage(format!("hello: {e}")),
+            )
+            .await;
+            return;
+        }
+        Ok(Err(LinkError::Lost(e))) => {
+            debug!("gone before the hello: {e}");
+            cx.monitor.refused("bad_hello");
             return;
         }
         Err(_) => {
             cx.monitor.refused("hello_timeout");
-            refuse(&connection, None, KickReason::HandshakeTimeout).await;
+            refuse(&*link, &mut writer, KickReason::HandshakeTimeout).await;
             return;
         }
     };
-    let room_name = match decode_client_reliable(&hello) {
-        Ok(ClientReliable::Hello(h)) => h.room,
+    for _ in 0..reader.drop_received_datagrams().await {
+        cx.monitor.early_datagram();
+    }
+    let hello = match decode_client_reliable(&hello_bytes) {
+        Ok(ClientReliable::Hello(h)) => h,
         Ok(_) => {
             cx.monitor.refused("bad_hello");
             let reason = KickReason::BadMessage("the first message must be a hello".into());
-            refuse(&connection, Some(&mut send), reason).await;
+            refuse(&*link, &mut writer, reason).await;
             return;
         }
         Err(e) => {
             cx.monitor.refused("bad_hello");
-            let reason = KickReason::BadMessage(e.to_string());
-            refuse(&connection, Some(&mut send), reason).await;
+            refuse(&*link, &mut writer, KickReason::BadMessage(e.to_string())).await;
+            return;
+        }
+    };
+    let seats = cx.room.max_players.clamp(1, bitroom_sim::game::MAX_SLOTS);
+    let now = bitroom_transport::keys::unix_now();
+    let checked = cx
+        .admission
+        .check(&hello, cx.rules.fingerprint(), seats, now);
+    let grant = match checked {
+        Ok(g) => g,
+        Err(reason) => {
+            cx.monitor.refused(reason.label());
+            refuse(&*link, &mut writer, reason).await;
             return;
         }
     };
     let (writer_tx, writer_rx) = mpsc::channel(WRITER_QUEUE);
     let peer = Peer {
-        connection: connection.clone(),
+        link: link.clone(),
         writer: writer_tx,
     };
-    let room = match join_room(cx, &room_name, conn, peer, hello) {
-        Ok(tx) => tx,
+    let joined = join_room(cx, &hello, ip, conn, peer, hello_bytes, grant);
+    // Taken or refused: no longer half-open.
+    drop(half_open);
+    let room = match joined {
+        Ok(room) => room,
         Err(reason) => {
-            let what = match reason {
-                KickReason::Overloaded => "overloaded",
-                _ => "room_refused",
-            };
-            cx.monitor.refused(what);
-            refuse(&connection, Some(&mut send), reason).await;
+            cx.monitor.refused(reason.label());
+            refuse(&*link, &mut writer, reason).await;
             return;
         }
     };
     tokio::spawn(
-        writer::run(
-            connection.clone(),
-            send,
-            writer_rx,
-            cx.monitor.clone(),
-            cx.done.clone(),
-        )
-        .instrument(tracing::Span::current()),
+        writer::run(link, writer, writer_rx, cx.monitor.clone(), cx.done.clone())
+            .instrument(tracing::Span::current()),
     );
-    forward(conn, &connection, recv, framer, &room, cx.base).await;
-    let _ = room.send(RoomCmd::Gone { conn }).await;
+    forward(conn, &mut reader, &room, cx).await;
+    let _ = room.cmds.send(RoomCmd::Gone { conn }).await;
     debug!("connection over");
 }
 
-/// Hands a connection to its room, creating the room if needed.
+/// Hands a connection whose hello passed the checks to its room, creating
+/// the room if needed (within the server's room limit and the creation
+/// limits of the source address and the token's user).
 fn join_room<R: NetRules>(
     cx: &Arc<Context<R>>,
-    name: &str,
+    hello: &Hello,
+    ip: IpAddr,
     conn: ConnId,
     peer: Peer,
-    hello: Vec<u8>,
-) -> Result<mpsc::Sender<RoomCmd>, KickReason> {
+    hello_bytes: Vec<u8>,
+    grant: Option<Grant>,
+) -> Result<RoomInbox, KickReason> {
     if *cx.shutdown.borrow() {
         return Err(KickReason::ServerShutdown);
     }
     if cx.shedding() {
         return Err(KickReason::Overloaded);
     }
+    let name = hello.room.as_str();
     let mut rooms = cx.rooms.lock();
-    let tx = match rooms.get(name) {
-        Some(tx) => tx.clone(),
+    let room = match rooms.get(name) {
+        Some(room) => room.clone(),
         None => {
             if rooms.len() >= cx.max_rooms {
                 return Err(KickReason::TooManyRooms);
             }
-            let (tx, rx) = mpsc::channel(ROOM_QUEUE);
+            // A spectator cannot be let into a new room that takes none.
+            if hello.spectator && cx.room.max_spectators == 0 {
+                return Err(KickReason::RoomFull);
+            }
+            if !cx
+                .admission
+                .may_create(ip, grant.as_ref(), std::time::Instant::now())
+            {
+                return Err(KickReason::TooManyRoomsCreated);
+            }
             let mut config = cx.room.clone();
-            let n = cx.rooms.count_created();
-            config.seed = config
-                .seed
-                .wrapping_add(n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            // The reconnect secrets' key: 256 bits from the OS (the room
+            // itself draws no randomness).
+            if let Err(e) = bitroom_transport::keys::os_random(&mut config.secret_seed) {
+                warn!("cannot open room {name:?}: {e}");
+                return Err(KickReason::RoomClosed(e.to_string()));
+            }
+            config.tokens_required = cx.admission.requires_tokens();
+            cx.rooms.count_created();
+            let (room, rx, datagrams) = RoomInbox::new();
             let span = info_span!("room", name = %name);
             let task_cx = cx.clone();
             let done = cx.done.clone();
             let room_name = name.to_string();
+            let max_message = room.max_message.clone();
             tokio::spawn(
                 async move {
-                    room_task::run(room_name, task_cx, rx, config).await;
+                    room_task::run(room_name, task_cx, rx, datagrams, config, max_message).await;
                     drop(done);
                 }
                 .instrument(span),
             );
-            rooms.insert(name.to_string(), tx.clone());
-            tx
+            rooms.insert(name.to_string(), room.clone());
+            room
         }
     };
     // Queued under the registry lock: a room closing for idleness checks
     // its queue under the same lock.
-    tx.try_send(RoomCmd::Join { conn, peer, hello })
+    room.cmds
+        .try_send(RoomCmd::Join {
+            conn,
+            peer,
+            hello: hello_bytes,
+            grant,
+        })
         .map_err(|_| KickReason::RoomClosed("room is too busy to take a join".into()))?;
-    Ok(tx)
+    Ok(room)
 }
 
-/// Forwards a joined connection's stream messages and datagrams to its
-/// room until the connection ends.
-async fn forward(
+/// The message being received on a connection's stream.
+#[derive(Debug)]
+struct Unfinished {
+    /// Its declared length in the budget, once there was room for it.
+    held: Option<Reservation>,
+    /// When it must be whole: from its first byte, and again from when
+    /// its reservation was granted (`None` while it waits for one: the
+    /// wait is the server's, not the client's).
+    deadline: Option<Instant>,
+}
+
+/// Forwards a joined connection's reliable messages and datagrams to its
+/// room until the connection ends (see the module docs for the bounds).
+async fn forward<R: NetRules>(
     conn: ConnId,
-    connection: &quinn::Connection,
-    mut recv: quinn::RecvStream,
-    mut framer: StreamFramer,
-    room: &mpsc::Sender<RoomCmd>,
-    base: Instant,
+    reader: &mut impl LinkReader,
+    room: &RoomInbox,
+    cx: &Context<R>,
 ) {
-    let mut buf = vec![0u8; 64 << 10];
-    let mut stream_open = true;
+    let base = cx.base;
+    let allowed = cx.limits.message_deadline;
+    let mut unfinished: Option<Unfinished> = None;
     loop {
-        // Messages already framed go first (the hello may have company).
-        loop {
-            match framer.next_message() {
-                Ok(Some(bytes)) => {
-                    if room.send(RoomCmd::Reliable { conn, bytes }).await.is_err() {
-                        return;
+        let now = Instant::now();
+        if reader.buffered() == 0 {
+            unfinished = None;
+        } else {
+            let u = unfinished.get_or_insert(Unfinished {
+                held: None,
+                deadline: Some(now + allowed),
+            });
+            if let (None, Some(len)) = (&u.held, reader.unfinished()) {
+                match cx.budget.reserve(len) {
+                    Some(r) => {
+                        u.held = Some(r);
+                        u.deadline = Some(now + allowed);
                     }
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    let reason = KickReason::BadMessage(e.to_string());
-                    let _ = room.send(RoomCmd::Kick { conn, reason }).await;
-                    // Wait for the room's close.
-                    connection.closed().await;
-                    return;
+                    None => u.deadline = None,
                 }
             }
         }
+        // A message whose length is known is read only once it is held in
+        // the budget: until then flow control holds the sender.
+        let waiting = unfinished
+            .as_ref()
+            .is_some_and(|u| u.held.is_none() && reader.unfinished().is_some());
+        let deadline = unfinished.as_ref().and_then(|u| u.deadline);
+        let limit = room.max_message.load(Ordering::Relaxed);
+        cx.monitor.publish_pending();
         tokio::select! {
-            r = recv.read(&mut buf), if stream_open => match r {
-                Ok(Some(n)) => framer.push(&buf[..n]),
-                // The client finished its side (a leave was sent before).
-                Ok(None) => stream_open = false,
-                Err(_) => return,
-            },
-            d = connection.read_datagram() => match d {
-                Ok(bytes) => {
+            r = reader.next(limit, !waiting) => match r {
+                Ok(Inbound::Reliable(bytes)) => {
+                    let held = unfinished.take().and_then(|u| u.held);
+                    let cmd = RoomCmd::Reliable { conn, bytes, held };
+                    if room.cmds.send(cmd).await.is_err() {
+                        return;
+                    }
+                }
+                Ok(Inbound::Progress | Inbound::ReliableEnd) => {}
+                // Oversized datagrams never reach the room, whichever
+                // transport they came by.
+                Ok(Inbound::Datagram(bytes)) if !crate::link::datagram_fits(&bytes) => {}
+                Ok(Inbound::Datagram(bytes)) => {
                     let at = micros(base);
-                    if let Err(e) = room.try_send(RoomCmd::Datagram { conn, bytes, at }) {
+                    // Pings are answered at once (their pongs time the
+                    // round trip); the rest waits for the room's tick.
+                    let queue = if is_ping(&bytes) { &room.cmds } else { &room.datagrams };
+                    if let Err(e) = queue.try_send(RoomCmd::Datagram { conn, bytes, at }) {
                         match e {
                             mpsc::error::TrySendError::Full(_) => {
                                 metrics::counter!(crate::monitor::names::QUEUE_DROPS).increment(1);
@@ -271,8 +409,38 @@ async fn forward(
                         }
                     }
                 }
-                Err(_) => return,
+                Err(LinkError::Bad(e)) => {
+                    drop(unfinished);
+                    return kick(conn, reader, room, KickReason::BadMessage(e)).await;
+                }
+                Err(LinkError::Lost(e)) => {
+                    debug!("connection lost: {e}");
+                    return;
+                }
             },
+            () = sleep_until_some(deadline) => {
+                drop(unfinished);
+                let secs = allowed.as_secs().try_into().unwrap_or(u32::MAX);
+                return kick(conn, reader, room, KickReason::MessageTimeout(secs)).await;
+            }
+            () = tokio::time::sleep(BUDGET_RETRY), if waiting => {}
         }
     }
+}
+
+/// Sleeps until `at`; never wakes for `None`.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Asks the room to close a connection with `reason`, and waits for it
+/// (its reliable channel dropped, what it buffered released; datagrams
+/// until then are dropped).
+async fn kick(conn: ConnId, reader: &mut impl LinkReader, room: &RoomInbox, reason: KickReason) {
+    reader.stop_reliable();
+    let _ = room.cmds.send(RoomCmd::Kick { conn, reason }).await;
+    while !matches!(reader.next(0, false).await, Err(LinkError::Lost(_))) {}
 }

@@ -45,6 +45,20 @@ pub fn write_desync_report<R: Rules>(
     server: Option<&GameSnapshot<R>>,
     client_state: &[u8],
 ) -> io::Result<PathBuf> {
+    let text = desync_report_json(ctx, server, client_state)?;
+    write_report_file(dir, ctx, &text)
+}
+
+/// The JSON text [`write_desync_report`] writes (to weigh it against the
+/// record quota before writing).
+///
+/// # Errors
+/// Serializing failed (should not happen).
+pub fn desync_report_json<R: Rules>(
+    ctx: &DesyncContext,
+    server: Option<&GameSnapshot<R>>,
+    client_state: &[u8],
+) -> io::Result<Vec<u8>> {
     let client = if client_state.is_empty() {
         Err("the client sent no state".to_string())
     } else {
@@ -84,6 +98,18 @@ pub fn write_desync_report<R: Rules>(
         "server_state": server_json,
         "client_state": client_json,
     });
+    let mut text = serde_json::to_vec_pretty(&report).map_err(io::Error::other)?;
+    text.push(b'\n');
+    Ok(text)
+}
+
+/// Writes a report's text under a new name in `dir` (see
+/// [`write_desync_report`]).
+pub(crate) fn write_report_file(
+    dir: &Path,
+    ctx: &DesyncContext,
+    text: &[u8],
+) -> io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     let stem = format!(
         "desync-{}-t{}-{}",
@@ -101,9 +127,7 @@ pub fn write_desync_report<R: Rules>(
         let path = dir.join(name);
         match OpenOptions::new().write(true).create_new(true).open(&path) {
             Ok(mut file) => {
-                let mut text = serde_json::to_vec_pretty(&report).map_err(io::Error::other)?;
-                text.push(b'\n');
-                file.write_all(&text)?;
+                file.write_all(text)?;
                 file.sync_all()?;
                 return Ok(path);
             }

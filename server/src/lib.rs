@@ -56,12 +56,19 @@
 //!   certificate); [`udp`]: the socket and its kernel drop count;
 //!   [`realtime`]: real-time scheduling.
 
+mod admission;
+#[cfg(feature = "agones")]
+mod agones;
 pub mod config;
 mod connection;
 mod context;
 mod desync_report;
+mod limits;
+mod link;
+mod liveness;
 pub mod metrics_http;
 pub mod monitor;
+mod quota;
 pub mod realtime;
 mod recording;
 mod registry;
@@ -70,10 +77,15 @@ mod server;
 mod ticker;
 pub mod tls;
 pub mod udp;
+pub mod web;
 mod writer;
 
-pub use config::{RecordConfig, ServeError, ServerConfig, SHED_FOR};
+pub use config::{
+    AgonesConfig, Limits, RecordConfig, ServeError, ServerConfig, TokenConfig,
+    DEFAULT_RECORD_QUOTA, SHED_FOR,
+};
 pub use connection::MAX_HELLO;
-pub use desync_report::{write_desync_report, DesyncContext};
+pub use desync_report::{desync_report_json, write_desync_report, DesyncContext};
 pub use recording::{safe_file_stem, REPLAY_EXTENSION};
 pub use server::{Server, ShutdownHandle};
+pub use web::{TokenMint, WebConfig};

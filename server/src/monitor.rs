@@ -7,8 +7,8 @@ use bitroom_protocol::RoomStats;
 use hdrhistogram::Histogram;
 use metrics::{counter, gauge, histogram};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Metric names (Prometheus).
@@ -52,6 +52,17 @@ pub mod names {
     /// Counter: datagrams the kernel dropped on the server's UDP socket
     /// because its receive buffer was full (Linux).
     pub const UDP_DROPS: &str = "bitroom_udp_receive_drops_total";
+    /// Counter: clients closed after they joined, by `reason` (flood,
+    /// message timeout, too many reports, …; not leaving or shutdown).
+    pub const KICKS: &str = "bitroom_kicks_total";
+    /// Counter: datagrams that came before their connection's hello
+    /// (dropped).
+    pub const EARLY_DATAGRAMS: &str = "bitroom_early_datagrams_total";
+    /// Gauge: bytes reserved for unfinished reliable messages.
+    pub const PENDING_BYTES: &str = "bitroom_pending_message_bytes";
+    /// Counter: times the record quota bit (a report deleted or not
+    /// written, a recording stopped or not started).
+    pub const QUOTA_BITES: &str = "bitroom_record_quota_bites_total";
 }
 
 /// Tick-time and lateness distributions (µs).
@@ -114,6 +125,8 @@ pub struct Snapshot {
     pub clients: u32,
     /// Per room: its counters.
     pub room_stats: BTreeMap<String, RoomStats>,
+    /// Per room: its players' seats and names.
+    pub room_seats: BTreeMap<String, BTreeMap<u8, String>>,
     /// Tick duration since start (µs).
     pub tick: Quantiles,
     /// Tick lateness since start (µs).
@@ -125,6 +138,14 @@ pub struct Snapshot {
     /// Datagrams the kernel dropped on the server's socket since it opened
     /// (Linux; zero where unknown).
     pub udp_drops: u64,
+    /// Clients closed after joining, by reason (not leaving, shutdown).
+    pub kicks: BTreeMap<&'static str, u64>,
+    /// Datagrams that came before their connection's hello (dropped).
+    pub early_datagrams: u64,
+    /// Bytes reserved for unfinished reliable messages now.
+    pub pending_bytes: u64,
+    /// Times the record quota bit.
+    pub quota_bites: u64,
 }
 
 /// Shared measurements of a running server.
@@ -133,10 +154,16 @@ pub struct Monitor {
     total: Mutex<TickHistograms>,
     interval: Mutex<TickHistograms>,
     rooms: Mutex<BTreeMap<String, RoomStats>>,
+    seats: Mutex<BTreeMap<String, BTreeMap<u8, String>>>,
     connections: AtomicU64,
     room_panics: AtomicU64,
     refused: Mutex<BTreeMap<&'static str, u64>>,
     udp_drops: AtomicU64,
+    kicks: Mutex<BTreeMap<&'static str, u64>>,
+    early_datagrams: AtomicU64,
+    /// Shared with the server's budget of unfinished messages.
+    pub(crate) pending_bytes: Arc<AtomicUsize>,
+    quota_bites: AtomicU64,
 }
 
 impl Default for Monitor {
@@ -145,10 +172,15 @@ impl Default for Monitor {
             total: Mutex::new(TickHistograms::new()),
             interval: Mutex::new(TickHistograms::new()),
             rooms: Mutex::new(BTreeMap::new()),
+            seats: Mutex::new(BTreeMap::new()),
             connections: AtomicU64::new(0),
             room_panics: AtomicU64::new(0),
             refused: Mutex::new(BTreeMap::new()),
             udp_drops: AtomicU64::new(0),
+            kicks: Mutex::new(BTreeMap::new()),
+            early_datagrams: AtomicU64::new(0),
+            pending_bytes: Arc::default(),
+            quota_bites: AtomicU64::new(0),
         }
     }
 }
@@ -195,6 +227,12 @@ impl Monitor {
         gauge!(names::CLIENTS).set(f64::from(clients));
     }
 
+    /// Players in rooms now (spectators not counted), as of each room's
+    /// last published counters (every 15 ticks).
+    pub fn players(&self) -> u32 {
+        lock(&self.rooms).values().map(|s| s.players).sum()
+    }
+
     /// Snapshot bytes a connection's writer sent (the room's own counters
     /// leave out the snapshots it hands to the writers to pack).
     pub fn bytes_out(&self, n: u64) {
@@ -208,8 +246,14 @@ impl Monitor {
         gauge!(names::ROOMS).set(rooms.len() as f64);
     }
 
+    /// A room's players now: seat and name.
+    pub fn room_seats(&self, name: &str, seats: BTreeMap<u8, String>) {
+        lock(&self.seats).insert(name.to_string(), seats);
+    }
+
     /// A room closed (`panicked`: by a panic).
     pub fn room_closed(&self, name: &str, panicked: bool) {
+        lock(&self.seats).remove(name);
         let mut rooms = lock(&self.rooms);
         rooms.remove(name);
         gauge!(names::ROOMS).set(rooms.len() as f64);
@@ -229,6 +273,29 @@ impl Monitor {
             self.connections.fetch_sub(1, Ordering::Relaxed) - 1
         };
         gauge!(names::CONNECTIONS).set(n as f64);
+    }
+
+    /// A joined client was closed for `reason` (a [`KickReason::label`](bitroom_protocol::KickReason::label)).
+    pub fn kicked(&self, reason: &'static str) {
+        *lock(&self.kicks).entry(reason).or_default() += 1;
+        counter!(names::KICKS, "reason" => reason).increment(1);
+    }
+
+    /// A datagram came before its connection's hello and was dropped.
+    pub fn early_datagram(&self) {
+        self.early_datagrams.fetch_add(1, Ordering::Relaxed);
+        counter!(names::EARLY_DATAGRAMS).increment(1);
+    }
+
+    /// The record quota bit.
+    pub fn quota_bite(&self) {
+        self.quota_bites.fetch_add(1, Ordering::Relaxed);
+        counter!(names::QUOTA_BITES).increment(1);
+    }
+
+    /// Publishes the bytes reserved for unfinished messages.
+    pub fn publish_pending(&self) {
+        gauge!(names::PENDING_BYTES).set(self.pending_bytes.load(Ordering::Relaxed) as f64);
     }
 
     /// A connection refused or dropped before it joined a room.
@@ -252,10 +319,15 @@ impl Monitor {
             connections: self.connections.load(Ordering::Relaxed),
             clients: rooms.values().map(|s| s.players + s.spectators).sum(),
             room_stats: rooms,
+            room_seats: lock(&self.seats).clone(),
             tick: Quantiles::of(&total.duration),
             lateness: Quantiles::of(&total.lateness),
             room_panics: self.room_panics.load(Ordering::Relaxed),
             refused: lock(&self.refused).clone(),
+            kicks: lock(&self.kicks).clone(),
+            early_datagrams: self.early_datagrams.load(Ordering::Relaxed),
+            pending_bytes: self.pending_bytes.load(Ordering::Relaxed) as u64,
+            quota_bites: self.quota_bites.load(Ordering::Relaxed),
             udp_drops: self.udp_drops.load(Ordering::Relaxed),
         }
     }

@@ -11,8 +11,8 @@
 //! wakes (the timer thread, then a runtime worker), so at normal priority
 //! that load cannot tick under 2 ms at p99 however the server's own threads
 //! are arranged (rooms on their own threads, or the network threads at a
-//! lower priority, were measured too: no better). The README's "Load"
-//! section has the figures with and without.
+//! lower priority, were measured too: no better). `docs/load-tests.md`
+//! has the figures with and without.
 //!
 //! [`enter`] puts the calling thread under `SCHED_FIFO` at [`PRIORITY`].
 //! Linux threads inherit their creator's policy, so called before the

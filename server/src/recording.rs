@@ -1,15 +1,18 @@
 //! A room's replay file (`serve --record DIR`) and its desync reports,
 //! written by a thread of the room's own so that packing keyframes,
-//! writing and flushing never land on the room's tick.
+//! writing and flushing never land on the room's tick. Everything written
+//! is weighed against the directory's quota ([`crate::quota`]).
 
 use crate::config::RecordConfig;
-use crate::desync_report::{write_desync_report, DesyncContext};
+use crate::desync_report::{desync_report_json, write_report_file, DesyncContext};
+use crate::quota::Quota;
 use bitroom_protocol::replay::{Recorder, RecordingMeta};
 use bitroom_protocol::{ConnId, DesyncReport, NetRules, ServerRoom};
 use bitroom_sim::game::{GameSnapshot, InputSet};
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tracing::{error, info, warn};
@@ -39,8 +42,9 @@ pub fn safe_file_stem(name: &str) -> String {
 }
 
 /// A room's replay file (`serve --record DIR`): the header at the start,
-/// one record per tick, flushed at least once a second, so a crash loses at
-/// most the last second.
+/// one record per tick, flushed every [`FLUSH_EVERY`], so a crash (`kill
+/// -9`) loses at most the ticks since the last flush (measured by
+/// `tools/crash-loss.sh`).
 ///
 /// The file is written by a thread of its own. Each tick the room hands it
 /// the tick's inputs and hash, and once per keyframe interval a copy of the
@@ -56,6 +60,11 @@ pub(crate) struct Recording<R: NetRules> {
 
 /// Ticks the recording thread may fall behind before recording stops.
 const RECORD_QUEUE: usize = 1024;
+
+/// How often the recording thread flushes its file (at its next tick after
+/// this long): the most a crash can lose, plus the ticks queued for it.
+/// Ten small writes a second per room.
+const FLUSH_EVERY: Duration = Duration::from_millis(100);
 
 enum RecordMsg<R: NetRules> {
     Tick {
@@ -77,10 +86,14 @@ impl<R: NetRules> Recording<R> {
         rc: &RecordConfig,
         room_name: &str,
         room: &ServerRoom<R>,
+        quota: Arc<Quota>,
         done: mpsc::Sender<()>,
     ) -> Option<Recording<R>> {
         if let Err(e) = std::fs::create_dir_all(&rc.dir) {
             error!("cannot record into {}: {e}", rc.dir.display());
+            return None;
+        }
+        if !quota.may_record(room_name) {
             return None;
         }
         let stamp = std::time::SystemTime::now()
@@ -114,7 +127,7 @@ impl<R: NetRules> Recording<R> {
             .name("bitroom-record".into())
             .spawn(move || {
                 let _span = span.enter();
-                write_recording(recorder, &from, &dir, &thread_path);
+                write_recording(recorder, &from, &dir, &thread_path, &quota);
                 drop(done);
             });
         if let Err(e) = spawned {
@@ -194,8 +207,10 @@ fn write_recording<R: NetRules>(
     from: &std::sync::mpsc::Receiver<RecordMsg<R>>,
     dir: &Path,
     path: &Path,
+    quota: &Quota,
 ) {
     let mut flushed = std::time::Instant::now();
+    let mut charged = 0;
     while let Ok(msg) = from.recv() {
         match msg {
             RecordMsg::Tick {
@@ -205,9 +220,17 @@ fn write_recording<R: NetRules>(
                 keyframe,
             } => {
                 let mut r = rec.record_parts(tick, &inputs, hash, keyframe.map(|k| *k));
-                if r.is_ok() && flushed.elapsed() >= Duration::from_secs(1) {
+                if r.is_ok() && flushed.elapsed() >= FLUSH_EVERY {
                     flushed = std::time::Instant::now();
                     r = rec.flush();
+                    let written = rec.stats().bytes_written;
+                    let fits = quota.charge(written - charged, path);
+                    charged = written;
+                    if !fits {
+                        // Closed cleanly: a recording cut by the quota
+                        // verifies like any other.
+                        break;
+                    }
                 }
                 if let Err(e) = r {
                     error!("recording to {} stopped: {e}", path.display());
@@ -216,15 +239,29 @@ fn write_recording<R: NetRules>(
             }
             RecordMsg::Desync { ctx, state } => {
                 let server = rec.state_job(ctx.tick).map(|j| j.run());
-                match write_desync_report(dir, &ctx, server.as_ref(), &state) {
-                    Ok(p) => warn!("desync report written to {}", p.display()),
+                let written = desync_report_json(&ctx, server.as_ref(), &state).and_then(|text| {
+                    if !quota.admit_report(text.len() as u64) {
+                        return Ok(None);
+                    }
+                    let p = write_report_file(dir, &ctx, &text)?;
+                    quota.add_report(p.clone(), text.len() as u64);
+                    Ok(Some(p))
+                });
+                match written {
+                    Ok(Some(p)) => warn!("desync report written to {}", p.display()),
+                    Ok(None) => {}
                     Err(e) => error!("cannot write the desync report: {e}"),
                 }
             }
         }
     }
     match rec.finish() {
-        Ok(_) => info!("recording closed: {}", path.display()),
+        Ok(_) => {
+            // What the last flushes wrote: the file's size counts.
+            let len = std::fs::metadata(path).map_or(charged, |m| m.len());
+            quota.count(len.saturating_sub(charged));
+            info!("recording closed: {}", path.display());
+        }
         Err(e) => error!("recording {} not closed cleanly: {e}", path.display()),
     }
 }

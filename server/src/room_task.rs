@@ -5,7 +5,10 @@
 //! [`ServerRoom::deadline`]), so a late tick does not push the next one
 //! back: lateness never accumulates, and after a stall the room steps the
 //! missed ticks back to back. The wake-up comes from the server's precise
-//! [`Ticker`](crate::ticker::Ticker), not tokio's millisecond timer. Every
+//! [`Ticker`](crate::ticker::Ticker), not tokio's millisecond timer.
+//! Commands wake the room at once; input and ack datagrams wait in their
+//! own queue for the next tick ([`RoomInbox`](crate::registry::RoomInbox)).
+//! Every
 //! call into the room runs under `catch_unwind`: a panic closes this room
 //! (its clients are told `RoomClosed`) and leaves every other room running.
 
@@ -13,13 +16,14 @@ use crate::context::{micros, shutting_down, Context};
 use crate::monitor::Monitor;
 use crate::recording::Recording;
 use crate::registry::{Peer, RoomCmd};
-use crate::writer::{close_now, WriterMsg};
+use crate::writer::WriterMsg;
 use bitroom_protocol::{
     ConnId, KickReason, NetRules, Output, RoomConfig, RoomEvent, RoomStats, ServerRoom,
 };
 use bytes::Bytes;
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -34,23 +38,31 @@ pub(crate) async fn run<R: NetRules>(
     name: String,
     cx: Arc<Context<R>>,
     mut rx: mpsc::Receiver<RoomCmd>,
+    mut datagrams: mpsc::Receiver<RoomCmd>,
     config: RoomConfig,
+    max_message: Arc<AtomicUsize>,
 ) {
     let monitor: &Monitor = &cx.monitor;
     let base = cx.base;
     let mut room = ServerRoom::new(cx.rules.clone(), config, micros(base));
+    max_message.store(room.max_client_message(), Ordering::Relaxed);
     let mut peers: BTreeMap<ConnId, Peer> = BTreeMap::new();
     let mut shutdown = cx.shutdown.subscribe();
     let mut published = RoomStats::default();
     let mut empty_since = Some(Instant::now());
     let idle = cx.room_idle;
     monitor.room_opened(&name);
+    let beat = cx.liveness.register(&name, micros(base));
     info!("room opened");
-    let mut recording = cx
-        .record
-        .as_ref()
-        .and_then(|rc| Recording::start(rc, &name, &room, cx.done.clone()));
+    let mut recording = match (&cx.record, &cx.quota) {
+        (Some(rc), Some(quota)) => {
+            Recording::start(rc, &name, &room, quota.clone(), cx.done.clone())
+        }
+        _ => None,
+    };
     let mut timer = cx.ticker.timer();
+    // Who sits where (for the web API): slot → (connection, name).
+    let mut seats: BTreeMap<u8, (ConnId, String)> = BTreeMap::new();
     let outcome: Result<(), String> = loop {
         let due = base + Duration::from_micros(room.deadline(room.tick_number() + 1));
         let ticked_before = room.tick_number();
@@ -66,12 +78,21 @@ pub(crate) async fn run<R: NetRules>(
             () = timer.sleep_until(due.into_std()) => {
                 let start = Instant::now();
                 let lateness = start.saturating_duration_since(due);
-                let r = catch_unwind(AssertUnwindSafe(|| room.tick(micros(base))));
+                // The datagrams that came since the last tick (see
+                // `RoomInbox`), then the tick.
+                let r = catch_unwind(AssertUnwindSafe(|| {
+                    while let Ok(cmd) = datagrams.try_recv() {
+                        handle(&mut room, &mut peers, base, cmd);
+                    }
+                    room.tick(micros(base));
+                }));
                 if r.is_ok() {
+                    beat.stamp(micros(base));
                     if recording.as_ref().is_some_and(|rec| !rec.tick(&room)) {
                         recording = None;
                     }
                     monitor.tick(start.elapsed(), lateness);
+                    max_message.store(room.max_client_message(), Ordering::Relaxed);
                     cx.tick_lateness(lateness);
                     if room.tick_number().is_multiple_of(PUBLISH_EVERY) {
                         let now = room.stats();
@@ -105,11 +126,36 @@ pub(crate) async fn run<R: NetRules>(
             }
             dispatch(&mut room, &mut peers);
         }
+        let mut seated = false;
         while let Some(e) = room.poll_event() {
-            log_event(&e);
+            log_event(&e, monitor);
+            match &e {
+                RoomEvent::Joined {
+                    conn,
+                    slot: Some(slot),
+                    name,
+                    ..
+                } => {
+                    seats.insert(*slot, (*conn, name.clone()));
+                    seated = true;
+                }
+                RoomEvent::Left {
+                    conn,
+                    slot: Some(slot),
+                    ..
+                } if seats.get(slot).is_some_and(|(c, _)| c == conn) => {
+                    seats.remove(slot);
+                    seated = true;
+                }
+                _ => {}
+            }
             if let (Some(rec), RoomEvent::Desync { conn, slot, report }) = (&recording, &e) {
                 rec.desync_report(&name, *conn, *slot, report);
             }
+        }
+        if seated {
+            let names = seats.iter().map(|(&s, (_, n))| (s, n.clone())).collect();
+            monitor.room_seats(&name, names);
         }
         // Close a room nobody has used for a while, unless a join is on
         // its way (joins are queued under the registry lock).
@@ -143,6 +189,7 @@ pub(crate) async fn run<R: NetRules>(
     }
     // The recording thread finishes the file once its channel closes.
     drop(recording);
+    drop(beat);
     let now = catch_unwind(AssertUnwindSafe(|| room.stats())).unwrap_or(published);
     monitor.room(&name, &published, &now);
     monitor.room_closed(&name, outcome.is_err());
@@ -168,15 +215,25 @@ fn handle<R: NetRules>(
 ) {
     let now = micros(base);
     match cmd {
-        RoomCmd::Join { conn, peer, hello } => {
+        RoomCmd::Join {
+            conn,
+            peer,
+            hello,
+            grant,
+        } => {
             peers.insert(conn, peer);
             room.handle_connect(now, conn);
-            room.handle_reliable(now, conn, &hello);
+            match grant {
+                Some(g) => room.handle_hello(now, conn, &hello, g),
+                None => room.handle_reliable(now, conn, &hello),
+            }
         }
-        RoomCmd::Reliable { conn, bytes } => {
+        RoomCmd::Reliable { conn, bytes, held } => {
             if peers.contains_key(&conn) {
                 room.handle_reliable(now, conn, &bytes);
             }
+            // The message's budget is free once the room has taken it.
+            drop(held);
         }
         RoomCmd::Datagram { conn, bytes, at } => {
             if peers.contains_key(&conn) {
@@ -208,10 +265,7 @@ fn dispatch<R: NetRules>(
         match o {
             Output::Datagram { conn, bytes } => {
                 if let Some(p) = peers.get(&conn) {
-                    match p.connection.send_datagram(Bytes::from(bytes)) {
-                        Ok(()) | Err(quinn::SendDatagramError::ConnectionLost(_)) => {}
-                        Err(e) => warn!(conn, "datagram not sent: {e}"),
-                    }
+                    p.link.send_datagram(Bytes::from(bytes));
                 }
             }
             Output::Reliable { conn, bytes } => {
@@ -244,8 +298,7 @@ fn to_writer(
     if p.writer.try_send(msg).is_err() {
         warn!(conn, "client does not read its stream: dropping it");
         if let Some(p) = peers.remove(&conn) {
-            p.connection
-                .close(1u8.into(), b"too slow to read the stream");
+            p.link.abort("too slow to read the stream");
         }
         slow.push(conn);
     }
@@ -259,11 +312,11 @@ fn close_peer(p: &Peer, reason: KickReason, kick: bool) {
             WriterMsg::Close { reason, .. } => reason,
             WriterMsg::Data(_) | WriterMsg::Snapshot(_) => KickReason::Left,
         };
-        close_now(&p.connection, &reason);
+        p.link.close(&reason);
     }
 }
 
-fn log_event(e: &RoomEvent) {
+fn log_event(e: &RoomEvent, monitor: &Monitor) {
     match e {
         RoomEvent::Joined {
             conn,
@@ -271,7 +324,12 @@ fn log_event(e: &RoomEvent) {
             name,
             reconnect,
         } => info!(conn, ?slot, name = %name, reconnect, "joined"),
-        RoomEvent::Left { conn, slot, reason } => info!(conn, ?slot, "left: {reason}"),
+        RoomEvent::Left { conn, slot, reason } => {
+            info!(conn, ?slot, "left: {reason}");
+            if !matches!(reason, KickReason::Left | KickReason::ServerShutdown) {
+                monitor.kicked(reason.label());
+            }
+        }
         RoomEvent::Desync { conn, slot, report } => warn!(
             conn,
             ?slot,
@@ -280,6 +338,10 @@ fn log_event(e: &RoomEvent) {
             report.client_hash,
             report.server_hash
         ),
+        RoomEvent::Refused { conn, reason } => {
+            info!(conn, "refused: {reason}");
+            monitor.refused(reason.label());
+        }
         RoomEvent::Rejected { conn, what } => debug!(conn, "rejected: {what:?}"),
     }
 }

@@ -1,13 +1,13 @@
 //! One task per connection writes the room's reliable messages to its
-//! stream, packs snapshots off the room's thread, and closes the
-//! connection: it sends the kick, waits (briefly) for the client to
-//! acknowledge it, then closes with the kick as the close reason, so the
-//! client learns why even if the stream data is lost with the connection.
+//! link, packs snapshots off the room's thread, and closes the link: it
+//! sends the kick, waits (briefly) for the client to have it, then closes
+//! with the kick as the reason, so the client learns why even if the
+//! stream data is lost with the connection. The same task serves every
+//! transport ([`crate::link`]).
 
+use crate::link::{Link, LinkWriter};
 use crate::monitor::Monitor;
-use bitroom_protocol::{
-    encode_server_reliable, KickReason, ServerReliable, SnapshotJob, StreamFramer,
-};
+use bitroom_protocol::{encode_server_reliable, KickReason, ServerReliable, SnapshotJob};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -33,7 +33,7 @@ pub(crate) const WRITER_QUEUE: usize = 1024;
 /// How long a closing connection waits for its last messages to arrive.
 const CLOSE_LINGER: Duration = Duration::from_millis(800);
 
-/// A close reason carrying the kick (clients decode it).
+/// A close reason carrying the kick (native clients decode it).
 pub(crate) fn close_reason(reason: &KickReason) -> Vec<u8> {
     let bytes = encode_server_reliable(&ServerReliable::Kick(reason.clone()));
     if bytes.len() <= 512 {
@@ -45,43 +45,33 @@ pub(crate) fn close_reason(reason: &KickReason) -> Vec<u8> {
     }
 }
 
-/// Closes a connection at once, with the kick as its reason.
-pub(crate) fn close_now(connection: &quinn::Connection, reason: &KickReason) {
-    let code = match reason {
-        KickReason::Left | KickReason::ServerShutdown | KickReason::Replaced => 0u8,
-        _ => 1,
-    };
-    connection.close(code.into(), &close_reason(reason));
-}
-
-/// Finishes the stream, gives the client a moment to acknowledge it, and
-/// closes the connection.
+/// Finishes the stream, gives the client a moment to read it, and closes
+/// the link.
 pub(crate) async fn close_after(
-    connection: &quinn::Connection,
-    send: &mut quinn::SendStream,
+    link: &dyn Link,
+    writer: &mut impl LinkWriter,
     reason: &KickReason,
 ) {
-    let _ = send.finish();
-    let _ = tokio::time::timeout(CLOSE_LINGER, send.stopped()).await;
-    close_now(connection, reason);
+    writer.finish(CLOSE_LINGER).await;
+    link.close(reason);
 }
 
 /// Sends the kick on the stream, then closes (see [`close_after`]).
 pub(crate) async fn kick_and_close(
-    connection: &quinn::Connection,
-    send: &mut quinn::SendStream,
+    link: &dyn Link,
+    writer: &mut impl LinkWriter,
     reason: &KickReason,
 ) {
     let msg = encode_server_reliable(&ServerReliable::Kick(reason.clone()));
-    let _ = send.write_all(&StreamFramer::frame(&msg)).await;
-    close_after(connection, send, reason).await;
+    let _ = writer.send(&msg).await;
+    close_after(link, writer, reason).await;
 }
 
-/// Writes the room's messages to one connection's stream until told to
-/// close (or until the room drops its end).
+/// Writes the room's messages to one connection until told to close (or
+/// until the room drops its end).
 pub(crate) async fn run(
-    connection: quinn::Connection,
-    mut send: quinn::SendStream,
+    link: Arc<dyn Link>,
+    mut writer: impl LinkWriter,
     mut rx: mpsc::Receiver<WriterMsg>,
     monitor: Arc<Monitor>,
     _done: mpsc::Sender<()>,
@@ -89,7 +79,7 @@ pub(crate) async fn run(
     while let Some(m) = rx.recv().await {
         match m {
             WriterMsg::Data(bytes) => {
-                if send.write_all(&StreamFramer::frame(&bytes)).await.is_err() {
+                if writer.send(&bytes).await.is_err() {
                     return;
                 }
             }
@@ -105,16 +95,13 @@ pub(crate) async fn run(
                         Ok(job) => job,
                         Err(e) => {
                             error!("packing a snapshot failed: {e}");
-                            close_now(
-                                &connection,
-                                &KickReason::RoomClosed("snapshot failed".into()),
-                            );
+                            link.close(&KickReason::RoomClosed("snapshot failed".into()));
                             return;
                         }
                     }
                 };
                 for msg in job.messages() {
-                    if send.write_all(&StreamFramer::frame(msg)).await.is_err() {
+                    if writer.send(msg).await.is_err() {
                         return;
                     }
                     monitor.bytes_out(msg.len() as u64 + 4);
@@ -122,14 +109,14 @@ pub(crate) async fn run(
             }
             WriterMsg::Close { reason, kick } => {
                 if kick {
-                    kick_and_close(&connection, &mut send, &reason).await;
+                    kick_and_close(&*link, &mut writer, &reason).await;
                 } else {
-                    close_after(&connection, &mut send, &reason).await;
+                    close_after(&*link, &mut writer, &reason).await;
                 }
                 return;
             }
         }
     }
     // The room is gone without closing us (it was dropped): say so.
-    close_now(&connection, &KickReason::RoomClosed("room stopped".into()));
+    link.close(&KickReason::RoomClosed("room stopped".into()));
 }

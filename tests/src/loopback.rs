@@ -24,6 +24,8 @@ pub struct TestServer {
     pub pin: CertPin,
     /// Its measurements.
     pub monitor: Arc<Monitor>,
+    /// The web side's address, when the configuration has one.
+    pub web: Option<SocketAddr>,
     stop: ShutdownHandle,
     task: Option<JoinHandle<()>>,
 }
@@ -45,12 +47,14 @@ impl TestServer {
         let addr = server.local_addr();
         let pin = CertPin::Sha256(server.fingerprint());
         let monitor = server.monitor();
+        let web = server.web_addr();
         let stop = server.shutdown_handle();
         let task = tokio::spawn(server.run());
         TestServer {
             addr,
             pin,
             monitor,
+            web,
             stop,
             task: Some(task),
         }
@@ -123,6 +127,7 @@ impl RawClient {
             name: "raw".into(),
             spectator: false,
             reconnect: None,
+            token: None,
         }))
     }
 

@@ -1,10 +1,14 @@
-//! A simulated network for the sans-IO state machines: a virtual clock,
-//! per-link latency, jitter, loss, duplication, reordering and a bandwidth
-//! cap, reliable messages delayed but kept in order, all from a seed. One
+//! A simulated network for the sans-IO state machines: a virtual clock
+//! and, per direction of every client's link, the link model the client's
+//! conditioner uses on real sockets ([`LinkModel`]: latency, jitter,
+//! uniform and bursty loss, duplication, reordering, a bandwidth cap, a
+//! scheduled outage), all from a seed. Reliable messages are delayed but
+//! never lost and kept in order (a loss costs a retransmission). One
 //! [`ServerRoom`] and any number of [`ClientSession`]s run in-process, so a
 //! 3000-tick, 4-client, lossy run takes seconds and fails the same way
 //! every time.
 
+use bitroom_client::link_model::{LinkModel, LinkProfile, LinkStats};
 use bitroom_protocol::{
     ClientConfig, ClientEvent, ClientSession, ClientTransmit, ConnId, Micros, NetRules, Output,
     RoomConfig, RoomEvent, ServerRoom,
@@ -12,154 +16,77 @@ use bitroom_protocol::{
 use bitroom_sim::game::Rules;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::time::Duration;
 
-/// One direction of a link.
+/// One direction of a link: a [`LinkProfile`] (time zero of its outage is
+/// the simulation's start).
 #[derive(Clone, Copy, Debug)]
 pub struct LinkConfig {
-    /// One-way base delay.
-    pub latency: Micros,
-    /// Extra delay, uniform in `0..=jitter`.
-    pub jitter: Micros,
-    /// Datagram loss probability, in parts per million.
-    pub loss_ppm: u32,
-    /// Datagram duplication probability (ppm).
-    pub dup_ppm: u32,
-    /// Probability (ppm) that a datagram is held back by an extra
-    /// `latency / 2 .. latency` so later ones overtake it.
-    pub reorder_ppm: u32,
-    /// Bytes per second (0: unlimited); excess queues, and a queue longer
-    /// than 500 ms drops the datagram.
-    pub bandwidth: u64,
+    /// The profile.
+    pub profile: LinkProfile,
 }
 
 impl LinkConfig {
     /// A perfect link with a fixed delay.
     pub fn delay(latency: Micros) -> LinkConfig {
         LinkConfig {
-            latency,
-            jitter: 0,
-            loss_ppm: 0,
-            dup_ppm: 0,
-            reorder_ppm: 0,
-            bandwidth: 0,
+            profile: LinkProfile {
+                latency: Duration::from_micros(latency),
+                ..LinkProfile::default()
+            },
         }
     }
 
     /// Delay, jitter and loss (percent).
     pub fn lossy(latency: Micros, jitter: Micros, loss_percent: u32) -> LinkConfig {
         LinkConfig {
-            latency,
-            jitter,
-            loss_ppm: loss_percent * 10_000,
-            ..LinkConfig::delay(latency)
+            profile: LinkProfile {
+                latency: Duration::from_micros(latency),
+                jitter: Duration::from_micros(jitter),
+                loss_ppm: loss_percent * 10_000,
+                ..LinkProfile::default()
+            },
         }
     }
 }
 
-/// A seeded generator (xorshift64*), the harness's only randomness.
-#[derive(Clone, Debug)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// A generator from a seed.
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-
-    /// Next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// Uniform in `0..=max`.
-    pub fn below(&mut self, max: u64) -> u64 {
-        if max == 0 {
-            0
-        } else {
-            self.next_u64() % (max + 1)
-        }
-    }
-
-    /// True with probability `ppm` / 1e6.
-    pub fn chance(&mut self, ppm: u32) -> bool {
-        (self.next_u64() % 1_000_000) < u64::from(ppm)
+impl From<LinkProfile> for LinkConfig {
+    fn from(profile: LinkProfile) -> LinkConfig {
+        LinkConfig { profile }
     }
 }
 
 #[derive(Debug)]
 struct LinkState {
-    config: LinkConfig,
-    free_at: Micros,
-    last_reliable: Micros,
+    model: LinkModel,
     sent_bytes: u64,
     sent_datagrams: u64,
-    lost: u64,
 }
 
 impl LinkState {
-    fn new(config: LinkConfig) -> LinkState {
+    fn new(config: LinkConfig, seed: u64, salt: u64) -> LinkState {
+        let profile = LinkProfile {
+            seed: config.profile.seed ^ seed.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            ..config.profile
+        };
         LinkState {
-            config,
-            free_at: 0,
-            last_reliable: 0,
+            model: LinkModel::new(profile, salt),
             sent_bytes: 0,
             sent_datagrams: 0,
-            lost: 0,
         }
     }
 
     /// Delivery times for a datagram (empty: lost).
-    fn datagram(&mut self, now: Micros, len: usize, rng: &mut Rng) -> Vec<Micros> {
+    fn datagram(&mut self, now: Micros, len: usize) -> Vec<Micros> {
         self.sent_bytes += len as u64;
         self.sent_datagrams += 1;
-        let c = self.config;
-        let mut start = now;
-        if let Some(per_byte) = (len as u64 * 1_000_000).checked_div(c.bandwidth) {
-            start = self.free_at.max(now);
-            if start > now + 500_000 {
-                self.lost += 1;
-                return Vec::new();
-            }
-            self.free_at = start + per_byte;
-        }
-        if rng.chance(c.loss_ppm) {
-            self.lost += 1;
-            return Vec::new();
-        }
-        let copies = if rng.chance(c.dup_ppm) { 2 } else { 1 };
-        (0..copies)
-            .map(|_| {
-                let mut d = start + c.latency + rng.below(c.jitter);
-                if rng.chance(c.reorder_ppm) {
-                    d += c.latency / 2 + rng.below(c.latency / 2);
-                }
-                d
-            })
-            .collect()
+        self.model.datagram(now, len)
     }
 
-    /// Delivery time of a reliable message: never lost (a lost packet costs
-    /// a retransmission delay) and never ahead of an earlier one.
-    fn reliable(&mut self, now: Micros, len: usize, rng: &mut Rng) -> Micros {
+    /// Delivery time of a reliable message.
+    fn reliable(&mut self, now: Micros, len: usize) -> Micros {
         self.sent_bytes += len as u64;
-        let c = self.config;
-        let mut d = now + c.latency + rng.below(c.jitter);
-        if rng.chance(c.loss_ppm) {
-            d += 2 * c.latency + 20_000;
-        }
-        if let Some(cost) = (len as u64 * 1_000_000).checked_div(c.bandwidth) {
-            let start = self.free_at.max(now);
-            self.free_at = start + cost;
-            d = d.max(self.free_at + c.latency);
-        }
-        d = d.max(self.last_reliable);
-        self.last_reliable = d;
-        d
+        self.model.reliable(now, len)
     }
 }
 
@@ -202,6 +129,13 @@ pub struct SimClient<R: Rules> {
     input: Option<InputFn<R>>,
     /// The client's clock is frozen until then (simulates a stall).
     frozen_until: Micros,
+    /// Virtual CPU time per tick the client simulates (0: free).
+    step_cost: Micros,
+    /// The client is busy computing until then: deliveries and timers
+    /// wait (a single-threaded client short of CPU, such as a page).
+    busy_until: Micros,
+    /// Ticks simulated so far (stepped and re-simulated), as charged.
+    steps_charged: u64,
 }
 
 impl<R: Rules> SimClient<R> {
@@ -210,9 +144,29 @@ impl<R: Rules> SimClient<R> {
         self.down.sent_bytes
     }
 
+    /// Bytes the client sent (payloads, all connections).
+    pub fn bytes_up(&self) -> u64 {
+        self.up.sent_bytes
+    }
+
+    /// Datagrams the client sent.
+    pub fn datagrams_up(&self) -> u64 {
+        self.up.sent_datagrams
+    }
+
+    /// Datagrams the server sent to the client.
+    pub fn datagrams_down(&self) -> u64 {
+        self.down.sent_datagrams
+    }
+
     /// Datagrams lost on the way down.
     pub fn lost_down(&self) -> u64 {
-        self.down.lost
+        self.down.model.stats().dropped
+    }
+
+    /// What the link models did: up (client → server) and down.
+    pub fn link_stats(&self) -> (LinkStats, LinkStats) {
+        (self.up.model.stats(), self.down.model.stats())
     }
 
     /// Desync events seen.
@@ -221,6 +175,20 @@ impl<R: Rules> SimClient<R> {
             .iter()
             .filter(|(_, e)| matches!(e, ClientEvent::Desync { .. }))
             .count()
+    }
+
+    /// Charges the ticks the session simulated since the last charge.
+    fn charge(&mut self, now: Micros) {
+        let Some(tl) = self.session.as_mut().and_then(|s| s.timeline_mut()) else {
+            return;
+        };
+        let st = tl.stats();
+        let steps = st.advanced + st.resimulated;
+        let new = steps.saturating_sub(self.steps_charged);
+        self.steps_charged = steps;
+        if self.step_cost > 0 && new > 0 {
+            self.busy_until = self.busy_until.max(now) + new * self.step_cost;
+        }
     }
 
     /// The session; panics when disconnected (tests only).
@@ -251,7 +219,7 @@ pub struct NetSim<R: NetRules> {
     queue: BinaryHeap<Reverse<(Micros, u64, Delivery)>>,
     seq: u64,
     next_conn: ConnId,
-    rng: Rng,
+    seed: u64,
 }
 
 impl<R: NetRules> NetSim<R> {
@@ -267,7 +235,7 @@ impl<R: NetRules> NetSim<R> {
             queue: BinaryHeap::new(),
             seq: 0,
             next_conn: 1,
-            rng: Rng::new(seed),
+            seed,
         }
     }
 
@@ -280,14 +248,18 @@ impl<R: NetRules> NetSim<R> {
         input: Option<InputFn<R>>,
     ) -> usize {
         let i = self.clients.len();
+        let salt = (i as u64) << 1;
         self.clients.push(SimClient {
             session: None,
             conn: 0,
             events: Vec::new(),
-            up: LinkState::new(up),
-            down: LinkState::new(down),
+            up: LinkState::new(up, self.seed, salt),
+            down: LinkState::new(down, self.seed, salt | 1),
             input,
             frozen_until: 0,
+            step_cost: 0,
+            busy_until: 0,
+            steps_charged: 0,
         });
         self.connect(i, config);
         i
@@ -300,6 +272,7 @@ impl<R: NetRules> NetSim<R> {
         self.server.handle_connect(self.now, conn);
         let c = &mut self.clients[i];
         c.conn = conn;
+        c.steps_charged = 0;
         c.session = Some(ClientSession::new(self.rules.clone(), config, self.now));
         self.flush_client(i);
     }
@@ -309,7 +282,7 @@ impl<R: NetRules> NetSim<R> {
     pub fn drop_connection(&mut self, i: usize) {
         let c = &mut self.clients[i];
         c.session = None;
-        let at = self.now + c.up.config.latency;
+        let at = self.now + c.up.model.profile().latency.as_micros() as Micros;
         let conn = c.conn;
         self.push(at, Delivery::Disconnect { client: i, conn });
     }
@@ -319,13 +292,30 @@ impl<R: NetRules> NetSim<R> {
         self.clients[i].frozen_until = self.now + d;
     }
 
+    /// Makes every tick client `i` simulates (stepped or re-simulated)
+    /// take `cost` of its virtual time: while it computes, datagrams and
+    /// messages wait for it in order and its timers fire late, as on a
+    /// single-threaded client short of CPU (a browser page on a loaded
+    /// machine).
+    pub fn set_step_cost(&mut self, i: usize, cost: Micros) {
+        self.clients[i].step_cost = cost;
+    }
+
+    /// Keeps client `i` busy for `d` from now (a long frame, a garbage
+    /// collection): unlike [`NetSim::freeze`], datagrams wait for it.
+    pub fn hiccup(&mut self, i: usize, d: Micros) {
+        let c = &mut self.clients[i];
+        c.busy_until = c.busy_until.max(self.now) + d;
+    }
+
     fn push(&mut self, at: Micros, d: Delivery) {
         self.seq += 1;
         self.queue.push(Reverse((at, self.seq, d)));
     }
 
     fn flush_client(&mut self, i: usize) {
-        let now = self.now;
+        // A busy client's messages leave once its computation is done.
+        let now = self.now.max(self.clients[i].busy_until);
         loop {
             let c = &mut self.clients[i];
             let Some(s) = c.session.as_mut() else {
@@ -340,7 +330,7 @@ impl<R: NetRules> NetSim<R> {
             let conn = c.conn;
             match t {
                 ClientTransmit::Reliable(bytes) => {
-                    let at = c.up.reliable(now, bytes.len(), &mut self.rng);
+                    let at = c.up.reliable(now, bytes.len());
                     self.push(
                         at,
                         Delivery::ToServer {
@@ -352,7 +342,7 @@ impl<R: NetRules> NetSim<R> {
                     );
                 }
                 ClientTransmit::Datagram(bytes) => {
-                    for at in c.up.datagram(now, bytes.len(), &mut self.rng) {
+                    for at in c.up.datagram(now, bytes.len()) {
                         self.push(
                             at,
                             Delivery::ToServer {
@@ -391,9 +381,9 @@ impl<R: NetRules> NetSim<R> {
             for bytes in messages {
                 let link = &mut self.clients[i].down;
                 let arrivals = if reliable {
-                    vec![link.reliable(now, bytes.len(), &mut self.rng)]
+                    vec![link.reliable(now, bytes.len())]
                 } else {
-                    link.datagram(now, bytes.len(), &mut self.rng)
+                    link.datagram(now, bytes.len())
                 };
                 for at in arrivals {
                     self.push(
@@ -420,7 +410,7 @@ impl<R: NetRules> NetSim<R> {
                 .iter()
                 .filter_map(|c| {
                     let t = c.session.as_ref()?.poll_timeout()?;
-                    Some(t.max(c.frozen_until))
+                    Some(t.max(c.frozen_until).max(c.busy_until))
                 })
                 .min();
             let next = [Some(next_tick), next_packet, next_client]
@@ -444,7 +434,7 @@ impl<R: NetRules> NetSim<R> {
             } else {
                 for i in 0..self.clients.len() {
                     let c = &mut self.clients[i];
-                    if c.frozen_until > now {
+                    if c.frozen_until > now || c.busy_until > now {
                         continue;
                     }
                     let Some(s) = c.session.as_mut() else {
@@ -456,6 +446,7 @@ impl<R: NetRules> NetSim<R> {
                             s.set_input(input);
                         }
                         s.handle_timeout(now);
+                        c.charge(now);
                         self.flush_client(i);
                     }
                 }
@@ -486,6 +477,20 @@ impl<R: NetRules> NetSim<R> {
                 bytes,
             } => {
                 let c = &mut self.clients[client];
+                if c.conn == conn && c.busy_until > now && c.frozen_until <= now {
+                    // Busy computing: it reads this once done.
+                    let at = c.busy_until;
+                    self.push(
+                        at,
+                        Delivery::ToClient {
+                            client,
+                            conn,
+                            reliable,
+                            bytes,
+                        },
+                    );
+                    return;
+                }
                 if c.conn != conn || c.frozen_until > now {
                     // An old connection's leftovers, or a stalled client
                     // (its socket buffer would drop datagrams; reliable
@@ -512,6 +517,7 @@ impl<R: NetRules> NetSim<R> {
                 } else {
                     s.handle_datagram(now, &bytes);
                 }
+                c.charge(now);
                 self.flush_client(client);
             }
             Delivery::Disconnect { conn, .. } => {

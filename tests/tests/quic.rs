@@ -9,7 +9,7 @@ use bitroom_client::bots::{BotFleet, BotSpec};
 use bitroom_client::conditioner::ConditionerConfig;
 use bitroom_client::{connect, ConnectError, ConnectOptions, Disconnect, Event};
 use bitroom_protocol::{
-    encode_client_datagram, ClientDatagram, FrameAck, InputBatch, KickReason, RoomConfig,
+    encode_client_datagram, ClientDatagram, FrameAck, InputBatch, InputRun, KickReason, RoomConfig,
     ServerReliable, StreamFramer, MAX_RELIABLE,
 };
 use bitroom_sim::game::sandbox::Strategy;
@@ -34,6 +34,7 @@ fn bot(name: &str, room: &str, strategy: Strategy, seed: u64) -> BotSpec<Strateg
         predict: true,
         conditioner: None,
         load: false,
+        token: None,
     }
 }
 
@@ -130,7 +131,7 @@ async fn conditioned_bot_stays_in_sync() {
     server.shutdown().await;
 }
 
-/// A player who drops its connection gets its slot back with its token; a
+/// A player who drops its connection gets its slot back with its secret; a
 /// player who leaves frees its slot for the next one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn join_leave_and_reconnect_to_the_same_slot() {
@@ -143,7 +144,7 @@ async fn join_leave_and_reconnect_to_the_same_slot() {
         .await
         .expect("b joins");
     assert_eq!((a.slot(), b.slot()), (Some(0), Some(1)));
-    let token = a.token();
+    let secret = a.reconnect_secret();
     // A's connection drops without a goodbye: the seat waits for it.
     a.close().await;
     let c = connect(server.addr, "seats", options())
@@ -151,12 +152,12 @@ async fn join_leave_and_reconnect_to_the_same_slot() {
         .expect("c joins");
     assert_eq!(c.slot(), Some(2), "a dropped seat is kept for its owner");
     let mut again = options();
-    again.reconnect = Some(token);
+    again.reconnect = Some(secret);
     let mut a2 = connect(server.addr, "seats", again)
         .await
         .expect("a reconnects");
-    assert_eq!(a2.slot(), Some(0), "the token reclaims the seat");
-    assert_eq!(a2.token(), token);
+    assert_eq!(a2.slot(), Some(0), "the secret reclaims the seat");
+    assert_eq!(a2.reconnect_secret(), secret);
     wait_for_synced(&mut a2).await;
     // B leaves for good: its seat is free for the next player.
     let left = b.leave(2 * SEC).await;
@@ -165,7 +166,7 @@ async fn join_leave_and_reconnect_to_the_same_slot() {
         .await
         .expect("d joins");
     assert_eq!(d.slot(), Some(1), "a left seat is reused");
-    assert_ne!(d.token(), token);
+    assert_ne!(d.reconnect_secret(), secret);
     // The reconnected player is in sync with the room.
     let verified = a2.stats().session.verified;
     wait_for("a2 verifies frames", 10 * SEC, || {
@@ -416,7 +417,10 @@ async fn garbage_and_foreign_inputs_are_dropped() {
         let foreign = encode_client_datagram(&ClientDatagram::Inputs(InputBatch {
             slot: w.slot().expect("witness slot"),
             first_tick: 1,
-            inputs: vec![PlayerInput::default()],
+            runs: vec![InputRun {
+                count: 1,
+                input: PlayerInput::default(),
+            }],
             ack: FrameAck::default(),
         }));
         raw.connection
@@ -489,7 +493,10 @@ async fn an_input_flood_is_kicked() {
     let ping = encode_client_datagram(&ClientDatagram::Inputs(InputBatch {
         slot,
         first_tick: 1,
-        inputs: vec![PlayerInput::default()],
+        runs: vec![InputRun {
+            count: 1,
+            input: PlayerInput::default(),
+        }],
         ack: FrameAck::default(),
     }));
     // ~2000 datagrams per second for up to 5 s: far over 3× the tick rate.
@@ -597,6 +604,7 @@ async fn a_recorded_room_verifies() {
             dir: record_dir,
             scene: "arena60".into(),
             keyframe_interval: 60,
+            quota: bitroom_server::DEFAULT_RECORD_QUOTA,
         });
     });
     let mut fleet = BotFleet::new(server.addr, rules(), server.pin);

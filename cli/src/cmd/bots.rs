@@ -5,10 +5,14 @@ use super::{bad_input, runtime};
 use crate::args::{CertArgs, ConditionerArgs};
 use crate::sandbox::rules_for_scene;
 use crate::status::StatusLine;
-use bitroom_client::bots::{plan, BotFleet, FleetStatus};
+use bitroom_client::bots::{plan, BotFleet, FailRule, FleetStatus};
+use bitroom_client::link_model::Percent;
+use bitroom_protocol::token::{decode_text, Claims, SigningKey, MAX_TOKEN_LIFETIME};
 use bitroom_sim::game::sandbox::Strategy;
+use bitroom_transport::keys;
 use clap::Args;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -50,6 +54,33 @@ pub struct BotsArgs {
     /// Bots started per second.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     spawn_rate: u32,
+    /// A connect token (its text form, from the game's backend or
+    /// `bitroom-server token`) for a server that requires one. A token
+    /// admits once: one bot.
+    #[arg(long, value_name = "TOKEN", conflicts_with = "token_key")]
+    token: Option<String>,
+    /// Mint a token for each bot with this private key file (tests and
+    /// load): room, player, user id = the bot's name, valid 5 minutes.
+    #[arg(long, value_name = "FILE")]
+    token_key: Option<PathBuf>,
+    /// The server id the minted tokens name (`serve --server-id`).
+    #[arg(long, value_name = "ID", requires = "token_key")]
+    server_id: Option<String>,
+    /// Input batches per second per bot [default: one per tick]; each
+    /// carries every input not yet acknowledged.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    send_rate: Option<u32>,
+    /// A bot that hash-checked fewer of the ticks it was in the room for
+    /// fails.
+    #[arg(long, value_name = "PERCENT", default_value = "90%")]
+    min_verified: Percent,
+    /// A bot whose confirmed tick did not move for this long while its
+    /// link was up fails.
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = humantime::parse_duration)]
+    max_stall: Duration,
+    /// A bot resynced (sent a snapshot after its join) more often fails.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    max_resyncs: u64,
     #[command(flatten)]
     cert: CertArgs,
     #[command(flatten)]
@@ -75,6 +106,27 @@ pub fn run(args: BotsArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return bad_input(e),
     };
+    let token =
+        match &args.token {
+            Some(_) if args.count > 1 => return bad_input(
+                "--token admits one bot (a token is used once): mint one per bot with --token-key",
+            ),
+            Some(t) => match decode_text(t) {
+                Ok(bytes) => Some(bytes),
+                Err(e) => return bad_input(format_args!("--token: {e}")),
+            },
+            None => None,
+        };
+    let minter = match &args.token_key {
+        Some(path) => match keys::load_signing_key(path) {
+            Ok(k) => Some(Minter {
+                key: k,
+                server_id: args.server_id.clone().unwrap_or_default(),
+            }),
+            Err(e) => return bad_input(format_args!("--token-key: {e}")),
+        },
+        None => None,
+    };
     let runtime = match runtime() {
         Ok(r) => r,
         Err(code) => return code,
@@ -92,8 +144,15 @@ pub fn run(args: BotsArgs) -> ExitCode {
     if let Some(c) = args.sim.config() {
         eprintln!("link conditioner: {c}");
     }
+    let rule = FailRule {
+        stall: args.max_stall,
+        max_resyncs: args.max_resyncs,
+        min_verified_ppm: args.min_verified.ppm,
+    };
     let report = runtime.block_on(async move {
         let mut fleet = BotFleet::new(server, rules, pin);
+        fleet.set_rule(rule);
+        fleet.set_send_rate(args.send_rate.unwrap_or(0));
         let spawn_gap = Duration::from_secs(1) / args.spawn_rate;
         let end = tokio::time::Instant::now() + args.duration;
         let mut specs = specs.into_iter();
@@ -108,7 +167,17 @@ pub fn run(args: BotsArgs) -> ExitCode {
             }
             while now >= next_spawn {
                 match specs.next() {
-                    Some(s) => {
+                    Some(mut s) => {
+                        s.token = match &minter {
+                            Some(m) => match m.mint(&s.room, &s.name) {
+                                Ok(t) => Some(t),
+                                Err(e) => {
+                                    eprintln!("error: cannot mint a token for {}: {e}", s.name);
+                                    None
+                                }
+                            },
+                            None => token.clone(),
+                        };
                         fleet.spawn(s);
                         next_spawn += spawn_gap;
                     }
@@ -153,4 +222,21 @@ fn resolve(s: &str) -> Option<SocketAddr> {
         return Some(a);
     }
     s.to_socket_addrs().ok()?.next()
+}
+
+/// Mints each bot's token (`--token-key`).
+struct Minter {
+    key: SigningKey,
+    server_id: String,
+}
+
+impl Minter {
+    /// A player token for `room`, user id `user`, valid for the longest
+    /// lifetime from now.
+    fn mint(&self, room: &str, user: &str) -> Result<Vec<u8>, keys::KeyError> {
+        let mut claims = Claims::player(room, keys::unix_now(), MAX_TOKEN_LIFETIME);
+        claims.user = user.as_bytes().to_vec();
+        claims.server_id = self.server_id.clone();
+        Ok(keys::mint_token(&self.key, &claims)?.to_bytes())
+    }
 }

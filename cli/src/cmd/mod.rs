@@ -7,9 +7,12 @@
 
 pub mod bots;
 pub mod demo;
+pub mod keygen;
 pub mod replay;
 pub mod serve;
 pub mod sim;
+pub mod token;
+pub mod web;
 
 use std::process::ExitCode;
 

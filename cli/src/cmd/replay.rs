@@ -2,9 +2,12 @@
 //! (format and re-simulation in `bitroom_protocol::replay`), and record bot
 //! games without a network.
 //!
-//! Exit codes: 0 fine (a damaged tail is a warning), 1 a divergence, 2 bad
-//! input (not a replay, a corrupt header, an unsupported format version, a
-//! missing file).
+//! Exit codes: 0 fine (a cut or damaged tail, which is what a crash
+//! leaves, is a warning), 1 a divergence, 2 bad input (not a replay, a
+//! corrupt header, an unsupported format version, a missing file), 3 a
+//! corrupt file: a damaged record followed by more data, or data after the
+//! end record (the message names the byte offset). `verify` with several
+//! files exits with the highest code.
 
 use super::{bad_input, EXIT_BAD_INPUT};
 use crate::sandbox::{check_recorded_game, replay_rules, rules_for, BOT_STRATEGIES, SANDBOX_RULES};
@@ -29,6 +32,8 @@ use std::time::Instant;
 
 /// Exit code for a divergence.
 const EXIT_DIVERGED: u8 = 1;
+/// Exit code for damage in the middle of a file (not a cut tail).
+const EXIT_CORRUPT: u8 = 3;
 
 /// Arguments of `replay`.
 #[derive(Args, Debug)]
@@ -263,6 +268,15 @@ fn print_verify(name: &str, rep: &VerifyReport, secs: f64, tick_rate: u32, jobs:
         );
         return EXIT_DIVERGED;
     }
+    if let Some(e) = rep.damage.as_ref().filter(|e| e.is_corrupt()) {
+        eprintln!("error: {name}: corrupt: {e}");
+        println!(
+            "{name}: CORRUPT: {} ticks verified before the damage at byte {}",
+            rep.ticks_verified,
+            e.offset().unwrap_or(rep.bytes_read)
+        );
+        return EXIT_CORRUPT;
+    }
     if let Some(e) = &rep.damage {
         eprintln!("warning: {name}: damaged or truncated tail: {e}");
         println!(
@@ -298,11 +312,16 @@ impl Opened {
             decode_initial::<Sandbox>(&index.header).map_err(|e| format!("{name}: {e}"))?;
         let rules = replay_rules(&index.header, &initial).map_err(|e| format!("{name}: {e}"))?;
         let src = BufReader::new(File::open(path).map_err(|e| format!("{name}: {e}"))?);
-        if let Some(e) = &index.damage {
-            eprintln!(
+        match &index.damage {
+            Some(e) if e.is_corrupt() => eprintln!(
+                "error: {name}: corrupt: {e}; comparing the {} ticks before the damage",
+                index.ticks.len()
+            ),
+            Some(e) => eprintln!(
                 "warning: {name}: damaged or truncated tail ({e}); using the {} intact ticks",
                 index.ticks.len()
-            );
+            ),
+            None => {}
         }
         Ok(Opened {
             name,
@@ -349,7 +368,10 @@ fn diff_cmd(args: &DiffArgs) -> ExitCode {
     } else {
         print_diff(&a, b.as_ref(), &rep, labels);
     }
-    if rep.divergence.is_some() {
+    let corrupt = |o: &Opened| o.index.damage.as_ref().is_some_and(|e| e.is_corrupt());
+    if corrupt(&a) || b.as_ref().is_some_and(corrupt) {
+        ExitCode::from(EXIT_CORRUPT)
+    } else if rep.divergence.is_some() {
         ExitCode::from(EXIT_DIVERGED)
     } else {
         ExitCode::SUCCESS
@@ -512,8 +534,15 @@ fn info_cmd(args: &InfoArgs) -> ExitCode {
         println!("            ({unknown} events for seats outside the room, ignored)");
     }
     match &index.damage {
+        Some(e) if e.is_corrupt() => {
+            println!(
+                "integrity   CORRUPT: {e}; {ticks} ticks readable before it (up to byte {})",
+                index.bytes
+            );
+            return ExitCode::from(EXIT_CORRUPT);
+        }
         Some(e) => println!(
-            "integrity   damaged: {e}; {ticks} ticks readable (up to byte {})",
+            "integrity   damaged tail: {e}; {ticks} ticks readable (up to byte {})",
             index.bytes
         ),
         None if index.ended_cleanly => {
@@ -577,11 +606,19 @@ fn export_cmd(args: &ExportArgs) -> ExitCode {
         }
     }
     let _ = out.flush();
-    if let Some(e) = reader.stop_reason() {
-        eprintln!(
+    match reader.stop_reason() {
+        Some(e) if e.is_corrupt() => {
+            eprintln!(
+                "error: {name}: corrupt: {e}; exported up to tick {}",
+                game.tick()
+            );
+            return ExitCode::from(EXIT_CORRUPT);
+        }
+        Some(e) => eprintln!(
             "warning: {name}: damaged or truncated tail: {e}; exported up to tick {}",
             game.tick()
-        );
+        ),
+        None => {}
     }
     ExitCode::SUCCESS
 }

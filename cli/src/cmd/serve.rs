@@ -3,11 +3,14 @@
 
 use super::{bad_input, runtime};
 use crate::sandbox::{rules_for_scene, SANDBOX_RULES};
+use bitroom_protocol::token::{KeyId, MAX_SERVER_ID_LEN};
 use bitroom_protocol::RoomConfig;
 use bitroom_server::monitor::Monitor;
 use bitroom_server::tls::Identity;
-use bitroom_server::{RecordConfig, Server, ServerConfig};
-use bitroom_transport::fingerprint_hex;
+use bitroom_server::{
+    AgonesConfig, Limits, RecordConfig, Server, ServerConfig, TokenConfig, DEFAULT_RECORD_QUOTA,
+};
+use bitroom_transport::{fingerprint_hex, keys};
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -25,6 +28,12 @@ pub struct ServeArgs {
     /// Ticks per second of every room.
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u32).range(1..=1000))]
     tick_rate: u32,
+    /// Frame bundles per second to each client [default: the tick rate];
+    /// each carries tick-rate / send-rate ticks (rounded down). Lower
+    /// trades a little latency for bytes (every datagram costs about 50
+    /// bytes of headers).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    send_rate: Option<u32>,
     /// The scene every room plays: `arena` (the sandbox arena, 200 loose
     /// bodies), `arena:N` (N loose bodies), a built-in scene or a JSON
     /// scene file.
@@ -77,9 +86,40 @@ pub struct ServeArgs {
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     stats_every: Duration,
     /// Record every room into this directory (one replay file per room,
-    /// flushed every second) and write client desync reports there.
+    /// flushed every 100 ms) and write client desync reports there.
     #[arg(long, value_name = "DIR")]
     record: Option<std::path::PathBuf>,
+    /// Bytes the record directory's replays and desync reports may take
+    /// (the files there at start count): past it the oldest reports are
+    /// deleted, then recording stops.
+    #[arg(long, default_value_t = DEFAULT_RECORD_QUOTA, value_name = "BYTES")]
+    record_quota: u64,
+    /// Require a connect token signed with this public key
+    /// (`token-key.pub.pem` from `keygen`) in every hello; repeat it for
+    /// key rotation (tokens of any of the keys are accepted). Without it
+    /// anyone who can reach the server joins any room (a warning says so).
+    #[arg(long = "token-key", value_name = "PUBFILE")]
+    token_keys: Vec<PathBuf>,
+    /// A reliable message must be whole this long after it starts, or the
+    /// connection is closed.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    message_deadline: Duration,
+    /// Bytes held in unfinished reliable messages over all connections.
+    #[arg(long, default_value_t = Limits::default().max_pending_bytes, value_name = "BYTES")]
+    max_pending_bytes: usize,
+    /// Connections whose QUIC handshake or hello is not finished; past
+    /// half of it, unproven addresses get a stateless retry first (0: no
+    /// limit).
+    #[arg(long, default_value_t = Limits::default().max_half_open)]
+    max_half_open: usize,
+    /// Connections from one IP address (0: no limit; raise it for load
+    /// tests from one machine).
+    #[arg(long, default_value_t = Limits::default().max_per_address)]
+    max_connections_per_address: usize,
+    /// Rooms one IP address (and, with tokens, one user) may create per
+    /// minute (0: no limit).
+    #[arg(long, default_value_t = Limits::default().room_creations_per_minute)]
+    room_creations_per_minute: usize,
     /// Run every server thread under real-time scheduling (SCHED_FIFO,
     /// priority 10) so ticks start on time on a busy machine; for machines
     /// dedicated to serving (Linux). Needs CAP_SYS_NICE (root) or a
@@ -87,9 +127,51 @@ pub struct ServeArgs {
     /// a warning is printed and the server runs at normal priority.
     #[arg(long)]
     realtime: bool,
+    /// Serve browsers on this address too: the page, its API and the
+    /// WebSocket transport over HTTP on TCP, WebTransport on UDP at the
+    /// same port (e.g. 127.0.0.1:8080; see docs/web.md).
+    #[arg(long, value_name = "ADDR")]
+    web: Option<String>,
+    /// The page's folder for --web (default: web/dist of this repository).
+    #[arg(long, value_name = "DIR", requires = "web")]
+    web_assets: Option<PathBuf>,
     /// Ticks between keyframe snapshots in recordings.
     #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u32).range(1..))]
     keyframe_interval: u32,
+    /// This server's id (at most 64 bytes): connect tokens must name it
+    /// (`token --server-id`; default: a server without an id); published
+    /// on the Agones GameServer with --agones (default there: the
+    /// GameServer's name).
+    #[arg(long, value_name = "ID", value_parser = parse_server_id)]
+    server_id: Option<String>,
+    /// Run as an Agones GameServer: Ready, Health from the tick loop, the
+    /// Counters `rooms` and `players`, Shutdown when allocated and idle
+    /// (docs/fleet.md). The SDK sidecar's port comes from
+    /// AGONES_SDK_GRPC_PORT (default 9357). Needs a build with the
+    /// `agones` feature.
+    #[arg(long)]
+    agones: bool,
+    /// With --agones: Shutdown once allocated and empty this long; 0 for
+    /// never.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration, requires = "agones")]
+    agones_idle_shutdown: Duration,
+    /// With --agones: a room reserved by an allocation that no player
+    /// opened within this long is given back (at least the connect
+    /// tokens' lifetime).
+    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration, requires = "agones")]
+    agones_reservation_ttl: Duration,
+    /// With --agones: health reports stop while a room has not ticked for
+    /// this long.
+    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration, requires = "agones")]
+    agones_stall: Duration,
+}
+
+/// A server id: 1 to 64 bytes, no control characters.
+fn parse_server_id(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.len() > 64 || s.chars().any(char::is_control) {
+        return Err("a server id is 1 to 64 bytes without control characters".into());
+    }
+    Ok(s.to_string())
 }
 
 /// Parses a socket address with a one-line error.
@@ -145,6 +227,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         max_players: args.max_players,
         max_spectators: args.max_spectators,
         tick_rate: args.tick_rate,
+        send_rate: args.send_rate.unwrap_or(args.tick_rate),
         ..RoomConfig::default()
     };
     config.max_rooms = args.max_rooms;
@@ -153,6 +236,45 @@ pub fn run(args: ServeArgs) -> ExitCode {
     config.room_idle = args.room_idle;
     config.shed_lateness = (!args.shed_lateness.is_zero()).then_some(args.shed_lateness);
     config.udp_buffer = args.udp_buffer;
+    if let Some(web) = &args.web {
+        match super::web::web_config(web, &args.scene, args.web_assets.clone()) {
+            Ok(w) => config.web = Some(w),
+            Err(e) => return bad_input(e),
+        }
+    }
+    config.limits = Limits {
+        message_deadline: args.message_deadline,
+        max_pending_bytes: args.max_pending_bytes,
+        max_half_open: args.max_half_open,
+        max_per_address: args.max_connections_per_address,
+        room_creations_per_minute: args.room_creations_per_minute,
+    };
+    if !args.token_keys.is_empty() {
+        let mut trusted = Vec::new();
+        for path in &args.token_keys {
+            match keys::load_verifying_key(path) {
+                Ok(k) => trusted.push(k),
+                Err(e) => return bad_input(format_args!("--token-key: {e}")),
+            }
+        }
+        let server_id = args.server_id.clone().unwrap_or_default();
+        if server_id.len() > MAX_SERVER_ID_LEN || server_id.chars().any(char::is_control) {
+            return bad_input(format_args!(
+                "--server-id {server_id:?}: at most {MAX_SERVER_ID_LEN} bytes, no control characters"
+            ));
+        }
+        config.tokens = Some(TokenConfig::new(trusted, &server_id));
+    }
+    if args.agones {
+        config.agones = Some(AgonesConfig {
+            server_id: args.server_id.clone(),
+            idle_shutdown: (!args.agones_idle_shutdown.is_zero())
+                .then_some(args.agones_idle_shutdown),
+            reservation_ttl: args.agones_reservation_ttl,
+            stall: args.agones_stall,
+            ..AgonesConfig::default()
+        });
+    }
     if let Some(dir) = &args.record {
         if let Err(e) = std::fs::create_dir_all(dir) {
             return bad_input(format_args!("--record {}: {e}", dir.display()));
@@ -162,8 +284,13 @@ pub fn run(args: ServeArgs) -> ExitCode {
             rules: SANDBOX_RULES.to_string(),
             scene: args.scene.clone(),
             keyframe_interval: args.keyframe_interval,
+            quota: args.record_quota,
         });
     }
+    let config_tokens = config.tokens.as_ref().map(|t| {
+        let ids: Vec<String> = t.keys.iter().map(|k| KeyId::of(k).to_string()).collect();
+        (ids, t.server_id.clone())
+    });
     let code = runtime.block_on(async move {
         let metrics = match metrics_addr {
             Some(addr) => {
@@ -198,6 +325,27 @@ pub fn run(args: ServeArgs) -> ExitCode {
             "clients: bitroom-client bots --server {} --cert-sha256 {fp}",
             server.local_addr()
         );
+        if let Some(web) = server.web_addr() {
+            println!(
+                "browsers: http://{web}/ (a room: {}{})",
+                super::web::room_url(web, "NAME"),
+                if config_tokens.is_some() { "&token=TOKEN" } else { "" }
+            );
+        }
+        match &config_tokens {
+            Some((ids, server_id)) => println!(
+                "connect tokens required: {} ({})",
+                ids.join(", "),
+                if server_id.is_empty() {
+                    "server without an id".to_string()
+                } else {
+                    format!("server id {server_id:?}")
+                }
+            ),
+            None => println!(
+                "warning: no --token-key: anyone who can reach this server joins any room (development only)"
+            ),
+        }
         if let Some((listener, handle, local)) = metrics {
             println!("metrics on http://{local}/metrics");
             tokio::spawn(bitroom_server::metrics_http::serve(listener, handle));
@@ -205,8 +353,15 @@ pub fn run(args: ServeArgs) -> ExitCode {
         if !args.stats_every.is_zero() {
             tokio::spawn(status_lines(server.monitor(), args.stats_every));
         }
+        let stop = server.shutdown_handle();
         server.run_until(shutdown_signal()).await;
-        ExitCode::SUCCESS
+        match stop.failure() {
+            Some(why) => {
+                eprintln!("error: {why}");
+                ExitCode::FAILURE
+            }
+            None => ExitCode::SUCCESS,
+        }
     });
     runtime.shutdown_timeout(Duration::from_millis(200));
     code

@@ -155,6 +155,7 @@ pub async fn play_match(
             predict: true,
             conditioner: None,
             load: false,
+            token: None,
         });
     }
     tokio::time::sleep(duration).await;

@@ -29,13 +29,22 @@
 //!
 //! # Damage
 //!
-//! Records are appended and flushed at least once per second, so a crash
-//! leaves a readable prefix. [`ReplayReader`] yields every intact record and
-//! stops at the first one that is truncated, fails its CRC, is over
-//! [`MAX_RECORD`] bytes, does not decode or breaks the ordering rules; the
-//! reason and its byte offset are kept ([`ReplayReader::stop_reason`]). Any
-//! byte string gives an error or a valid prefix: lengths are checked before
-//! anything is allocated for them.
+//! Records are appended and flushed often (the server: every 100 ms), so a
+//! crash leaves a readable prefix. [`ReplayReader`] yields every intact
+//! record and stops at the first one that is truncated, fails its CRC, is
+//! over [`MAX_RECORD`] bytes, does not decode or breaks the ordering rules;
+//! the reason and its byte offset are kept ([`ReplayReader::stop_reason`]).
+//! Any byte string gives an error or a valid prefix: lengths are checked
+//! before anything is allocated for them.
+//!
+//! A crash cuts the file short: nothing readable follows the last good
+//! record (a *cut tail*, which tools report as a warning). Damage followed
+//! by more data is not a crash: when a record does not read, the reader
+//! scans the rest of the input for a later intact record, resynchronising
+//! on the record framing (`scan.rs`), and if it finds one — or cannot rule
+//! one out — the stop reason becomes [`ReplayError::Damaged`]; anything
+//! after the end record is [`ReplayError::AfterEnd`]. Both answer
+//! [`ReplayError::is_corrupt`], which tools treat as an error.
 //!
 //! # Layout
 //!
@@ -43,7 +52,8 @@
 //! - `recorder.rs`: [`Recorder`], what a room calls at creation and per tick;
 //! - `resim.rs`: re-simulation: [`verify`], [`verify_parallel`], [`ReplayIndex`],
 //!   [`reconstruct`], [`diff_replays`], [`diff_against_resim`];
-//! - `report.rs`: state diffs as tables and JSON.
+//! - `report.rs`: state diffs as tables and JSON;
+//! - `scan.rs`: after a damaged record, looks for an intact one further on.
 //!
 //! [`GameSnapshot::to_bytes`]: bitroom_sim::game::GameSnapshot::to_bytes
 //! [`Rules::Input`]: bitroom_sim::game::Rules::Input
@@ -52,6 +62,7 @@
 mod recorder;
 mod report;
 mod resim;
+mod scan;
 
 pub use recorder::{RecordError, Recorder, RecorderStats, RecordingMeta, StateJob};
 pub use report::{body_json, diff_json, diff_table};
@@ -276,6 +287,30 @@ pub enum ReplayError {
         /// Why.
         source: io::Error,
     },
+    /// A record that does not read, with more data after it: damage in the
+    /// middle of the file (a bad disk or copy, or an edit), not the cut
+    /// tail a crash leaves.
+    #[error("{cause}, and {}: the file is damaged in the middle, not cut short", following(*next))]
+    Damaged {
+        /// What is wrong with the damaged record.
+        cause: Box<ReplayError>,
+        /// Where an intact record follows; `None` when the rest could not be
+        /// checked within the scan's limits (a crafted file).
+        next: Option<u64>,
+    },
+    /// Bytes after the end record (a recorder writes nothing after it).
+    #[error("data after the end record, at byte {offset}")]
+    AfterEnd {
+        /// Where they start.
+        offset: u64,
+    },
+}
+
+fn following(next: Option<u64>) -> String {
+    match next {
+        Some(n) => format!("an intact record follows at byte {n}"),
+        None => "more data follows that could not be checked".into(),
+    }
 }
 
 impl ReplayError {
@@ -289,7 +324,27 @@ impl ReplayError {
             | ReplayError::Crc { offset, .. }
             | ReplayError::Decode { offset, .. }
             | ReplayError::Invalid { offset, .. }
-            | ReplayError::Io { offset, .. } => Some(*offset),
+            | ReplayError::Io { offset, .. }
+            | ReplayError::AfterEnd { offset } => Some(*offset),
+            ReplayError::Damaged { cause, .. } => cause.offset(),
+        }
+    }
+
+    /// Whether this is damage a crash cannot explain (damage followed by
+    /// more data, or data after the end record): tools treat it as an
+    /// error, while a cut tail is a warning.
+    pub fn is_corrupt(&self) -> bool {
+        matches!(
+            self,
+            ReplayError::Damaged { .. } | ReplayError::AfterEnd { .. }
+        )
+    }
+
+    /// The error about the record itself (through [`ReplayError::Damaged`]).
+    pub fn cause(&self) -> &ReplayError {
+        match self {
+            ReplayError::Damaged { cause, .. } => cause.cause(),
+            e => e,
         }
     }
 }
@@ -353,6 +408,8 @@ pub struct ReplayReader<Rd, I> {
     ended: bool,
     done: bool,
     stop: Option<ReplayError>,
+    /// The frame header read last (kept for the scan after damage).
+    head: [u8; FRAME_HEADER],
     payload: Vec<u8>,
     input: PhantomData<fn() -> I>,
 }
@@ -372,7 +429,8 @@ impl<Rd: Read, I: Input> ReplayReader<Rd, I> {
         }
         let at = MAGIC.len() as u64;
         let mut payload = Vec::new();
-        if !read_frame(&mut inner, at, &mut payload)? {
+        let mut head = [0; FRAME_HEADER];
+        if !read_frame(&mut inner, at, &mut head, &mut payload)? {
             return Err(ReplayError::Truncated {
                 offset: at,
                 have: 0,
@@ -437,6 +495,7 @@ impl<Rd: Read, I: Input> ReplayReader<Rd, I> {
             ended: false,
             done: false,
             stop: None,
+            head,
             payload,
             header: h,
             input: PhantomData,
@@ -482,7 +541,7 @@ impl<Rd: Read, I: Input> ReplayReader<Rd, I> {
     /// The next intact record, checked against the ordering rules.
     fn next_checked(&mut self) -> Result<Option<Record<I>>, ReplayError> {
         let at = self.offset;
-        if !read_frame(&mut self.inner, at, &mut self.payload)? {
+        if !read_frame(&mut self.inner, at, &mut self.head, &mut self.payload)? {
             return Ok(None);
         }
         self.offset = at + (FRAME_HEADER + self.payload.len()) as u64;
@@ -528,6 +587,39 @@ impl<Rd: Read, I: Input> ReplayReader<Rd, I> {
         self.record_offset = at;
         Ok(Some(rec))
     }
+
+    /// Tells a cut tail from damage followed by more data (module docs):
+    /// scans what was read of the failed record and the rest of the input.
+    fn classify(&mut self, e: ReplayError) -> ReplayError {
+        let Some(at) = e.offset() else { return e };
+        if self.ended {
+            return ReplayError::AfterEnd { offset: at };
+        }
+        // The failed record's bytes as read: part of its header, or the
+        // header and (part of) its payload.
+        let (head, payload): (&[u8], &[u8]) = match &e {
+            ReplayError::Io { .. } => return e,
+            ReplayError::Truncated { have, .. } if *have < FRAME_HEADER as u64 => {
+                (&self.head[..*have as usize], &[])
+            }
+            ReplayError::TooLarge { .. } => (&self.head[..], &[]),
+            _ => (&self.head[..], &self.payload[..]),
+        };
+        let rest = head.chain(payload).chain(&mut self.inner);
+        match scan::find_record(rest, at, at + 1) {
+            Ok(scan::Scan::Found(next)) => ReplayError::Damaged {
+                cause: Box::new(e),
+                next: Some(next),
+            },
+            Ok(scan::Scan::Unsure(_)) => ReplayError::Damaged {
+                cause: Box::new(e),
+                next: None,
+            },
+            // Nothing readable after it, or the rest cannot be read: the
+            // damage stands as a cut tail.
+            Ok(scan::Scan::Nothing) | Err(_) => e,
+        }
+    }
 }
 
 impl<Rd: Read, I: Input> Iterator for ReplayReader<Rd, I> {
@@ -545,7 +637,7 @@ impl<Rd: Read, I: Input> Iterator for ReplayReader<Rd, I> {
             }
             Err(e) => {
                 self.done = true;
-                self.stop = Some(e);
+                self.stop = Some(self.classify(e));
                 None
             }
         }
@@ -587,10 +679,10 @@ fn read_full<Rd: Read>(r: &mut Rd, buf: &mut [u8]) -> io::Result<usize> {
 fn read_frame<Rd: Read>(
     inner: &mut Rd,
     at: u64,
+    head: &mut [u8; FRAME_HEADER],
     payload: &mut Vec<u8>,
 ) -> Result<bool, ReplayError> {
-    let mut head = [0u8; FRAME_HEADER];
-    let n = read_full(inner, &mut head).map_err(|source| ReplayError::Io { offset: at, source })?;
+    let n = read_full(inner, head).map_err(|source| ReplayError::Io { offset: at, source })?;
     if n == 0 {
         return Ok(false);
     }
@@ -642,7 +734,7 @@ pub(crate) fn read_record_at<Rd: Read, I: DeserializeOwned>(
     offset: u64,
 ) -> Result<Record<I>, ReplayError> {
     let mut payload = Vec::new();
-    if !read_frame(&mut inner, offset, &mut payload)? {
+    if !read_frame(&mut inner, offset, &mut [0; FRAME_HEADER], &mut payload)? {
         return Err(ReplayError::Truncated {
             offset,
             have: 0,

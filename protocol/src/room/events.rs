@@ -68,7 +68,9 @@ pub enum RoomEvent {
         /// Why.
         reason: KickReason,
     },
-    /// A client reported a desync (it is being resynced).
+    /// A client reported a desync (it is being resynced). At most one per
+    /// client per [`REPORT_WINDOW`](super::REPORT_WINDOW); further reports
+    /// are resynced and counted only.
     Desync {
         /// Its connection.
         conn: ConnId,
@@ -76,6 +78,13 @@ pub enum RoomEvent {
         slot: Option<u8>,
         /// The report, with the client's state.
         report: DesyncReport,
+    },
+    /// A hello was refused (the connection is closed with the reason).
+    Refused {
+        /// Its connection.
+        conn: ConnId,
+        /// Why.
+        reason: KickReason,
     },
     /// A message was refused.
     Rejected {
@@ -124,8 +133,10 @@ pub struct RoomStats {
     pub rate_limited: u64,
     /// Messages not allowed in the connection's state.
     pub unexpected: u64,
-    /// Desync reports received.
+    /// Desync reports received (and answered with a resync).
     pub desyncs: u64,
+    /// Datagrams that came before their connection's hello (dropped).
+    pub early_datagrams: u64,
     /// Frames resent.
     pub resent_frames: u64,
     /// Snapshots sent (joins and resyncs).

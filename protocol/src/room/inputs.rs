@@ -4,7 +4,7 @@
 
 use super::{ConnId, NetRules, Phase, Rejection, ServerRoom};
 use crate::messages::*;
-use crate::{widen_tick, Micros};
+use crate::{widen_tick16, Micros};
 use bitroom_sim::game::SlotEvent;
 
 impl<R: NetRules> ServerRoom<R> {
@@ -37,9 +37,19 @@ impl<R: NetRules> ServerRoom<R> {
         Some(true)
     }
 
-    /// A datagram from a connection.
+    /// A datagram from a connection. Datagrams before the connection's
+    /// hello are dropped (counted in [`RoomStats::early_datagrams`]),
+    /// without touching its rate limit: they are not charged to it later.
     pub fn handle_datagram(&mut self, now: Micros, conn: ConnId, bytes: &[u8]) {
         self.stats.bytes_in += bytes.len() as u64;
+        match self.clients.get(&conn).map(|c| &c.phase) {
+            Some(Phase::Active) => {}
+            Some(Phase::Hello { .. }) => {
+                self.stats.early_datagrams += 1;
+                return;
+            }
+            None => return,
+        }
         match self.admit(now, conn) {
             None => return,
             Some(false) => return self.reject(conn, Rejection::RateLimited),
@@ -49,24 +59,13 @@ impl<R: NetRules> ServerRoom<R> {
             Ok(m) => m,
             Err(_) => return self.reject(conn, Rejection::Malformed),
         };
-        let Some(c) = self.clients.get(&conn) else {
-            return;
-        };
-        if !matches!(c.phase, Phase::Active) {
-            if !matches!(msg, ClientDatagram::Ping { .. }) {
-                self.reject(conn, Rejection::Unexpected);
-            }
-            return;
-        }
         match msg {
-            ClientDatagram::Ping { time } => {
-                self.send_datagram(conn, &ServerDatagram::Pong { time });
-            }
-            ClientDatagram::Ack(a) => self.ack(now, conn, a),
-            ClientDatagram::Report {
+            ClientDatagram::Ping {
+                time,
                 rollbacks,
                 max_rollback,
             } => {
+                self.send_datagram(conn, &ServerDatagram::Pong { time });
                 if let Some(c) = self.clients.get_mut(&conn) {
                     // Cumulative: count what is new (reports may reorder).
                     if rollbacks > c.rollbacks {
@@ -77,6 +76,7 @@ impl<R: NetRules> ServerRoom<R> {
                         self.stats.max_rollback_reported.max(max_rollback);
                 }
             }
+            ClientDatagram::Ack(a) => self.ack(now, conn, a),
             ClientDatagram::Inputs(b) => {
                 self.ack(now, conn, b.ack);
                 self.inputs(now, conn, b);
@@ -92,25 +92,41 @@ impl<R: NetRules> ServerRoom<R> {
         if c.slot != Some(b.slot) {
             return self.reject(conn, Rejection::WrongSlot);
         }
-        let first = widen_tick(b.first_tick, current);
-        let newest = first + b.inputs.len() as u64;
-        if b.inputs.is_empty() {
+        let ticks = b.ticks();
+        if ticks == 0 {
             return;
         }
-        let newest = newest - 1;
-        if newest > current + u64::from(self.config.max_input_ahead) {
-            return self.reject(conn, Rejection::TooFarAhead);
+        let first = widen_tick16(b.first_tick, current);
+        let newest = first + ticks - 1;
+        let limit = current + u64::from(self.config.max_input_ahead);
+        let held = self.seats[usize::from(b.slot)].input_ack;
+        // Clock feedback: how early the earliest input this batch brings
+        // arrived before its tick was due. Measured on the first input the
+        // room did not hold yet (not the newest in the batch), so a lost
+        // batch shows as the tick later its inputs arrived, and the
+        // client's margin grows with the loss. A batch that brings nothing
+        // (a duplicate, a reordered older one) says nothing new.
+        let fresh = first.max(held + 1);
+        if fresh <= newest {
+            let lead = self.deadline(fresh) as i64 - now as i64;
+            if let Some(c) = self.clients.get_mut(&conn) {
+                c.input_lead = Some(lead);
+            }
         }
-        let deadline = self.deadline(newest);
-        let lead = (deadline as i64 - now as i64) / 100;
-        if let Some(c) = self.clients.get_mut(&conn) {
-            c.input_lead = lead.clamp(i64::from(i16::MIN), i64::from(i16::MAX)) as i16;
+        if newest > limit {
+            // Counted, but the feedback above was still given and the
+            // inputs in range are kept: refusing the whole batch without
+            // telling the client left it steering by a stale (late) lead,
+            // jumping further ahead, and every later batch was refused.
+            self.reject(conn, Rejection::TooFarAhead);
         }
         let seat = &mut self.seats[usize::from(b.slot)];
-        for (i, input) in b.inputs.into_iter().enumerate() {
-            let t = first + i as u64;
+        for (t, input) in b.inputs(first) {
             if t <= seat.input_ack {
                 continue;
+            }
+            if t > limit {
+                break;
             }
             seat.input_ack = t;
             if t <= current {

@@ -9,10 +9,12 @@
 //! - this file: [`ServerRoom`], its parts, and what it tells the shell;
 //! - `config.rs`: [`RoomConfig`];
 //! - `events.rs`: [`Output`], [`RoomEvent`], [`Rejection`], [`RoomStats`];
-//! - `seats.rs`: hellos, seats, reconnects, kicks, disconnects;
+//! - `seats.rs`: hellos (with a verified token's [`Grant`]), seats,
+//!   reconnect secrets, kicks, disconnects;
 //! - `inputs.rs`: datagrams in, rate limits, input collection per tick;
 //! - `frames.rs`: the step, tick frames, resends, acknowledgements;
-//! - `snapshot.rs`: join and resync snapshots ([`SnapshotJob`]), desyncs.
+//! - `snapshot.rs`: join and resync snapshots ([`SnapshotJob`]), desync
+//!   reports (rate and size bounds).
 
 mod config;
 mod events;
@@ -23,7 +25,10 @@ mod snapshot;
 
 pub use config::RoomConfig;
 pub use events::{Output, Rejection, RoomEvent, RoomStats};
-pub use snapshot::SnapshotJob;
+pub use seats::Grant;
+pub use snapshot::{
+    SnapshotJob, BASE_CLIENT_MESSAGE, MAX_REPORTS, REPORT_MARGIN, REPORT_PERIOD, REPORT_WINDOW,
+};
 
 use crate::messages::*;
 use crate::{Micros, NetRules};
@@ -49,16 +54,28 @@ struct Client {
     slot: Option<u8>,
     /// Every frame up to this tick is held by the client.
     acked: u64,
-    later: u32,
     /// Frames `acked + 1 ..` sent so far.
     sent: VecDeque<Sent>,
+    /// Newest tick the client has reported holding.
+    newest_acked: u64,
+    /// Latest first-send time of a frame the client has reported holding:
+    /// a frame last sent well before it and still missing was lost.
+    ack_horizon: Micros,
     srtt: Micros,
-    input_lead: i16,
+    rttvar: Micros,
+    /// Frames to the client are repeated until then (a loss was seen).
+    lossy_until: Micros,
+    /// How early the client's inputs arrived (µs), once one has.
+    input_lead: Option<i64>,
     tokens: u32,
     refilled: Micros,
     dropped_window: u32,
     window_start: Micros,
-    last_desync: Option<Micros>,
+    /// When the client's desync reports of the last [`REPORT_PERIOD`]
+    /// came (at most [`MAX_REPORTS`] + 1 entries).
+    reports: VecDeque<Micros>,
+    /// When a report of this client was last passed on as an event.
+    reported: Option<Micros>,
     /// Rollbacks the client reported so far.
     rollbacks: u64,
     /// A snapshot was sent and no ack has come since: the client is still
@@ -84,10 +101,16 @@ pub struct ServerRoom<R: Rules> {
     out: VecDeque<Output>,
     events: VecDeque<RoomEvent>,
     stats: RoomStats,
-    rng: u64,
+    /// Reconnect secrets drawn so far (the generator's counter).
+    secrets: u64,
     /// This tick's snapshot job, reused by further joins at the tick;
     /// dropped when the room ticks.
     snapshot: Option<SnapshotJob>,
+    /// The latest snapshot job, until it is packed: its size bounds desync
+    /// reports.
+    size_probe: Option<SnapshotJob>,
+    /// Bytes of the latest packed snapshot (0 before the first).
+    packed_state: usize,
 }
 
 impl<R: NetRules> ServerRoom<R> {
@@ -107,7 +130,7 @@ impl<R: NetRules> ServerRoom<R> {
         ServerRoom {
             prev_inputs: game.current_inputs(),
             seats: (0..slots).map(|_| Seat::default()).collect(),
-            rng: config.seed ^ 0x9E37_79B9_7F4A_7C15,
+            secrets: 0,
             config,
             game,
             start: now,
@@ -119,6 +142,8 @@ impl<R: NetRules> ServerRoom<R> {
             events: VecDeque::new(),
             stats: RoomStats::default(),
             snapshot: None,
+            size_probe: None,
+            packed_state: 0,
         }
     }
 

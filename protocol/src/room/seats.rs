@@ -1,18 +1,53 @@
-//! Connections and seats: the hello (version, rules, a free seat or a
-//! reconnect token), kicks, disconnects, the grace period a dropped
-//! player's seat is kept for, and handshake timeouts.
+//! Connections and seats: the hello (version, rules, the token's grant, a
+//! free seat or a reconnect secret), kicks, disconnects, the grace period
+//! a dropped player's seat is kept for, and handshake timeouts.
+//!
+//! Who may take which seat:
+//! - a new player takes the seat its token names ([`Grant::seat`]) if it
+//!   is free (else [`KickReason::SeatTaken`]), or the first free seat;
+//! - a reconnect presents the [`ReconnectSecret`] of a seat (compared in
+//!   constant time with every seat's); with tokens the seat must have been
+//!   taken by the same user id and be the seat the token names, if any
+//!   ([`KickReason::SeatNotGranted`]). The old connection, if still there,
+//!   is closed with [`KickReason::Replaced`].
 
 use super::{Client, ConnId, NetRules, Output, Phase, Rejection, RoomEvent, ServerRoom};
 use crate::messages::*;
+use crate::token::{TokenError, VerifiedToken};
 use crate::Micros;
 use bitroom_sim::game::SlotEvent;
+use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, VecDeque};
+
+/// What a verified connect token lets a hello do. The shell verifies the
+/// token (signature, expiry, server id, room, role, nonce) and hands the
+/// grant to [`ServerRoom::handle_hello`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Grant {
+    /// The token's user id: a reconnect reclaims only a seat this user
+    /// took.
+    pub user: Vec<u8>,
+    /// The seat the token names (`None`: any free seat).
+    pub seat: Option<u8>,
+}
+
+impl Grant {
+    /// The grant of a verified token.
+    pub fn of(token: &VerifiedToken) -> Grant {
+        Grant {
+            user: token.user().to_vec(),
+            seat: token.claims().seat,
+        }
+    }
+}
 
 #[derive(Debug, Default)]
 pub(super) struct Seat<I> {
     pub(super) taken: bool,
     pub(super) owner: Option<ConnId>,
-    pub(super) token: u64,
+    pub(super) secret: ReconnectSecret,
+    /// The user id of the token the seat was taken with.
+    pub(super) user: Option<Vec<u8>>,
     pub(super) reserved_until: Option<Micros>,
     pub(super) inputs: BTreeMap<u64, I>,
     pub(super) input_ack: u64,
@@ -20,13 +55,19 @@ pub(super) struct Seat<I> {
 }
 
 impl<R: NetRules> ServerRoom<R> {
-    pub(super) fn next_token(&mut self) -> u64 {
-        // splitmix64 over the seeded counter.
-        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+    /// The next reconnect secret: SHA-256 over the room's secret seed and
+    /// a counter (a keyed generator: without the seed, one secret tells
+    /// nothing about another), its first 128 bits.
+    pub(super) fn next_secret(&mut self) -> ReconnectSecret {
+        self.secrets += 1;
+        let digest = Sha256::new()
+            .chain_update(b"bitroom reconnect secret v1")
+            .chain_update(self.config.secret_seed)
+            .chain_update(self.secrets.to_le_bytes())
+            .finalize();
+        let mut secret = [0; 16];
+        secret.copy_from_slice(&digest[..16]);
+        ReconnectSecret(secret)
     }
 
     /// A new transport connection; it must say hello in time.
@@ -38,15 +79,19 @@ impl<R: NetRules> ServerRoom<R> {
                 phase: Phase::Hello { since: now },
                 slot: None,
                 acked: 0,
-                later: 0,
                 sent: VecDeque::new(),
+                newest_acked: 0,
+                ack_horizon: 0,
                 srtt: 100_000,
-                input_lead: 0,
+                rttvar: 50_000,
+                lossy_until: 0,
+                input_lead: None,
                 tokens: rate * 2,
                 refilled: now,
                 dropped_window: 0,
                 window_start: now,
-                last_desync: None,
+                reports: VecDeque::new(),
+                reported: None,
                 rollbacks: 0,
                 awaiting_ack: false,
                 snapshot_at: now,
@@ -110,8 +155,25 @@ impl<R: NetRules> ServerRoom<R> {
         }
     }
 
-    /// A complete message from a connection's reliable stream.
+    /// A complete message from a connection's reliable stream. A hello
+    /// that arrives this way has no token: rooms that require one
+    /// ([`RoomConfig::tokens_required`](crate::RoomConfig::tokens_required))
+    /// take hellos through [`ServerRoom::handle_hello`].
     pub fn handle_reliable(&mut self, now: Micros, conn: ConnId, bytes: &[u8]) {
+        self.reliable(now, conn, bytes, None);
+    }
+
+    /// The first message of a connection (`bytes`, a hello) whose connect
+    /// token the shell verified: `grant` says what the token allows
+    /// (signature, expiry, server id, room, role and nonce are the
+    /// shell's checks). Otherwise like [`ServerRoom::handle_reliable`]:
+    /// the connection joins (a welcome and a snapshot are queued) or is
+    /// refused with the reason.
+    pub fn handle_hello(&mut self, now: Micros, conn: ConnId, bytes: &[u8], grant: Grant) {
+        self.reliable(now, conn, bytes, Some(grant));
+    }
+
+    fn reliable(&mut self, now: Micros, conn: ConnId, bytes: &[u8], grant: Option<Grant>) {
         self.stats.bytes_in += bytes.len() as u64 + 4;
         let msg = match decode_client_reliable(bytes) {
             Ok(m) => m,
@@ -127,7 +189,7 @@ impl<R: NetRules> ServerRoom<R> {
         };
         let active = matches!(c.phase, Phase::Active);
         match msg {
-            ClientReliable::Hello(h) if !active => self.hello(now, conn, h),
+            ClientReliable::Hello(h) if !active => self.hello(now, conn, h, grant),
             ClientReliable::Desync(r) if active => self.desync(now, conn, r),
             // Leaving frees the slot at once, like a kick with reason `Left`.
             ClientReliable::Leave => self.kick(conn, KickReason::Left),
@@ -141,9 +203,9 @@ impl<R: NetRules> ServerRoom<R> {
         }
     }
 
-    pub(super) fn hello(&mut self, now: Micros, conn: ConnId, h: Hello) {
+    fn hello(&mut self, now: Micros, conn: ConnId, h: Hello, grant: Option<Grant>) {
         if h.version != PROTOCOL_VERSION {
-            return self.kick(
+            return self.refuse(
                 conn,
                 KickReason::VersionMismatch {
                     server: PROTOCOL_VERSION,
@@ -153,13 +215,16 @@ impl<R: NetRules> ServerRoom<R> {
         }
         let fp = self.game.rules().fingerprint();
         if h.rules != fp {
-            return self.kick(
+            return self.refuse(
                 conn,
                 KickReason::RulesMismatch {
                     server: fp,
                     client: h.rules,
                 },
             );
+        }
+        if self.config.tokens_required && grant.is_none() {
+            return self.refuse(conn, KickReason::Token(TokenError::Missing));
         }
         let mut reconnect = false;
         let slot = if h.spectator {
@@ -169,45 +234,65 @@ impl<R: NetRules> ServerRoom<R> {
                 .filter(|c| matches!(c.phase, Phase::Active) && c.slot.is_none())
                 .count();
             if spectators as u32 >= self.config.max_spectators {
-                return self.kick(conn, KickReason::RoomFull);
+                return self.refuse(conn, KickReason::RoomFull);
             }
             None
-        } else if let Some(s) = h.reconnect.and_then(|tok| {
-            self.seats
-                .iter()
-                .position(|seat| seat.taken && seat.token == tok)
-        }) {
+        } else if let Some(s) = h.reconnect.and_then(|secret| self.seat_of(secret)) {
+            let seat = &self.seats[usize::from(s)];
+            let granted = match &grant {
+                Some(g) => {
+                    g.seat.is_none_or(|gs| gs == s) && seat.user.as_deref() == Some(&g.user[..])
+                }
+                None => seat.user.is_none(),
+            };
+            if !granted {
+                return self.refuse(conn, KickReason::SeatNotGranted(s));
+            }
             reconnect = true;
-            if let Some(old) = self.seats[s].owner {
+            if let Some(old) = seat.owner {
                 if old != conn {
+                    let (secret, user) = (seat.secret, seat.user.clone());
                     self.kick(old, KickReason::Replaced);
                     // The kick freed the seat; take it back without a leave.
-                    self.queued_events
-                        .retain(|e| *e != SlotEvent::Leave(s as u8));
-                    self.seats[s].taken = true;
-                    self.seats[s].token = h.reconnect.unwrap_or_default();
+                    self.queued_events.retain(|e| *e != SlotEvent::Leave(s));
+                    let seat = &mut self.seats[usize::from(s)];
+                    seat.taken = true;
+                    seat.secret = secret;
+                    seat.user = user;
                 }
             }
-            Some(s as u8)
+            Some(s)
+        } else if let Some(s) = grant.as_ref().and_then(|g| g.seat) {
+            match self.seats.get(usize::from(s)) {
+                Some(seat) if !seat.taken => {}
+                // The shell checked the seat against the room's size.
+                _ => return self.refuse(conn, KickReason::SeatTaken(s)),
+            }
+            self.queued_events.push(SlotEvent::Join(s));
+            Some(s)
         } else {
             let Some(s) = self.seats.iter().position(|seat| !seat.taken) else {
-                return self.kick(conn, KickReason::RoomFull);
+                return self.refuse(conn, KickReason::RoomFull);
             };
             self.queued_events.push(SlotEvent::Join(s as u8));
             Some(s as u8)
         };
-        let token = match slot {
-            Some(s) if reconnect => self.seats[usize::from(s)].token,
-            Some(_) => self.next_token(),
-            None => 0,
+        let secret = match slot {
+            Some(s) if reconnect => self.seats[usize::from(s)].secret,
+            Some(_) => self.next_secret(),
+            None => ReconnectSecret::default(),
         };
         if let Some(s) = slot {
+            let tick = self.game.tick();
             let seat = &mut self.seats[usize::from(s)];
+            if !reconnect {
+                seat.user = grant.map(|g| g.user);
+            }
             seat.taken = true;
             seat.owner = Some(conn);
-            seat.token = token;
+            seat.secret = secret;
             seat.reserved_until = None;
-            seat.input_ack = seat.input_ack.max(self.game.tick());
+            seat.input_ack = seat.input_ack.max(tick);
         }
         let tick = self.game.tick();
         let c = self
@@ -222,7 +307,7 @@ impl<R: NetRules> ServerRoom<R> {
             slots: self.game.slot_count(),
             tick,
             tick_rate: self.config.tick_rate,
-            token,
+            secret,
         };
         self.send_reliable(conn, &ServerReliable::Welcome(welcome));
         self.send_snapshot(now, conn);
@@ -232,6 +317,28 @@ impl<R: NetRules> ServerRoom<R> {
             name: h.name,
             reconnect,
         });
+    }
+
+    /// Refuses a hello: the kick, and a [`RoomEvent::Refused`].
+    fn refuse(&mut self, conn: ConnId, reason: KickReason) {
+        self.events.push_back(RoomEvent::Refused {
+            conn,
+            reason: reason.clone(),
+        });
+        self.kick(conn, reason);
+    }
+
+    /// The taken seat whose secret this is. Every seat's secret is
+    /// compared, in constant time, so the time taken tells nothing about
+    /// which seat (or how much of a secret) matched.
+    fn seat_of(&self, secret: ReconnectSecret) -> Option<u8> {
+        let mut found = None;
+        for (i, seat) in self.seats.iter().enumerate() {
+            if (seat.secret == secret) & seat.taken {
+                found = Some(i as u8);
+            }
+        }
+        found
     }
 
     pub(super) fn expire(&mut self, now: Micros) {

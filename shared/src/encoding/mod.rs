@@ -6,6 +6,8 @@
 //!   points) written as their used prefix;
 //! - `records` — the state's fields in order, and each body and shape slot
 //!   as one record (one field list for both directions);
+//! - `direct` — the same canonical bytes written record by record without
+//!   serde, for the state hash;
 //! - `hash` — the state hash over the canonical bytes;
 //! - `snapshot` — [`Snapshot`]: save, restore, and the bytes decoded and
 //!   validated;
@@ -15,6 +17,7 @@
 
 pub(crate) mod canonical;
 pub(crate) mod compact;
+mod direct;
 mod hash;
 pub(crate) mod packed;
 mod records;

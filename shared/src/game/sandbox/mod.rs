@@ -127,6 +127,52 @@ impl Sandbox {
     }
 }
 
+/// The default scene's name: the sandbox arena ([`SandboxConfig::default`]).
+pub const ARENA: &str = "arena";
+
+/// Most loose bodies in an `arena:N` scene.
+pub const MAX_ARENA_BODIES: u32 = 4000;
+
+impl Sandbox {
+    /// The rules for a scene spec, as every bitroom tool builds them (so
+    /// fingerprints match wherever they are built: the server, the bots,
+    /// the browser): `arena` (the default arena), `arena:N` (N loose
+    /// bodies, at most [`MAX_ARENA_BODIES`]), or any other spec, whose
+    /// world `load` returns (a built-in scene, a scene file).
+    ///
+    /// # Errors
+    /// A bad `arena:N`, or what `load` says.
+    pub fn for_scene(
+        spec: &str,
+        load: impl FnOnce(&str) -> Result<World, String>,
+    ) -> Result<Sandbox, String> {
+        if spec == ARENA {
+            return Ok(Sandbox::default());
+        }
+        if let Some(n) = spec.strip_prefix("arena:") {
+            let loose_bodies = n
+                .parse::<u32>()
+                .ok()
+                .filter(|&n| n <= MAX_ARENA_BODIES)
+                .ok_or_else(|| {
+                    format!("scene {spec:?}: arena:N takes 0 to {MAX_ARENA_BODIES} loose bodies")
+                })?;
+            return Ok(Sandbox::new(SandboxConfig { loose_bodies }));
+        }
+        Ok(Sandbox::for_world(spec, load(spec)?))
+    }
+
+    /// The rules on a scene's loaded world (the default arena keeps its
+    /// own fingerprint).
+    pub fn for_world(spec: &str, world: World) -> Sandbox {
+        if spec == ARENA {
+            Sandbox::default()
+        } else {
+            Sandbox::with_world(spec, &(), world)
+        }
+    }
+}
+
 impl Default for Sandbox {
     fn default() -> Sandbox {
         Sandbox::new(SandboxConfig::default())

@@ -160,6 +160,7 @@ fn requote(message: &str) -> String {
     let mut quoted = true;
     for part in parts {
         if quoted {
+            // Float edge: formatting a field path for an error message.
             let bare = part.parse::<f64>().is_ok() || part == "true" || part == "false";
             if bare {
                 out.push_str(part);

@@ -7,6 +7,7 @@ use super::*;
 // ---------------------------------------------------------------------------
 
 /// A number as written, for messages (scientific notation when long).
+/// Float edge: error messages of the scene parser only.
 pub(super) fn show(v: f64) -> String {
     let a = v.abs();
     if v == 0.0 || (1e-6..1e9).contains(&a) {

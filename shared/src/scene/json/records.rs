@@ -7,7 +7,9 @@ use super::*;
 // Serde records.
 // ---------------------------------------------------------------------------
 
-/// A JSON number, read as f64 (integers too).
+/// A JSON number, read as f64 (integers too). Float edge: scene parsing
+/// only; `Scalar::from_f64` turns it into fixed point before any world is
+/// built.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Num(pub(super) f64);
 

@@ -1,0 +1,134 @@
+//! The server's work per tick for one default-arena room with eight load
+//! clients, in-process: what `tools/room-cost.sh` loads a server with,
+//! minus the network. Each player sends the sandbox game's random inputs,
+//! each held for 5 to 44 ticks (as `bitroom-client bots --load` does).
+//!
+//! Prints the mean and median of `ServerRoom::tick` (with its datagrams)
+//! over the timed ticks, the final state hash (which a pure speed-up must
+//! leave as it was), how many bodies are awake, and the time of the state
+//! hash alone (the final state hashed HASH_REPS times).
+//!
+//! Run: `cargo run --release -p bitroom-protocol --example room_load --
+//! [WARM_TICKS] [TIMED_TICKS] [HASH_REPS] [arena:N]` (defaults 600, 3000,
+//! 1000, the default arena); under `perf record` for a profile of the
+//! room's tick alone. It also builds for `wasm32-wasip1` and runs under
+//! node (V8, the engine of Chromium's pages): what a tick costs a browser.
+
+use bitroom_protocol::*;
+use bitroom_sim::game::bots::BotRules;
+use bitroom_sim::game::sandbox::Sandbox;
+use bitroom_sim::game::Rules;
+use std::time::{Duration, Instant};
+
+/// SplitMix64: the players' random bits.
+fn next(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let warm: u64 = args.next().map_or(600, |a| a.parse().expect("warm ticks"));
+    let timed: u64 = args
+        .next()
+        .map_or(3000, |a| a.parse().expect("timed ticks"));
+    let hash_reps: u32 = args
+        .next()
+        .map_or(1000, |a| a.parse().expect("hash repetitions"))
+        .max(1);
+
+    let scene = args.next().unwrap_or_else(|| "arena".into());
+    let rules =
+        Sandbox::for_scene(&scene, |s| Err(format!("{s}: only arena or arena:N"))).expect("scene");
+    let fp = rules.fingerprint();
+    let mut room = ServerRoom::new(rules.clone(), RoomConfig::default(), 0);
+    let players = 8u8;
+    for i in 0..players {
+        let conn = ConnId::from(i) + 1;
+        room.handle_connect(0, conn);
+        let hello = ClientReliable::Hello(Hello {
+            version: PROTOCOL_VERSION,
+            rules: fp,
+            room: "load".into(),
+            name: format!("load {i}"),
+            spectator: false,
+            reconnect: None,
+            token: None,
+        });
+        room.handle_reliable(0, conn, &encode_client_reliable(&hello));
+    }
+    while room.poll_output().is_some() {}
+
+    let mut rng = 1u64;
+    let mut held: Vec<(u64, _)> = (0..players).map(|_| (0u64, Default::default())).collect();
+    let mut times = Vec::with_capacity(timed as usize);
+    for n in 0..warm + timed {
+        let t = room.tick_number() + 1;
+        let datagrams: Vec<(ConnId, Vec<u8>)> = (0..players)
+            .map(|slot| {
+                let (left, input) = &mut held[usize::from(slot)];
+                if *left == 0 {
+                    let bits = next(&mut rng);
+                    *input = rules.random_input(bits);
+                    *left = 5 + next(&mut rng) % 40;
+                }
+                *left -= 1;
+                let batch = ClientDatagram::Inputs(InputBatch {
+                    slot,
+                    first_tick: t as u16,
+                    runs: vec![InputRun {
+                        count: 1,
+                        input: *input,
+                    }],
+                    ack: FrameAck {
+                        through: t as u16 - 1,
+                        ahead: 0,
+                        recent: 0,
+                    },
+                });
+                (ConnId::from(slot) + 1, encode_client_datagram(&batch))
+            })
+            .collect();
+        let now = room.deadline(t);
+        let start = Instant::now();
+        for (conn, bytes) in &datagrams {
+            room.handle_datagram(now, *conn, bytes);
+        }
+        room.tick(now);
+        while room.poll_output().is_some() {}
+        while room.poll_event().is_some() {}
+        if n >= warm {
+            times.push(start.elapsed());
+        }
+    }
+    let start = Instant::now();
+    let mut h = 0;
+    for _ in 0..hash_reps {
+        h ^= std::hint::black_box(room.game()).state_hash();
+    }
+    let hash_time = start.elapsed() / hash_reps;
+    std::hint::black_box(h);
+    let total: Duration = times.iter().sum();
+    times.sort();
+    let mean = total / timed.max(1) as u32;
+    let median = times.get(times.len() / 2).copied().unwrap_or_default();
+    let world = room.game().world();
+    let bodies = world.body_count();
+    let awake = world
+        .bodies()
+        .filter(|&b| world.is_awake(b).unwrap_or(false))
+        .count();
+    let contacts = world.contact_count();
+    let state_bytes = room.game().world().snapshot().to_bytes().len();
+    println!(
+        "room_load: {bodies} bodies ({awake} awake, {contacts} contacts, {state_bytes} state bytes), {players} players, ticks {warm}+{timed}: mean {:.1} µs, median {:.1} µs per tick; tick {} hash {:016x}; state_hash alone {:.1} µs",
+        mean.as_secs_f64() * 1e6,
+        median.as_secs_f64() * 1e6,
+        room.tick_number(),
+        room.last_hash(),
+        hash_time.as_secs_f64() * 1e6
+    );
+}
