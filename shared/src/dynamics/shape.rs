@@ -3,7 +3,7 @@
 use super::body::BodyKind;
 use crate::collision::SPECULATIVE_DISTANCE;
 use crate::geometry::{Filter, ShapeGeometry};
-use crate::math::{Aabb, Scalar};
+use crate::math::{Aabb, Scalar, Vec2};
 use serde::{Deserialize, Serialize};
 
 /// Material and filtering of a shape.
@@ -92,33 +92,62 @@ impl Shape {
 }
 
 /// Largest fat-box margin around moving shapes, beyond the speculative
-/// distance (Box2D's `B2_MAX_AABB_MARGIN`).
+/// distance (Box2D's `B2_MAX_AABB_MARGIN`, 5 cm).
 pub(crate) const AABB_MARGIN: Scalar = Scalar::milli(50);
 
-/// The fat-box margin of a moving shape, as Box2D v3 sets it: an eighth of
-/// the shape's extent from its centre (a polygon's farthest vertex from
-/// its centroid, rounding left out; a circle's radius; a capsule's half
-/// length plus radius; a segment's half length), at most [`AABB_MARGIN`].
+/// A moving shape's margin is its extent shifted right by this: an eighth
+/// (Box2D's `B2_AABB_MARGIN_FRACTION`, 0.125).
+const MARGIN_FRACTION_SHIFT: u32 = 3;
+
+/// The extent from which the margin is [`AABB_MARGIN`]: eight times it
+/// (40 cm).
+const CAPPED_EXTENT: Scalar = AABB_MARGIN.shl(MARGIN_FRACTION_SHIFT);
+
+/// The length of `d`, or `limit` when it is at least that long by one
+/// component alone. Below the limit (at most 80 cm here) the squares
+/// cannot overflow Q32.32, whatever the shape's size (a capsule 50 km long
+/// would, and its margin is the cap either way).
+fn length_up_to(d: Vec2, limit: Scalar) -> Scalar {
+    if d.x.abs() >= limit || d.y.abs() >= limit {
+        limit
+    } else {
+        d.length().min(limit)
+    }
+}
+
+/// The fat-box margin of a moving shape, as Box2D v3 sets it
+/// (`b2ComputeShapeMargin`, when a shape is made or its geometry changes):
+/// an eighth of the shape's extent, at most [`AABB_MARGIN`]. The extent is
+/// a circle's radius (its offset left out), a capsule's half length plus
+/// its radius, a segment's half length, and a polygon's farthest vertex
+/// from its centroid (its rounding radius left out). Every term is as
+/// Box2D's; lengths past 40 cm (80 cm for the capsule's and segment's full
+/// length) are clamped before squaring, which cannot change the capped
+/// result.
+///
+/// The margin depends on the geometry only, so it is derived state: never
+/// encoded, rebuilt on decoding (`World::rebuild_trees`). Static shapes do
+/// not use it (see [`fat_box`]).
 ///
 /// A larger box lets a shape move further before its box is re-made and
 /// its pairs searched again, but finds pairs that never touch, each a
 /// contact for the narrow phase to test every step: for small shapes
 /// (tumbler's 0.25 m boxes, the ragdolls' limbs) 5 cm is a fifth of their
-/// size, and their piles held about twice as many contacts as touched.
+/// size.
 pub(crate) fn aabb_margin(g: &ShapeGeometry) -> Scalar {
+    let whole = CAPPED_EXTENT.shl(1);
     let extent = match g {
         ShapeGeometry::Circle(c) => c.radius,
-        ShapeGeometry::Capsule(c) => (c.c2 - c.c1).length().shr(1) + c.radius,
-        ShapeGeometry::Segment(s) => (s.p2 - s.p1).length().shr(1),
+        ShapeGeometry::Capsule(c) => length_up_to(c.c2 - c.c1, whole).shr(1) + c.radius,
+        ShapeGeometry::Segment(s) => length_up_to(s.p2 - s.p1, whole).shr(1),
         ShapeGeometry::Polygon(p) => p
             .points()
             .iter()
-            .map(|&v| (v - p.centroid).length_squared())
+            .map(|&v| length_up_to(v - p.centroid, CAPPED_EXTENT))
             .max()
-            .unwrap_or(Scalar::ZERO)
-            .sqrt(),
+            .unwrap_or(Scalar::ZERO),
     };
-    extent.shr(3).min(AABB_MARGIN)
+    extent.shr(MARGIN_FRACTION_SHIFT).min(AABB_MARGIN)
 }
 
 /// The fat box of a shape whose tight box is `aabb`, as Box2D v3 makes it:

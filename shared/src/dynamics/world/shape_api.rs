@@ -250,15 +250,21 @@ impl World {
         b.center = b.transform.apply(local_center);
     }
 
-    /// Recomputes fat boxes of a body's shapes after it moved.
-    pub(super) fn refresh_shapes(&mut self, bi: u32, force: bool) {
+    /// Re-makes the fat boxes of a teleported body's shapes, as Box2D's
+    /// `b2Body_SetTransform` does: only a box that no longer holds the
+    /// shape's tight box grown by the speculative distance is re-made, and
+    /// it is grown by the shape's margin whatever the body's kind (a static
+    /// body's too; its boxes made anywhere else have the speculative
+    /// distance instead, see [`fat_box`]). A box re-made is searched for
+    /// new pairs; one kept has the pairs it had.
+    pub(super) fn refresh_shapes(&mut self, bi: u32) {
         let b = self.state.bodies[bi as usize];
         let mut s = b.first_shape;
         while s != NONE {
             let sh = &mut self.state.shapes[s as usize];
             let aabb = self.state.geometry[s as usize].aabb(b.transform);
-            if force || !sh.fat_aabb.contains(&aabb.expand(SPECULATIVE_DISTANCE)) {
-                sh.fat_aabb = fat_box(aabb, b.kind, sh.margin);
+            if !sh.fat_aabb.contains(&aabb.expand(SPECULATIVE_DISTANCE)) {
+                sh.fat_aabb = aabb.expand(SPECULATIVE_DISTANCE).expand(sh.margin);
                 let tree = if b.kind == BodyKind::Static {
                     &mut self.state.static_tree
                 } else {
