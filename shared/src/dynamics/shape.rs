@@ -180,3 +180,88 @@ pub(crate) const VACANT_GEOMETRY: ShapeGeometry =
         p1: crate::math::Vec2::ZERO,
         p2: crate::math::Vec2::ZERO,
     });
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geometry::{Capsule, Circle, Polygon, Segment};
+    use crate::math::{fx, Rot};
+
+    fn near(got: Scalar, want: Scalar) {
+        let d = (got - want).abs();
+        assert!(d <= Scalar::from_bits(1 << 8), "{got:?} against {want:?}");
+    }
+
+    #[test]
+    fn margin_is_an_eighth_of_the_extent_as_box2d_s() {
+        // A 0.5 m box: its corners 0.3536 m from the centroid.
+        let small =
+            ShapeGeometry::Polygon(Polygon::make_box(Scalar::milli(250), Scalar::milli(250)));
+        near(aabb_margin(&small), Scalar::milli(125).sqrt().shr(3));
+        // A 1 m box: 0.7071 / 8 is past the cap.
+        let big = ShapeGeometry::Polygon(Polygon::make_box(Scalar::HALF, Scalar::HALF));
+        assert_eq!(aabb_margin(&big), AABB_MARGIN);
+        // From the centroid, not the body origin: a 0.2 m box 7 m away.
+        let offset = Polygon::make_offset_box(
+            Scalar::milli(100),
+            Scalar::milli(100),
+            Vec2::from_ints(5, 5),
+            Rot::IDENTITY,
+        );
+        near(
+            aabb_margin(&ShapeGeometry::Polygon(offset)),
+            Scalar::milli(20).sqrt().shr(3),
+        );
+        // The rounding radius is left out, as in Box2D.
+        let rounded = Polygon::make_rounded_box(Scalar::milli(100), Scalar::milli(100), fx(1));
+        near(
+            aabb_margin(&ShapeGeometry::Polygon(rounded)),
+            Scalar::milli(20).sqrt().shr(3),
+        );
+        // A circle's radius, its offset left out.
+        let circle = Circle {
+            center: Vec2::from_ints(3, 0),
+            radius: Scalar::milli(100),
+        };
+        assert_eq!(
+            aabb_margin(&ShapeGeometry::Circle(circle)),
+            Scalar::milli(100).shr(3)
+        );
+        // A capsule's half length plus its radius; a segment's half length.
+        let capsule = Capsule {
+            c1: Vec2::new(Scalar::milli(-100), Scalar::ZERO),
+            c2: Vec2::new(Scalar::milli(100), Scalar::ZERO),
+            radius: Scalar::milli(50),
+        };
+        near(
+            aabb_margin(&ShapeGeometry::Capsule(capsule)),
+            Scalar::milli(150).shr(3),
+        );
+        let segment = Segment {
+            p1: Vec2::ZERO,
+            p2: Vec2::new(Scalar::ZERO, Scalar::milli(300)),
+        };
+        near(
+            aabb_margin(&ShapeGeometry::Segment(segment)),
+            Scalar::milli(150).shr(3),
+        );
+    }
+
+    #[test]
+    fn margin_of_a_shape_too_long_to_square_is_the_cap() {
+        // 80 km: its squared length does not fit Q32.32 (a decoded snapshot
+        // may hold geometry this far out); squared naively it wraps.
+        let far = fx(40_000);
+        let segment = Segment {
+            p1: Vec2::new(-far, -far),
+            p2: Vec2::new(far, far),
+        };
+        assert_eq!(aabb_margin(&ShapeGeometry::Segment(segment)), AABB_MARGIN);
+        let capsule = Capsule {
+            c1: Vec2::new(-far, Scalar::ZERO),
+            c2: Vec2::new(far, Scalar::ZERO),
+            radius: Scalar::ZERO,
+        };
+        assert_eq!(aabb_margin(&ShapeGeometry::Capsule(capsule)), AABB_MARGIN);
+    }
+}
