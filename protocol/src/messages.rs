@@ -72,7 +72,9 @@ use std::fmt;
 /// most [`MAX_TOKEN_LEN`] bytes) and a 128-bit reconnect secret
 /// ([`ReconnectSecret`], was a guessable `u64`), the welcome hands out that
 /// secret, and refusals have their own kick reasons ([`KickReason::Token`],
-/// seats, room creation, message deadlines, desync reports). 13: fat boxes
+/// seats, room creation, message deadlines, desync reports). 13: a tick
+/// right after the entry before it in a bundle leaves its position out
+/// (`TickWire`'s `Next…` variants, a byte less per tick). 14: fat boxes
 /// of moving shapes grow by an eighth of the shape's extent, at most 5 cm
 /// (Box2D v3's per-shape margin; was 5 cm for every shape), and a
 /// teleport re-makes them only when they no longer hold the shape (a new
@@ -80,7 +82,7 @@ use std::fmt;
 ///
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
 /// [`Rules::Input`]: bitroom_sim::game::Rules::Input
-pub const PROTOCOL_VERSION: u32 = 13;
+pub const PROTOCOL_VERSION: u32 = 14;
 /// A state hash as frames carry it: its low 24 bits.
 pub fn wire_hash(hash: u64) -> u32 {
     (hash & 0x00FF_FFFF) as u32
@@ -107,7 +109,7 @@ pub const MAX_BUNDLE_SPAN: u64 = 4096;
 pub const MAX_FRAME_EVENTS: usize = 64;
 /// Largest [`Input::MAX_ENCODED`] a hosted game may state. With it, a
 /// bundle of the largest tick ([`MAX_SLOTS`] changed inputs and
-/// [`MAX_FRAME_EVENTS`] events: 154 + 32 × 24 = 922 bytes) fits in
+/// [`MAX_FRAME_EVENTS`] events: 153 + 32 × 24 = 921 bytes) fits in
 /// [`MAX_DATAGRAM`], as does a batch of 44 runs of distinct inputs;
 /// senders put in what fits. A room or session of a game with larger
 /// inputs does not compile.
@@ -354,7 +356,8 @@ pub struct InputChanges<I> {
 /// One tick of a [`FrameBundle`]: its authoritative inputs and hash.
 ///
 /// On the wire one tag byte says which of `changes` and `events` follow
-/// (an idle tick is that byte, its position and 3 hash bytes).
+/// (an idle tick right after the entry before is that byte and 3 hash
+/// bytes; one further back also has its position).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(
     bound(
