@@ -255,8 +255,14 @@ impl World {
     /// shape's tight box grown by the speculative distance is re-made, and
     /// it is grown by the shape's margin whatever the body's kind (a static
     /// body's too; its boxes made anywhere else have the speculative
-    /// distance instead, see [`fat_box`]). A box re-made is searched for
-    /// new pairs; one kept has the pairs it had.
+    /// distance instead, see [`fat_box`]).
+    ///
+    /// Every shape is queued as moved all the same, even one whose box is
+    /// kept (its pair search finds only the pairs it has): the queue is
+    /// what makes the next step collide before its solve, so that it
+    /// solves the contacts of the new positions, as Box2D does (it collides
+    /// at the start of every step), and as a snapshot taken now does (its
+    /// contact geometry is recomputed from the positions on decoding).
     pub(super) fn refresh_shapes(&mut self, bi: u32) {
         let b = self.state.bodies[bi as usize];
         let mut s = b.first_shape;
@@ -271,10 +277,10 @@ impl World {
                     &mut self.state.dynamic_tree
                 };
                 tree.move_proxy(sh.proxy, sh.fat_aabb);
-                if !sh.moved {
-                    sh.moved = true;
-                    self.state.moved.push(s);
-                }
+            }
+            if !sh.moved {
+                sh.moved = true;
+                self.state.moved.push(s);
             }
             s = sh.next;
         }
