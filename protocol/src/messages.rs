@@ -74,11 +74,15 @@ use std::fmt;
 /// secret, and refusals have their own kick reasons ([`KickReason::Token`],
 /// seats, room creation, message deadlines, desync reports). 13: a tick
 /// right after the entry before it in a bundle leaves its position out
-/// (`TickWire`'s `Next…` variants, a byte less per tick).
+/// (`TickWire`'s `Next…` variants, a byte less per tick). 14: fat boxes
+/// of moving shapes grow by an eighth of the shape's extent, at most 5 cm
+/// (Box2D v3's per-shape margin; was 5 cm for every shape), and a
+/// teleport re-makes them only when they no longer hold the shape (a new
+/// simulation for shapes under 40 cm, the same encodings).
 ///
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
 /// [`Rules::Input`]: bitroom_sim::game::Rules::Input
-pub const PROTOCOL_VERSION: u32 = 13;
+pub const PROTOCOL_VERSION: u32 = 14;
 /// A state hash as frames carry it: its low 24 bits.
 pub fn wire_hash(hash: u64) -> u32 {
     (hash & 0x00FF_FFFF) as u32

@@ -9,7 +9,11 @@
 //! (replay format 7, packed snapshots without contact geometry; recorded
 //! 2026-11-25 for protocol 10's simulation: fixed lever arms for recycled
 //! contacts, Box2D's fat boxes, friction in the relax pass, alternating
-//! colour order, the revolute joint's relax anchors).
+//! colour order, the revolute joint's relax anchors). Protocol 14's
+//! simulation (Box2D's per-shape fat-box margin) replays it to the same
+//! hashes: the arena's shapes are all at least 40 cm in extent, whose
+//! margin is the 5 cm it was, so it was not re-recorded (that would only
+//! turn it into replay format 8, and it is the test of reading format 7).
 //!
 //! It must verify in every build (debug tests included) and on every
 //! platform: `.ci/cross-check.sh` runs this file on each target and diffs

@@ -453,7 +453,7 @@ impl World {
         let b = &mut self.state.bodies[i as usize];
         b.transform = Transform::new(position, rotation.normalize());
         b.center = b.transform.apply(local_center);
-        self.refresh_shapes(i, true);
+        self.refresh_shapes(i);
         Ok(())
     }
 

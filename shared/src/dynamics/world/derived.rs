@@ -1,10 +1,12 @@
-//! What a decoded state derives from the rest: the broad-phase trees and
-//! the contacts' manifold geometry, rebuilt after a snapshot decodes.
+//! What a decoded state derives from the rest: the broad-phase trees, the
+//! shapes' fat-box margins and the contacts' manifold geometry, rebuilt
+//! after a snapshot decodes.
 
 use super::World;
 use crate::collision::{DynamicTree, Manifold};
 use crate::dynamics::body::BodyKind;
 use crate::dynamics::recycle;
+use crate::dynamics::shape::aabb_margin;
 
 impl World {
     /// Recomputes every contact's geometry from its shapes at their current
@@ -60,7 +62,8 @@ impl World {
         Ok(())
     }
 
-    /// Rebuilds the broad-phase trees from the fat boxes (after decoding).
+    /// Rebuilds the broad-phase trees from the fat boxes, and the shapes'
+    /// fat-box margins from their geometry (after decoding).
     pub(crate) fn rebuild_trees(&mut self) {
         let st = &mut self.state;
         st.static_tree = DynamicTree::new();
@@ -75,6 +78,7 @@ impl World {
                 &mut st.dynamic_tree
             };
             s.proxy = tree.create_filtered_proxy(s.fat_aabb, i as u32, s.def.filter.category);
+            s.margin = aabb_margin(&st.geometry[i]);
         }
     }
 }

@@ -5,7 +5,7 @@ use super::{World, WorldError};
 use crate::collision::SPECULATIVE_DISTANCE;
 use crate::dynamics::body::{BodyId, BodyKind, ShapeId, NONE};
 use crate::dynamics::ccd;
-use crate::dynamics::shape::{fat_box, Shape, ShapeDef, VACANT_GEOMETRY};
+use crate::dynamics::shape::{aabb_margin, fat_box, Shape, ShapeDef, VACANT_GEOMETRY};
 use crate::geometry::ShapeGeometry;
 use crate::math::{Scalar, Vec2, WORLD_BOUND};
 use std::sync::Arc;
@@ -54,7 +54,8 @@ impl World {
             }
         };
         let generation = self.state.shapes[index as usize].generation;
-        let fat = fat_box(aabb, b.kind);
+        let margin = aabb_margin(&geometry);
+        let fat = fat_box(aabb, b.kind, margin);
         let tree = if b.kind == BodyKind::Static {
             &mut self.state.static_tree
         } else {
@@ -70,6 +71,7 @@ impl World {
             next: b.first_shape,
             moved: true,
             proxy,
+            margin,
         };
         Arc::make_mut(&mut self.state.geometry)[index as usize] = geometry;
         self.state.moved.push(index);
@@ -248,25 +250,37 @@ impl World {
         b.center = b.transform.apply(local_center);
     }
 
-    /// Recomputes fat boxes of a body's shapes after it moved.
-    pub(super) fn refresh_shapes(&mut self, bi: u32, force: bool) {
+    /// Re-makes the fat boxes of a teleported body's shapes, as Box2D's
+    /// `b2Body_SetTransform` does: only a box that no longer holds the
+    /// shape's tight box grown by the speculative distance is re-made, and
+    /// it is grown by the shape's margin whatever the body's kind (a static
+    /// body's too; its boxes made anywhere else have the speculative
+    /// distance instead, see [`fat_box`]).
+    ///
+    /// Every shape is queued as moved all the same, even one whose box is
+    /// kept (its pair search finds only the pairs it has): the queue is
+    /// what makes the next step collide before its solve, so that it
+    /// solves the contacts of the new positions, as Box2D does (it collides
+    /// at the start of every step), and as a snapshot taken now does (its
+    /// contact geometry is recomputed from the positions on decoding).
+    pub(super) fn refresh_shapes(&mut self, bi: u32) {
         let b = self.state.bodies[bi as usize];
         let mut s = b.first_shape;
         while s != NONE {
             let sh = &mut self.state.shapes[s as usize];
             let aabb = self.state.geometry[s as usize].aabb(b.transform);
-            if force || !sh.fat_aabb.contains(&aabb.expand(SPECULATIVE_DISTANCE)) {
-                sh.fat_aabb = fat_box(aabb, b.kind);
+            if !sh.fat_aabb.contains(&aabb.expand(SPECULATIVE_DISTANCE)) {
+                sh.fat_aabb = aabb.expand(SPECULATIVE_DISTANCE).expand(sh.margin);
                 let tree = if b.kind == BodyKind::Static {
                     &mut self.state.static_tree
                 } else {
                     &mut self.state.dynamic_tree
                 };
                 tree.move_proxy(sh.proxy, sh.fat_aabb);
-                if !sh.moved {
-                    sh.moved = true;
-                    self.state.moved.push(s);
-                }
+            }
+            if !sh.moved {
+                sh.moved = true;
+                self.state.moved.push(s);
             }
             s = sh.next;
         }

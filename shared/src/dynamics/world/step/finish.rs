@@ -120,7 +120,7 @@ impl World {
                 let sh = &mut st.shapes[s as usize];
                 let aabb = st.geometry[s as usize].aabb(xf);
                 if !sh.fat_aabb.contains(&aabb.expand(SPECULATIVE_DISTANCE)) {
-                    sh.fat_aabb = fat_box(aabb, BodyKind::Dynamic);
+                    sh.fat_aabb = fat_box(aabb, BodyKind::Dynamic, sh.margin);
                     // Grown in place; the tree is rebuilt before the next
                     // pair search.
                     st.dynamic_tree.enlarge_proxy(sh.proxy, sh.fat_aabb);
