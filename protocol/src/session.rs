@@ -175,8 +175,6 @@ pub struct ClientSession<R: Rules> {
     newest_frame: u64,
     /// Room tick of the newest bundle received.
     newest_bundle: u64,
-    /// The clock tick at which the next input batch goes out.
-    next_send_tick: u64,
     /// When the next input batch goes out, when sending less often than
     /// every tick (see `place_send`).
     send_at: Option<Micros>,
@@ -291,7 +289,6 @@ impl<R: Rules> ClientSession<R> {
             server_hashes: BTreeMap::new(),
             newest_frame: 0,
             newest_bundle: 0,
-            next_send_tick: 0,
             send_at: None,
             pings: 0,
             resyncing: false,
@@ -931,13 +928,12 @@ impl<R: Rules> ClientSession<R> {
         // client gone and start it over.
         let per_send = self.ticks_per_send();
         let due = if per_send == 1 {
-            ticked > 0 && self.clock_tick >= self.next_send_tick
+            ticked > 0
         } else {
             self.send_at.is_some_and(|t| now >= t)
         };
         if due || now >= self.inputs_sent_at + self.send_fallback() {
             self.inputs_sent_at = now;
-            self.next_send_tick = self.clock_tick + 1;
             self.send_at = None;
             self.send_inputs();
         }

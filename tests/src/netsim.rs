@@ -515,11 +515,21 @@ impl<R: NetRules> NetSim<R> {
                 bytes,
             } => {
                 let c = &mut self.clients[client];
-                if c.conn == conn && c.busy_until > now && c.frozen_until <= now {
-                    // Busy computing: it reads this once done.
-                    let at = c.busy_until;
+                // An old connection's leftovers are dropped, and so are
+                // datagrams to a stalled client (its socket buffer would
+                // drop them); reliable data waits for a stalled client,
+                // everything for a busy one.
+                if c.conn != conn || (c.frozen_until > now && !reliable) {
+                    return;
+                }
+                let resume = if c.frozen_until > now {
+                    c.frozen_until
+                } else {
+                    c.busy_until
+                };
+                if resume > now {
                     self.push(
-                        at,
+                        resume,
                         Delivery::ToClient {
                             client,
                             conn,
@@ -527,24 +537,6 @@ impl<R: NetRules> NetSim<R> {
                             bytes,
                         },
                     );
-                    return;
-                }
-                if c.conn != conn || c.frozen_until > now {
-                    // An old connection's leftovers, or a stalled client
-                    // (its socket buffer would drop datagrams; reliable
-                    // data waits).
-                    if reliable && c.conn == conn {
-                        let at = c.frozen_until;
-                        self.push(
-                            at,
-                            Delivery::ToClient {
-                                client,
-                                conn,
-                                reliable,
-                                bytes,
-                            },
-                        );
-                    }
                     return;
                 }
                 let Some(s) = c.session.as_mut() else {
