@@ -9,8 +9,11 @@
 //! hash alone (the final state hashed HASH_REPS times).
 //!
 //! Run: `cargo run --release -p bitroom-protocol --example room_load --
-//! [WARM_TICKS] [TIMED_TICKS] [HASH_REPS] [arena:N]` (defaults 600, 3000,
-//! 1000, the default arena); under `perf record` for a profile of the
+//! [WARM_TICKS] [TIMED_TICKS] [HASH_REPS] [arena:N] [ROOMS] [PAUSE_US]`
+//! (defaults 600, 3000, 1000, the default arena, one room, no pause;
+//! several rooms tick in turn, as a server's share its caches; a pause
+//! between rounds, e.g. 16000, leaves the caches as cold as a server's
+//! idle time between ticks does); under `perf record` for a profile of the
 //! room's tick alone. It also builds for `wasm32-wasip1` and runs under
 //! node (V8, the engine of Chromium's pages): what a tick costs a browser.
 
@@ -29,51 +32,50 @@ fn next(state: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-fn main() {
-    let mut args = std::env::args().skip(1);
-    let warm: u64 = args.next().map_or(600, |a| a.parse().expect("warm ticks"));
-    let timed: u64 = args
-        .next()
-        .map_or(3000, |a| a.parse().expect("timed ticks"));
-    let hash_reps: u32 = args
-        .next()
-        .map_or(1000, |a| a.parse().expect("hash repetitions"))
-        .max(1);
+/// One room and its players' random inputs.
+struct Load {
+    room: ServerRoom<Sandbox>,
+    rng: u64,
+    held: Vec<(u64, <Sandbox as Rules>::Input)>,
+}
 
-    let scene = args.next().unwrap_or_else(|| "arena".into());
-    let rules =
-        Sandbox::for_scene(&scene, |s| Err(format!("{s}: only arena or arena:N"))).expect("scene");
-    let fp = rules.fingerprint();
-    let mut room = ServerRoom::new(rules.clone(), RoomConfig::default(), 0);
-    let players = 8u8;
-    for i in 0..players {
-        let conn = ConnId::from(i) + 1;
-        room.handle_connect(0, conn);
-        let hello = ClientReliable::Hello(Hello {
-            version: PROTOCOL_VERSION,
-            rules: fp,
-            room: "load".into(),
-            name: format!("load {i}"),
-            spectator: false,
-            reconnect: None,
-            token: None,
-        });
-        room.handle_reliable(0, conn, &encode_client_reliable(&hello));
+impl Load {
+    fn new(rules: &Sandbox, players: u8, seed: u64) -> Load {
+        let mut room = ServerRoom::new(rules.clone(), RoomConfig::default(), 0);
+        for i in 0..players {
+            let conn = ConnId::from(i) + 1;
+            room.handle_connect(0, conn);
+            let hello = ClientReliable::Hello(Hello {
+                version: PROTOCOL_VERSION,
+                rules: rules.fingerprint(),
+                room: "load".into(),
+                name: format!("load {i}"),
+                spectator: false,
+                reconnect: None,
+                token: None,
+            });
+            room.handle_reliable(0, conn, &encode_client_reliable(&hello));
+        }
+        while room.poll_output().is_some() {}
+        let held = (0..players).map(|_| (0u64, Default::default())).collect();
+        Load {
+            room,
+            rng: seed,
+            held,
+        }
     }
-    while room.poll_output().is_some() {}
 
-    let mut rng = 1u64;
-    let mut held: Vec<(u64, _)> = (0..players).map(|_| (0u64, Default::default())).collect();
-    let mut times = Vec::with_capacity(timed as usize);
-    for n in 0..warm + timed {
+    /// One tick with every player's input datagram; its time.
+    fn tick(&mut self, rules: &Sandbox) -> Duration {
+        let room = &mut self.room;
         let t = room.tick_number() + 1;
-        let datagrams: Vec<(ConnId, Vec<u8>)> = (0..players)
-            .map(|slot| {
-                let (left, input) = &mut held[usize::from(slot)];
+        let datagrams: Vec<(ConnId, Vec<u8>)> = (0u8..)
+            .zip(&mut self.held)
+            .map(|(slot, (left, input))| {
                 if *left == 0 {
-                    let bits = next(&mut rng);
+                    let bits = next(&mut self.rng);
                     *input = rules.random_input(bits);
-                    *left = 5 + next(&mut rng) % 40;
+                    *left = 5 + next(&mut self.rng) % 40;
                 }
                 *left -= 1;
                 let batch = ClientDatagram::Inputs(InputBatch {
@@ -100,10 +102,44 @@ fn main() {
         room.tick(now);
         while room.poll_output().is_some() {}
         while room.poll_event().is_some() {}
-        if n >= warm {
-            times.push(start.elapsed());
+        start.elapsed()
+    }
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let warm: u64 = args.next().map_or(600, |a| a.parse().expect("warm ticks"));
+    let timed: u64 = args
+        .next()
+        .map_or(3000, |a| a.parse().expect("timed ticks"));
+    let hash_reps: u32 = args
+        .next()
+        .map_or(1000, |a| a.parse().expect("hash repetitions"))
+        .max(1);
+
+    let scene = args.next().unwrap_or_else(|| "arena".into());
+    let rules =
+        Sandbox::for_scene(&scene, |s| Err(format!("{s}: only arena or arena:N"))).expect("scene");
+    let rooms: usize = args.next().map_or(1, |a| a.parse().expect("rooms")).max(1);
+    let pause = Duration::from_micros(args.next().map_or(0, |a| a.parse().expect("pause µs")));
+    let players = 8u8;
+    let mut loads: Vec<Load> = (0..rooms)
+        .map(|i| Load::new(&rules, players, 1 + i as u64))
+        .collect();
+    let mut times = Vec::with_capacity(timed as usize * rooms);
+    for n in 0..warm + timed {
+        // Round robin, as a server's rooms share its cores and caches.
+        if !pause.is_zero() {
+            std::thread::sleep(pause);
+        }
+        for load in &mut loads {
+            let elapsed = load.tick(&rules);
+            if n >= warm {
+                times.push(elapsed);
+            }
         }
     }
+    let room = &loads[0].room;
     let start = Instant::now();
     let mut h = 0;
     for _ in 0..hash_reps {
@@ -113,7 +149,7 @@ fn main() {
     std::hint::black_box(h);
     let total: Duration = times.iter().sum();
     times.sort();
-    let mean = total / timed.max(1) as u32;
+    let mean = total / times.len().max(1) as u32;
     let median = times.get(times.len() / 2).copied().unwrap_or_default();
     let world = room.game().world();
     let bodies = world.body_count();
@@ -124,7 +160,7 @@ fn main() {
     let contacts = world.contact_count();
     let state_bytes = room.game().world().snapshot().to_bytes().len();
     println!(
-        "room_load: {bodies} bodies ({awake} awake, {contacts} contacts, {state_bytes} state bytes), {players} players, ticks {warm}+{timed}: mean {:.1} µs, median {:.1} µs per tick; tick {} hash {:016x}; state_hash alone {:.1} µs",
+        "room_load: {rooms} room(s), {bodies} bodies ({awake} awake, {contacts} contacts, {state_bytes} state bytes), {players} players, ticks {warm}+{timed}: mean {:.1} µs, median {:.1} µs per tick; tick {} hash {:016x}; state_hash alone {:.1} µs",
         mean.as_secs_f64() * 1e6,
         median.as_secs_f64() * 1e6,
         room.tick_number(),

@@ -31,11 +31,21 @@ pub fn bad_input(msg: impl std::fmt::Display) -> ExitCode {
 /// The runtime could not start: the message is printed and exit code 1
 /// returned.
 pub fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            eprintln!("error: cannot start the runtime: {e}");
-            ExitCode::from(1)
-        })
+    runtime_with(None)
+}
+
+/// [`runtime`] with this many worker threads (`None`: tokio's default, one
+/// per CPU or `TOKIO_WORKER_THREADS`).
+///
+/// # Errors
+/// As [`runtime`].
+pub fn runtime_with(threads: Option<usize>) -> Result<tokio::runtime::Runtime, ExitCode> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = threads {
+        builder.worker_threads(n);
+    }
+    builder.enable_all().build().map_err(|e| {
+        eprintln!("error: cannot start the runtime: {e}");
+        ExitCode::from(1)
+    })
 }

@@ -5,7 +5,10 @@ use super::{FramedReader, Inbound, Link, LinkError, LinkReader, LinkWriter};
 use crate::writer::close_reason;
 use bitroom_protocol::{KickReason, StreamFramer};
 use bytes::Bytes;
+use std::fmt;
+use std::future::Future;
 use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tracing::warn;
 
 /// A native client's connection.
@@ -38,14 +41,53 @@ impl Link for QuicLink {
     }
 }
 
-/// Reads a native client's stream and datagrams.
-#[derive(Debug)]
-pub(crate) struct QuicReader {
-    pub(crate) connection: quinn::Connection,
-    pub(crate) stream: FramedReader<quinn::RecvStream>,
+/// A QUIC connection that carries datagrams: a native client's quinn
+/// connection or a browser's WebTransport session. The two transports
+/// differ only here and in how a connection is opened and closed; the
+/// reader and writer below serve both.
+pub(crate) trait DatagramConnection: fmt::Debug + Send + Sync + 'static {
+    /// The next datagram, or why the connection is gone. Cancel-safe.
+    fn read_datagram(&self) -> impl Future<Output = Result<Bytes, String>> + Send;
 }
 
-impl LinkReader for QuicReader {
+impl DatagramConnection for quinn::Connection {
+    async fn read_datagram(&self) -> Result<Bytes, String> {
+        quinn::Connection::read_datagram(self)
+            .await
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// A QUIC send stream: quinn's or WebTransport's.
+pub(crate) trait QuicSendStream: AsyncWrite + Unpin + Send + fmt::Debug + 'static {
+    /// Ends the stream (nothing more is written).
+    fn end(&mut self);
+    /// Resolves once the peer has read everything or stopped the stream.
+    fn peer_done(&self) -> impl Future<Output = ()> + Send;
+}
+
+impl QuicSendStream for quinn::SendStream {
+    fn end(&mut self) {
+        let _ = self.finish();
+    }
+
+    async fn peer_done(&self) {
+        let _ = self.stopped().await;
+    }
+}
+
+/// Reads a client's framed stream and its datagrams (both QUIC transports).
+#[derive(Debug)]
+pub(crate) struct QuicReader<C, R> {
+    pub(crate) connection: C,
+    pub(crate) stream: FramedReader<R>,
+}
+
+impl<C, R> LinkReader for QuicReader<C, R>
+where
+    C: DatagramConnection,
+    R: AsyncRead + Unpin + Send + 'static,
+{
     async fn next(&mut self, limit: usize, read_body: bool) -> Result<Inbound, LinkError> {
         // Both branches are cancel-safe (see [`FramedReader::next`]).
         tokio::select! {
@@ -54,10 +96,7 @@ impl LinkReader for QuicReader {
                 Ok(None) => Ok(Inbound::ReliableEnd),
                 Err(e) => Err(e),
             },
-            d = self.connection.read_datagram() => match d {
-                Ok(bytes) => Ok(Inbound::Datagram(bytes)),
-                Err(e) => Err(LinkError::Lost(e.to_string())),
-            },
+            d = self.connection.read_datagram() => d.map(Inbound::Datagram).map_err(LinkError::Lost),
         }
     }
 
@@ -84,11 +123,11 @@ impl LinkReader for QuicReader {
     }
 }
 
-/// Writes a native client's stream.
+/// Writes a client's framed stream (both QUIC transports).
 #[derive(Debug)]
-pub(crate) struct QuicWriter(pub(crate) quinn::SendStream);
+pub(crate) struct QuicWriter<S>(pub(crate) S);
 
-impl LinkWriter for QuicWriter {
+impl<S: QuicSendStream> LinkWriter for QuicWriter<S> {
     async fn send(&mut self, msg: &[u8]) -> Result<(), LinkError> {
         self.0
             .write_all(&StreamFramer::frame(msg))
@@ -97,7 +136,7 @@ impl LinkWriter for QuicWriter {
     }
 
     async fn finish(&mut self, linger: Duration) {
-        let _ = self.0.finish();
-        let _ = tokio::time::timeout(linger, self.0.stopped()).await;
+        self.0.end();
+        let _ = tokio::time::timeout(linger, self.0.peer_done()).await;
     }
 }

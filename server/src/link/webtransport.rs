@@ -2,10 +2,10 @@
 //! the server's quinn): one bidirectional stream opened by the page,
 //! framed like the native stream, and WebTransport datagrams.
 
-use super::{FramedReader, Inbound, Link, LinkError, LinkReader, LinkWriter};
-use bitroom_protocol::{KickReason, StreamFramer};
+use super::quic::{DatagramConnection, QuicReader, QuicSendStream};
+use super::Link;
+use bitroom_protocol::KickReason;
 use bytes::Bytes;
-use std::time::Duration;
 use web_transport_quinn::{RecvStream, SendStream, Session};
 
 /// A browser's WebTransport session.
@@ -31,66 +31,23 @@ impl Link for WtLink {
     }
 }
 
-/// Reads a browser's stream and datagrams.
-#[derive(Debug)]
-pub(crate) struct WtReader {
-    pub(crate) session: Session,
-    pub(crate) stream: FramedReader<RecvStream>,
-}
-
-impl LinkReader for WtReader {
-    async fn next(&mut self, limit: usize, read_body: bool) -> Result<Inbound, LinkError> {
-        // Both branches are cancel-safe (see [`FramedReader::next`]).
-        tokio::select! {
-            r = self.stream.next(limit), if self.stream.wants_read(read_body) => match r {
-                Ok(Some(inbound)) => Ok(inbound),
-                Ok(None) => Ok(Inbound::ReliableEnd),
-                Err(e) => Err(e),
-            },
-            d = self.session.read_datagram() => match d {
-                Ok(bytes) => Ok(Inbound::Datagram(bytes)),
-                Err(e) => Err(LinkError::Lost(e.to_string())),
-            },
-        }
-    }
-
-    fn stop_reliable(&mut self) {
-        self.stream.stop();
-    }
-
-    fn unfinished(&self) -> Option<usize> {
-        self.stream.unfinished()
-    }
-
-    fn buffered(&self) -> usize {
-        self.stream.buffered()
-    }
-
-    async fn drop_received_datagrams(&mut self) -> u64 {
-        let mut n = 0;
-        while let Ok(Ok(_)) =
-            tokio::time::timeout(Duration::ZERO, self.session.read_datagram()).await
-        {
-            n += 1;
-        }
-        n
-    }
-}
-
-/// Writes a browser's stream.
-#[derive(Debug)]
-pub(crate) struct WtWriter(pub(crate) SendStream);
-
-impl LinkWriter for WtWriter {
-    async fn send(&mut self, msg: &[u8]) -> Result<(), LinkError> {
-        self.0
-            .write_all(&StreamFramer::frame(msg))
+impl DatagramConnection for Session {
+    async fn read_datagram(&self) -> Result<Bytes, String> {
+        Session::read_datagram(self)
             .await
-            .map_err(|e| LinkError::Lost(e.to_string()))
-    }
-
-    async fn finish(&mut self, linger: Duration) {
-        let _ = self.0.finish();
-        let _ = tokio::time::timeout(linger, self.0.stopped()).await;
+            .map_err(|e| e.to_string())
     }
 }
+
+impl QuicSendStream for SendStream {
+    fn end(&mut self) {
+        let _ = self.finish();
+    }
+
+    async fn peer_done(&self) {
+        let _ = self.stopped().await;
+    }
+}
+
+/// Reads a browser's stream and datagrams.
+pub(crate) type WtReader = QuicReader<Session, RecvStream>;

@@ -7,7 +7,8 @@ use super::http::WEBTRANSPORT_PATH;
 use super::{WebState, WEB_CERT_RENEW};
 use crate::connection::{serve, Places};
 use crate::context::{shutting_down, ConnSlot, Context};
-use crate::link::webtransport::{WtLink, WtReader, WtWriter};
+use crate::link::quic::QuicWriter;
+use crate::link::webtransport::{WtLink, WtReader};
 use crate::link::FramedReader;
 use crate::tls::Identity;
 use bitroom_protocol::NetRules;
@@ -121,7 +122,7 @@ async fn handle<R: NetRules>(
             }
         };
         let reader = WtReader {
-            session: session.clone(),
+            connection: session.clone(),
             stream: FramedReader::new(recv),
         };
         serve(
@@ -130,7 +131,7 @@ async fn handle<R: NetRules>(
             places,
             Arc::new(WtLink(session)),
             reader,
-            WtWriter(send),
+            QuicWriter(send),
             deadline,
             &cx,
         )
