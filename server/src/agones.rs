@@ -146,11 +146,7 @@ async fn serve<R: NetRules>(
     let mut book = RoomsBook::new(config.reservation_ttl);
     let mut players_sent = 0i64;
     let mut counters_failing = false;
-    // The ticker's thread, not a timerfd like the rooms': this loop is
-    // woken from outside tokio's event loop, and with a timerfd the
-    // no-cluster test saw health reports go on during a room's stall
-    // (tests/tests/agones.rs; 3 pings in the stalled second, every run).
-    let mut timer = cx.ticker.thread_timer();
+    let mut timer = cx.ticker.timer();
     let mut next = Instant::now();
     let mut next_health = Instant::now();
     let mut stalled_logged = false;
