@@ -129,7 +129,7 @@ pub struct ServeArgs {
     realtime: bool,
     /// Worker threads that run the rooms and the connections [default:
     /// one per CPU]. One thread per process costs less per room than two
-    /// (no wake-ups across threads; about 7 % less on a 2-core machine,
+    /// (no wake-ups across threads; about 9 % less on a 2-core machine,
     /// docs/fleet.md); for more cores, run a server per core.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: Option<u16>,
