@@ -2,11 +2,13 @@
 # The CPU cost of a room: one server, R rooms × 8 load clients (a second
 # process), the server's own CPU time over a steady window.
 #
-#   tools/room-cost.sh [-r ROOMS] [-s SECONDS] [-n RUNS] BUILD_DIR [BUILD_DIR...]
+#   tools/room-cost.sh [-r ROOMS] [-s SECONDS] [-n RUNS] BUILD[:SERVER_ARGS] ...
 #
-# Each BUILD_DIR holds bitroom-server and bitroom-client (e.g.
-# target/release, or a copy of an older build's). With several builds the
-# runs alternate (A B A B ...), so they share the machine's mood. Per run
+# Each BUILD is a directory holding bitroom-server and bitroom-client (e.g.
+# target/release, or a copy of an older build's), optionally followed by
+# ':' and more `serve` arguments for that run (e.g. "target/release:--threads
+# 1"). With several builds the runs alternate (A B A B ...), so they share
+# the machine's mood. Per run
 # it prints the server's CPU (utime+stime from /proc/PID/stat over the
 # window, after the ramp and a settling pause) as % of one core, that
 # divided by the rooms, the load clients' CPU, and the server's own tick
@@ -28,7 +30,7 @@ while getopts "r:s:n:" o; do
   esac
 done
 shift $((OPTIND - 1))
-[[ $# -ge 1 ]] || { sed -n 2,18p "$0"; exit 2; }
+[[ $# -ge 1 ]] || { sed -n 2,20p "$0"; exit 2; }
 
 HZ=$(getconf CLK_TCK)
 cpu_ticks() { # pid -> utime+stime
@@ -44,13 +46,14 @@ stop_run() {
 }
 trap stop_run EXIT
 
-run_one() { # build_dir
-  local dir=$1 work port fp t0 c0 t1 c1 l0 l1
+run_one() { # build_dir[:server args]
+  local dir=${1%%:*} label=$1 extra=() work port fp t0 c0 t1 c1 l0 l1
+  if [[ $1 == *:* ]]; then read -r -a extra <<<"${1#*:}"; fi
   work=$(mktemp -d /tmp/room-cost.XXXXXX)
   port=$((20000 + RANDOM % 20000))
   "$dir/bitroom-server" serve --bind "127.0.0.1:$port" --max-rooms $((ROOMS + 10)) \
     --max-connections 8192 --max-connections-per-address 0 --room-creations-per-minute 0 \
-    --shed-lateness 0 --stats-every 5s --cert-dir "$work" \
+    --shed-lateness 0 --stats-every 5s --cert-dir "$work" "${extra[@]}" \
     >"$work/server.out" 2>"$work/server.err" &
   server=$!
   for _ in $(seq 100); do
@@ -79,7 +82,7 @@ run_one() { # build_dir
   wait $server 2>/dev/null || true
   server='' load=
   awk -v c="$((c1 - c0))" -v l="$((l1 - l0))" -v hz="$HZ" -v t0="$t0" -v t1="$t1" \
-      -v r="$ROOMS" -v d="$dir" '
+      -v r="$ROOMS" -v d="$label" '
     BEGIN {
       wall = t1 - t0; s = c / hz / wall * 100; lc = l / hz / wall * 100
       printf "%-28s rooms %3d  server %5.1f %%  per room %5.2f %%  (%4.0f rooms/core)  load clients %5.1f %%\n",
