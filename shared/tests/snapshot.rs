@@ -1474,7 +1474,7 @@ fn every_named_scene_state_decodes_in_both_encodings() {
         // The benchmark scenes are large; they get fewer, longer strides.
         let (stride, checks) = match name {
             "many_pyramids" => (60, 2),
-            "large_pyramid" | "smash" => (40, 3),
+            "large_pyramid" | "pyramid44" | "smash" => (40, 3),
             _ => (30, 6),
         };
         for _ in 0..checks {
