@@ -367,3 +367,74 @@ fn shape_contacts_are_the_contacts_of_that_shape() {
     w.destroy_body(top_body).unwrap();
     assert_eq!(w.shape_contacts(top).count(), 0);
 }
+
+/// Every shape's contacts, as [`World::shape_contacts`] gives them and as
+/// the whole list filtered to the shape gives them.
+fn check_shape_contacts(w: &World, when: &str) -> usize {
+    let all: Vec<_> = w.contacts().collect();
+    let mut seen = 0;
+    for b in w.bodies().collect::<Vec<_>>() {
+        for s in w.body_shapes(b).unwrap() {
+            let mine: Vec<_> = w.shape_contacts(s).collect();
+            let want: Vec<_> = all
+                .iter()
+                .filter(|c| c.shape_a == s || c.shape_b == s)
+                .copied()
+                .collect();
+            assert_eq!(mine, want, "{when}: contacts of {s:?}");
+            seen += mine.len();
+        }
+    }
+    assert_eq!(seen, 2 * all.len(), "{when}: each point has two shapes");
+    seen
+}
+
+/// `shape_contacts` looks a shape's contacts up through the broad phase
+/// when no shape waits for the pair search, and passes over every contact
+/// otherwise: both must be the filtered list, in scenes that settle, sleep,
+/// tumble and break apart, after teleports (queued), after the step that
+/// follows them, after destroying bodies, and after a snapshot round trip.
+#[test]
+fn shape_contacts_match_the_filtered_list_as_worlds_move() {
+    use bitroom_sim::scene::build_named;
+    let mut points = 0;
+    for name in [
+        "pyramid", "dominoes", "ragdoll", "tumbler", "car", "bridge", "arena",
+    ] {
+        let mut w = build_named(name).unwrap();
+        for t in 1..=240 {
+            w.step();
+            if t % 20 == 0 {
+                points += check_shape_contacts(&w, &format!("{name} tick {t}"));
+            }
+            if t % 60 == 30 {
+                // Teleport a few bodies by a few centimetres (boxes kept)
+                // and by metres (boxes re-made).
+                let bodies: Vec<_> = w.bodies().collect();
+                for (k, &b) in bodies.iter().enumerate().skip(1).step_by(7) {
+                    let p = w.position(b).unwrap();
+                    let d = if k % 2 == 0 {
+                        Vec2::new(Scalar::milli(30), Scalar::ZERO)
+                    } else {
+                        Vec2::from_ints(0, 3)
+                    };
+                    w.set_transform(b, p + d, Rot::IDENTITY).unwrap();
+                }
+                check_shape_contacts(&w, &format!("{name} after teleports at {t}"));
+                w.step();
+                check_shape_contacts(&w, &format!("{name} the step after teleports at {t}"));
+            }
+            if t == 200 {
+                let bodies: Vec<_> = w.bodies().collect();
+                for &b in bodies.iter().skip(2).step_by(5) {
+                    w.destroy_body(b).unwrap();
+                }
+                check_shape_contacts(&w, &format!("{name} after destroying at {t}"));
+                let copy =
+                    World::from_snapshot(&Snapshot::from_bytes(&w.snapshot().to_bytes()).unwrap());
+                check_shape_contacts(&copy, &format!("{name} decoded at {t}"));
+            }
+        }
+    }
+    assert!(points > 1000, "the scenes touch: {points} points seen");
+}
