@@ -10,7 +10,9 @@
 # 1"). With several builds the runs alternate (A B A B ...), so they share
 # the machine's mood. Per run
 # it prints the server's CPU (utime+stime from /proc/PID/stat over the
-# window, after the ramp and a settling pause) as % of one core, that
+# window, after the ramp and a settling pause) as % of one core (and the
+# kernel's part of it, stime: on loopback that includes delivering each
+# datagram the server sends to its client's socket), that
 # divided by the rooms, the load clients' CPU, and the server's own tick
 # time p50 and lateness p50/p99 from its status lines in the window.
 #
@@ -35,6 +37,9 @@ shift $((OPTIND - 1))
 HZ=$(getconf CLK_TCK)
 cpu_ticks() { # pid -> utime+stime
   awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"
+}
+sys_ticks() { # pid -> stime (the kernel's part)
+  awk '{ sub(/^.*\) /, ""); print $13 }' "/proc/$1/stat"
 }
 
 # The processes of the run under way, stopped if the script ends early.
@@ -69,11 +74,11 @@ run_one() { # build_dir[:server args]
     --duration $((ramp + settle + SECS + 5))s >"$work/load.out" 2>&1 &
   load=$!
   sleep $((ramp + settle))
-  t0=$(date +%s.%N); c0=$(cpu_ticks $server); l0=$(cpu_ticks $load)
+  t0=$(date +%s.%N); c0=$(cpu_ticks $server); l0=$(cpu_ticks $load); k0=$(sys_ticks $server)
   local mark
   mark=$(wc -l <"$work/server.err")
   sleep "$SECS"
-  t1=$(date +%s.%N); c1=$(cpu_ticks $server); l1=$(cpu_ticks $load)
+  t1=$(date +%s.%N); c1=$(cpu_ticks $server); l1=$(cpu_ticks $load); k1=$(sys_ticks $server)
   local status
   status=$(tail -n +$((mark + 1)) "$work/server.err" | grep 'rooms .* clients' || true)
   kill -INT $load 2>/dev/null || true
@@ -81,12 +86,12 @@ run_one() { # build_dir[:server args]
   kill -INT $server 2>/dev/null || true
   wait $server 2>/dev/null || true
   server='' load=
-  awk -v c="$((c1 - c0))" -v l="$((l1 - l0))" -v hz="$HZ" -v t0="$t0" -v t1="$t1" \
+  awk -v c="$((c1 - c0))" -v k="$((k1 - k0))" -v l="$((l1 - l0))" -v hz="$HZ" -v t0="$t0" -v t1="$t1" \
       -v r="$ROOMS" -v d="$label" '
     BEGIN {
       wall = t1 - t0; s = c / hz / wall * 100; lc = l / hz / wall * 100
-      printf "%-28s rooms %3d  server %5.1f %%  per room %5.2f %%  (%4.0f rooms/core)  load clients %5.1f %%\n",
-        d, r, s, s / r, 100 / (s / r), lc
+      printf "%-28s rooms %3d  server %5.1f %% (kernel %4.1f)  per room %5.2f %%  (%4.0f rooms/core)  load clients %5.1f %%\n",
+        d, r, s, k / hz / wall * 100, s / r, 100 / (s / r), lc
     }'
   # Status lines in the window: clients, tick p50, lateness p50/p99.
   sed -n 's/.*clients \([0-9]*\) .*tick p50 \([0-9]*\) µs p99 \([0-9]*\) µs.*lateness p50 \([0-9]*\) µs p99 \([0-9]*\) µs.*/    clients \1  tick p50 \2 µs p99 \3 µs  lateness p50 \4 µs p99 \5 µs/p' <<<"$status"
