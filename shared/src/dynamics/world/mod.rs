@@ -111,6 +111,7 @@ impl World {
         &mut crate::dynamics::graph::Graph,
         &mut Vec<crate::dynamics::solver::BodyState>,
     ) {
+        self.take_shared_scratch();
         (&mut self.scratch.graph, &mut self.scratch.states)
     }
 }

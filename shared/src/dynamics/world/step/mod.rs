@@ -41,6 +41,13 @@ mod substeps;
 
 pub(crate) use scratch::Scratch;
 
+std::thread_local! {
+    /// The step buffers of the worlds stepped on this thread (see
+    /// [`Scratch`]): one set, warm in the cache from one world's step to
+    /// the next. Never state.
+    static SHARED: std::cell::Cell<Scratch> = std::cell::Cell::new(Scratch::default());
+}
+
 use crate::dynamics::joint::JointContext;
 use crate::dynamics::solver::Softness;
 use crate::dynamics::world::World;
@@ -127,6 +134,27 @@ impl World {
     /// stages). The observer cannot change the step: it is for profiles,
     /// which measure time outside this crate (no clocks in here).
     pub fn step_observed(&mut self, observe: &mut dyn FnMut(Stage)) {
+        // The step's buffers are the thread's (see `Scratch`), with this
+        // world's caches of its positions put in for the step.
+        let mut shared = SHARED.with(|s| s.take());
+        std::mem::swap(&mut shared.recycler, &mut self.scratch.recycler);
+        std::mem::swap(&mut shared, &mut self.scratch);
+        self.step_stages(observe);
+        std::mem::swap(&mut shared, &mut self.scratch);
+        std::mem::swap(&mut shared.recycler, &mut self.scratch.recycler);
+        SHARED.with(|s| s.set(shared));
+    }
+
+    /// Moves the thread's step buffers, as the last step on this thread
+    /// left them, into this world (for measuring the solver's kernels).
+    #[cfg(test)]
+    pub(crate) fn take_shared_scratch(&mut self) {
+        let mut shared = SHARED.with(|s| s.take());
+        std::mem::swap(&mut shared.recycler, &mut self.scratch.recycler);
+        self.scratch = shared;
+    }
+
+    fn step_stages(&mut self, observe: &mut dyn FnMut(Stage)) {
         self.events.begin_step();
         self.broken_joints.clear();
         if !self.state.moved.is_empty() {

@@ -1,5 +1,16 @@
 //! The step's scratch memory: buffers reused from step to step, never
 //! state (not saved, not hashed).
+//!
+//! One set per thread, not per world: a step takes the thread's set for
+//! its duration (`step/mod.rs`), with the world's own recycler (the one
+//! part that caches something of the positions across steps) put in. A
+//! server ticks many rooms on a thread, each room's tick after other
+//! rooms' ticks and the network's work; each with its own buffers found
+//! them cold every tick (the solver's bundles alone are about 220 bytes a
+//! contact, every one rewritten each step), and one shared set stays warm
+//! (see docs/fleet.md). Every step rewrites what it reads of them, so
+//! which world used them last changes nothing (a test interleaves the
+//! steps of different scenes on one thread).
 
 use crate::dynamics::ccd::CcdScratch;
 use crate::dynamics::contact::Contact;
@@ -10,7 +21,7 @@ use crate::dynamics::solver::{BodyState, ContactCold, ContactConstraint};
 use crate::dynamics::world::WorldState;
 use crate::math::Scalar;
 
-/// Scratch memory reused between steps; never state.
+/// Scratch memory reused between steps (and between worlds); never state.
 #[derive(Debug, Default)]
 pub(crate) struct Scratch {
     pub(crate) states: Vec<BodyState>,
