@@ -346,22 +346,16 @@ fn shape_contacts_are_the_contacts_of_that_shape() {
     for _ in 0..60 {
         w.step();
     }
-    let all: Vec<_> = w.contacts().collect();
-    assert!(!all.is_empty());
-    let mut seen = 0;
+    assert!(w.contacts().next().is_some());
     for s in [ground, boxes[0].1, boxes[1].1, boxes[2].1] {
-        let mine: Vec<_> = w.shape_contacts(s).collect();
-        let want: Vec<_> = all
-            .iter()
-            .filter(|c| c.shape_a == s || c.shape_b == s)
-            .copied()
-            .collect();
-        assert_eq!(mine, want);
-        assert!(!mine.is_empty(), "every shape touches something");
-        seen += mine.len();
+        assert!(
+            w.shape_contacts(s).next().is_some(),
+            "every shape touches something"
+        );
     }
-    // Each contact point belongs to two of these shapes.
-    assert_eq!(seen, 2 * all.len());
+    // Each shape's are the filtered list's, and each contact point belongs
+    // to two of these shapes (the world's only ones).
+    check_shape_contacts(&w, "the stack");
     // A destroyed shape's handle has no contacts.
     let (top_body, top) = boxes[2];
     w.destroy_body(top_body).unwrap();
