@@ -41,17 +41,17 @@ mod substeps;
 
 pub(crate) use scratch::Scratch;
 
+use crate::dynamics::joint::JointContext;
+use crate::dynamics::solver::Softness;
+use crate::dynamics::world::World;
+use crate::math::Scalar;
+
 std::thread_local! {
     /// The step buffers of the worlds stepped on this thread (see
     /// [`Scratch`]): one set, warm in the cache from one world's step to
     /// the next. Never state.
     static SHARED: std::cell::Cell<Scratch> = std::cell::Cell::new(Scratch::default());
 }
-
-use crate::dynamics::joint::JointContext;
-use crate::dynamics::solver::Softness;
-use crate::dynamics::world::World;
-use crate::math::Scalar;
 
 /// A stage of a step, as [`World::step_observed`] reports it when it ends.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
