@@ -12,7 +12,12 @@ use serde::{Deserialize, Serialize};
 /// Contacts live in the world sorted by `(shape_a, shape_b)` with
 /// `shape_a < shape_b`: that order is canonical, so the solver visits them
 /// the same way on every machine and after every restore.
+///
+/// Aligned to a cache line: its 192 bytes then take three lines, not
+/// four. The solver's preparation reads contacts in colour order, all
+/// over the list, so every line a contact straddles is a miss.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[repr(align(64))]
 pub struct Contact {
     pub(crate) shape_a: u32,
     pub(crate) shape_b: u32,

@@ -579,8 +579,11 @@ impl Graph {
                     .get(k as usize)
                     .and_then(|&ci| contacts.get(ci as usize))
                 {
+                    // The three lines of a contact (`Contact` is
+                    // aligned to them).
                     prefetch(c);
                     prefetch(&c.manifold.points[1]);
+                    prefetch(&c.body_a);
                 }
             }
             let mut any_velocity = false;

@@ -10,7 +10,11 @@ use crate::dynamics::island;
 use crate::dynamics::joint::{self, JointContext};
 use crate::dynamics::solver::{self, BodyState, ConstraintPoint, ContactCold, ContactConstraint};
 use crate::dynamics::world::{World, WorldState};
-use crate::math::{Rot, Scalar, Vec2};
+use crate::math::{prefetch, Rot, Scalar, Vec2};
+
+/// How many contacts ahead the contact loop asks for the next contact's
+/// line.
+const PREFETCH_AHEAD: usize = 16;
 
 impl World {
     /// Prepares the solve; `None` when no body is awake (nothing to solve).
@@ -77,6 +81,14 @@ impl World {
         // one at a time, and the bundles a window at a time.
         let mut any_hit_events = false;
         for (ci, c) in st.contacts.iter().enumerate() {
+            // Most of a contact's bytes are not read here, so the
+            // hardware's prefetch of the list falls behind: ask for the
+            // two lines read here (friction and restitution; the flags,
+            // shapes and bodies) a few contacts ahead.
+            if let Some(next) = st.contacts.get(ci + PREFETCH_AHEAD) {
+                prefetch(next);
+                prefetch(&next.body_a);
+            }
             if !c.touching || c.sensor {
                 continue;
             }
