@@ -43,9 +43,13 @@ impl World {
         sc.slot_of.resize(st.bodies.len(), 0);
         sc.states.clear();
         sc.states.push(BodyState::STATIC);
+        sc.moving.clear();
+        sc.moving.push(false);
         sc.awake.clear();
         for (i, b) in st.bodies.iter().enumerate() {
             if b.is_simulated() {
+                let (inv_mass, inv_inertia) =
+                    (st.body_config[i].inv_mass, st.body_config[i].inv_inertia);
                 sc.slot_of[i] = sc.states.len() as u32;
                 sc.awake.push(i as u32);
                 sc.states.push(BodyState {
@@ -53,9 +57,11 @@ impl World {
                     w: b.angular_velocity,
                     dp: Vec2::ZERO,
                     dq: Rot::IDENTITY,
-                    inv_mass: st.body_config[i].inv_mass,
-                    inv_inertia: st.body_config[i].inv_inertia,
+                    inv_mass,
+                    inv_inertia,
                 });
+                sc.moving
+                    .push(!(inv_mass.is_zero() && inv_inertia.is_zero()));
             }
         }
         if sc.awake.is_empty() {
@@ -73,10 +79,6 @@ impl World {
         sc.links.clear();
         sc.solve_order.clear();
         sc.graph.begin(sc.states.len(), st.tick & 1 == 1);
-        let moves = |states: &[BodyState], s: u32| {
-            let b = &states[s as usize];
-            !(b.inv_mass.is_zero() && b.inv_inertia.is_zero())
-        };
         // The key-ordered list, with the overflow's constraints prepared
         // one at a time, and the bundles a window at a time.
         let mut any_hit_events = false;
@@ -100,7 +102,7 @@ impl World {
             let k = sc.solve_order.len() as u32;
             let color = sc
                 .graph
-                .add(a, b, moves(&sc.states, a), moves(&sc.states, b));
+                .add(a, b, sc.moving[a as usize], sc.moving[b as usize]);
             sc.solve_order.push(ci as u32);
             any_hit_events |= c.hit_events;
             if color == OVERFLOW {
@@ -121,7 +123,11 @@ impl World {
             sc.finish_window(st);
         }
         #[cfg(debug_assertions)]
-        sc.graph.check(|s| moves(&sc.states, s));
+        sc.graph.check(|s| {
+            // From the states themselves, not from `moving`.
+            let b = &sc.states[s as usize];
+            !(b.inv_mass.is_zero() && b.inv_inertia.is_zero())
+        });
 
         // Prepare joints: rigid parts use the joint softness, capped at a
         // quarter of the substep rate.

@@ -26,6 +26,10 @@ use crate::math::Scalar;
 pub(crate) struct Scratch {
     pub(crate) states: Vec<BodyState>,
     pub(crate) slot_of: Vec<u32>,
+    /// Per solver slot, whether the contact solver moves that body (a
+    /// non-zero inverse mass or inertia): what colouring asks of both
+    /// bodies of every contact, a byte each instead of a state's line.
+    pub(crate) moving: Vec<bool>,
     pub(crate) awake: Vec<u32>,
     /// Contacts solved one at a time: those the colouring could not place.
     pub(crate) constraints: Vec<ContactConstraint>,
