@@ -18,7 +18,7 @@ const GOLDEN: &[(&str, u64, u64)] = &[
     ("pyramid", 300, 0xd77f1e6eba68e4c5),
     ("ramp", 300, 0x3fd3e6056419a95e),
     ("dominoes", 300, 0x66ef0749fd7641d5),
-    ("smash", 120, 0x4fb8edf79501370c),
+    ("smash", 120, 0xc394ccdb28ccae50),
     ("large_pyramid", 40, 0xbd864383143189d0),
     ("many_pyramids", 10, 0x429749344f932d27),
     ("joint_grid", 40, 0x84606c757d781090),

@@ -681,6 +681,75 @@ static void Dominoes( void )
 	b2DestroyWorld( w );
 }
 
+// --------------------------------------------------------------- struck wall
+// Zero gravity: a ram (a 2 m box of density 8, 32 kg) at (−6, 0) moving at
+// 20 m/s into a wall of 20 × 30 boxes of 0.4 m (96 kg), each created
+// asleep in its own island; 2 s. The ram's speed as it ploughs on, and how
+// much of the wall it sets moving.
+static void StruckWall( void )
+{
+	enum
+	{
+		COLS = 20,
+		ROWS = 30
+	};
+	b2WorldDef def = b2DefaultWorldDef();
+	def.gravity = ( b2Vec2 ){ 0.0f, 0.0f };
+	b2WorldId w = b2CreateWorld( &def );
+	b2BodyDef bd = b2DefaultBodyDef();
+	bd.type = b2_dynamicBody;
+	bd.position = ( b2Vec2 ){ -6.0f, 0.0f };
+	bd.linearVelocity = ( b2Vec2 ){ 20.0f, 0.0f };
+	b2BodyId ram = b2CreateBody( w, &bd );
+	b2ShapeDef ramShape = b2DefaultShapeDef();
+	ramShape.density = 8.0f;
+	b2Polygon big = b2MakeBox( 1.0f, 1.0f );
+	b2CreatePolygonShape( ram, &ramShape, &big );
+	b2ShapeDef sd = b2DefaultShapeDef();
+	b2BodyId wall[COLS * ROWS];
+	for ( int i = 0; i < COLS; ++i )
+	{
+		for ( int j = 0; j < ROWS; ++j )
+		{
+			b2BodyDef wd = b2DefaultBodyDef();
+			wd.type = b2_dynamicBody;
+			wd.position = ( b2Vec2 ){ 0.4f * i, 0.4f * ( j - ROWS / 2 ) };
+			wd.isAwake = false;
+			b2BodyId b = b2CreateBody( w, &wd );
+			b2Polygon box = b2MakeBox( 0.2f, 0.2f );
+			b2CreatePolygonShape( b, &sd, &box );
+			wall[i * ROWS + j] = b;
+		}
+	}
+	double v05 = NAN, v1 = NAN;
+	for ( int s = 1; s <= 120; ++s )
+	{
+		Step( w );
+		if ( s == 30 )
+			v05 = b2Body_GetLinearVelocity( ram ).x;
+		if ( s == 60 )
+			v1 = b2Body_GetLinearVelocity( ram ).x;
+	}
+	int moving = 0;
+	double meanVx = 0.0;
+	for ( int k = 0; k < COLS * ROWS; ++k )
+	{
+		b2Vec2 v = b2Body_GetLinearVelocity( wall[k] );
+		moving += v.x * v.x + v.y * v.y > 0.01f;
+		meanVx += v.x / ( COLS * ROWS );
+	}
+	printf( "{\"ram_vx_05s\": " );
+	PrintNumber( v05 );
+	printf( ", \"ram_vx_1s\": " );
+	PrintNumber( v1 );
+	printf( ", \"ram_vx_2s\": " );
+	PrintNumber( b2Body_GetLinearVelocity( ram ).x );
+	printf( ", \"moving\": %d, \"wall_mean_vx\": ", moving );
+	PrintNumber( meanVx );
+	printf( "}" );
+	b2DestroyWorld( w );
+}
+
 int main( void )
 {
 	printf( "{\n  \"engine\": \"Box2D v3 (boxdd-sys 0.6.0, upstream 56edae79), default settings, 60 Hz, 4 substeps\",\n" );
@@ -719,6 +788,8 @@ int main( void )
 	Car();
 	printf( ",\n  \"dominoes\": " );
 	Dominoes();
+	printf( ",\n  \"struck_wall\": " );
+	StruckWall();
 	printf( "\n}\n" );
 	return 0;
 }

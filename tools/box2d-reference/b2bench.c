@@ -633,6 +633,20 @@ static double NowMs( void )
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
+// Prints a dynamic shape's body (one shape per body in every scene that
+// is dumped).
+static bool DumpShape( b2ShapeId shapeId, void* context )
+{
+	(void)context;
+	b2BodyId body = b2Shape_GetBody( shapeId );
+	if ( b2Body_GetType( body ) != b2_dynamicBody )
+		return true;
+	b2Pos p = b2Body_GetPosition( body );
+	b2Vec2 v = b2Body_GetLinearVelocity( body );
+	printf( "body %.6f %.6f %.6f %.6f %.6f %.4f\n", p.x, p.y, v.x, v.y, b2Body_GetAngularVelocity( body ), b2Body_GetMass( body ) );
+	return true;
+}
+
 int main( int argc, char** argv )
 {
 	int sceneCount = (int)( sizeof( g_scenes ) / sizeof( g_scenes[0] ) );
@@ -726,6 +740,15 @@ int main( int argc, char** argv )
 				sum.prepareConstraints / n, sum.integrateVelocities / n, sum.warmStart / n, sum.solveImpulses / n,
 				sum.integratePositions / n, sum.relaxImpulses / n, sum.applyRestitution / n, sum.storeImpulses / n,
 				sum.transforms / n, sum.refit / n, sum.bullets / n, sum.sleepIslands / n );
+	}
+
+	// B2BENCH_DUMP=1: every dynamic body at the end, one line each
+	// ("body x y vx vy w mass"), to compare the motion with bitroom's
+	// `sim --json` (e.g. how far smash's wall has flown apart).
+	if ( getenv( "B2BENCH_DUMP" ) != NULL )
+	{
+		b2AABB all = { { -1.0e6f, -1.0e6f }, { 1.0e6f, 1.0e6f } };
+		b2World_OverlapAABB( worldId, ( b2Pos ){ 0.0, 0.0 }, all, b2DefaultQueryFilter(), DumpShape, NULL );
 	}
 
 	b2Counters c = b2World_GetCounters( worldId );

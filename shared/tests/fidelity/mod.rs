@@ -453,9 +453,79 @@ pub fn dominoes() -> Value {
     json!({"fallen": count, "last_falls_s": num(last)})
 }
 
+/// Zero gravity: a ram (a 2 m box of density 8, 32 kg) at (−6, 0) moving
+/// at 20 m/s into a wall of 20 × 30 boxes of 0.4 m (96 kg), each created
+/// asleep in its own island; 2 s.
+pub fn struck_wall() -> Value {
+    const COLS: i32 = 20;
+    const ROWS: i32 = 30;
+    let mut w = World::new(WorldDef {
+        gravity: Vec2::ZERO,
+        ..WorldDef::default()
+    })
+    .expect("settings");
+    let ram = w
+        .create_body(&BodyDef {
+            kind: BodyKind::Dynamic,
+            position: v(-6.0, 0.0),
+            linear_velocity: v(20.0, 0.0),
+            ..BodyDef::default()
+        })
+        .expect("ram");
+    let heavy = ShapeDef {
+        density: s(8.0),
+        ..ShapeDef::default()
+    };
+    shape(&mut w, ram, &heavy, boxed(1.0, 1.0));
+    let mut wall = Vec::new();
+    for i in 0..COLS {
+        for j in 0..ROWS {
+            let b = w
+                .create_body(&BodyDef {
+                    kind: BodyKind::Dynamic,
+                    position: v(0.4 * f64::from(i), 0.4 * f64::from(j - ROWS / 2)),
+                    awake: false,
+                    ..BodyDef::default()
+                })
+                .expect("wall box");
+            shape(&mut w, b, &ShapeDef::default(), boxed(0.2, 0.2));
+            wall.push(b);
+        }
+    }
+    let (mut v05, mut v1) = (f64::NAN, f64::NAN);
+    for step in 1..=120 {
+        w.step();
+        if step == 30 {
+            v05 = vel(&w, ram).0;
+        }
+        if step == 60 {
+            v1 = vel(&w, ram).0;
+        }
+    }
+    let speeds: Vec<(f64, f64)> = wall.iter().map(|&b| vel(&w, b)).collect();
+    let moving = speeds.iter().filter(|(x, y)| x * x + y * y > 0.01).count();
+    let mean_vx = speeds.iter().map(|s| s.0).sum::<f64>() / speeds.len() as f64;
+    json!({
+        "ram_vx_05s": num(v05),
+        "ram_vx_1s": num(v1),
+        "ram_vx_2s": num(vel(&w, ram).0),
+        "moving": moving,
+        "wall_mean_vx": num(mean_vx),
+    })
+}
+
 /// The scenario groups, in the reference file's order.
-pub const GROUPS: [&str; 9] = [
-    "columns", "pyramids", "ramp", "pendulum", "chain", "bounce", "ragdolls", "car", "dominoes",
+pub const GROUPS: [&str; 10] = [
+    "columns",
+    "pyramids",
+    "ramp",
+    "pendulum",
+    "chain",
+    "bounce",
+    "ragdolls",
+    "car",
+    "dominoes",
+    "struck_wall",
 ];
 
 /// One group's figures, as the reference file holds them.
@@ -478,6 +548,7 @@ pub fn group(name: &str) -> Value {
         "ragdolls" => ragdolls(),
         "car" => car(),
         "dominoes" => dominoes(),
+        "struck_wall" => struck_wall(),
         _ => panic!("unknown scenario group {name}"),
     }
 }
@@ -716,6 +787,19 @@ pub fn check(reference: &Value, ours: &Value) -> Vec<Check> {
         let mut c = scenario(&mut out, "40 dominoes, 15 s".into(), r, o);
         c.near("fallen", 0.0, 0.0);
         c.near("last_falls_s", 0.15, 0.2);
+    }
+    if let (Some(r), Some(o)) = (reference.get("struck_wall"), ours.get("struck_wall")) {
+        let mut c = scenario(
+            &mut out,
+            "ram through a wall created asleep, 2 s".into(),
+            r,
+            o,
+        );
+        c.near("ram_vx_05s", 0.15, 1.0);
+        c.near("ram_vx_1s", 0.15, 1.0);
+        c.near("ram_vx_2s", 0.15, 1.0);
+        c.near("moving", 0.05, 12.0);
+        c.near("wall_mean_vx", 0.15, 0.3);
     }
     out
 }

@@ -98,6 +98,19 @@ impl World {
             if a == 0 && b == 0 {
                 continue;
             }
+            // Nor is a contact solved against a sleeping dynamic body (in
+            // slot 0 it would be an immovable wall): the step's `collide`
+            // wakes it for the next step. This happens where a wake front
+            // crosses bodies that each sleep apart (a wall created
+            // asleep, struck): the newly woken pushes into the next one,
+            // which stopped it dead as static ground would. Box2D solves
+            // only contacts between awake bodies too: a contact of a body
+            // it woke begins touching at its next collide.
+            if (a == 0 && asleep(&st.bodies[c.body_a as usize]))
+                || (b == 0 && asleep(&st.bodies[c.body_b as usize]))
+            {
+                continue;
+            }
             sc.links.push((a, b));
             let k = sc.solve_order.len() as u32;
             let color = sc
@@ -158,6 +171,12 @@ impl World {
             any_hit_events,
         })
     }
+}
+
+/// A dynamic body that sleeps this step (its slot is the static dummy).
+#[inline]
+fn asleep(b: &Body) -> bool {
+    b.kind == BodyKind::Dynamic && !b.awake
 }
 
 /// A touching contact prepared for the solver: the constraint (fixed for
