@@ -173,10 +173,13 @@ impl World {
     }
 }
 
-/// A dynamic body that sleeps this step (its slot is the static dummy).
+/// A dynamic body that sleeps this step (its slot is the static dummy) and
+/// that `collide` can wake: it has a sleep island (every sleeping body
+/// does, unless a state was crafted without one; such a body stays a
+/// static wall, as before, rather than one nothing solves against).
 #[inline]
 fn asleep(b: &Body) -> bool {
-    b.kind == BodyKind::Dynamic && !b.awake
+    b.kind == BodyKind::Dynamic && !b.awake && b.sleep_island != NO_ISLAND
 }
 
 /// A touching contact prepared for the solver: the constraint (fixed for
