@@ -529,13 +529,28 @@ static void CreateSpinner( b2WorldId worldId )
 		b2SurfaceMaterial material = { 0 };
 		material.friction = 0.1f;
 
-		b2ChainDef chainDef = b2DefaultChainDef();
-		chainDef.points = points;
-		chainDef.count = SPINNER_POINT_COUNT;
-		chainDef.isLoop = true;
-		chainDef.materials = &material;
-		chainDef.materialCount = 1;
-		b2CreateChain( groundId, &chainDef );
+		if ( getenv( "B2BENCH_SEGMENT_RING" ) != NULL )
+		{
+			// The ring as bitroom builds it (it has no chain shapes): 360
+			// separate two-sided segments, no ghost vertices.
+			b2ShapeDef segmentDef = b2DefaultShapeDef();
+			segmentDef.material = material;
+			for ( int i = 0; i < SPINNER_POINT_COUNT; ++i )
+			{
+				b2Segment segment = { points[i], points[( i + 1 ) % SPINNER_POINT_COUNT] };
+				b2CreateSegmentShape( groundId, &segmentDef, &segment );
+			}
+		}
+		else
+		{
+			b2ChainDef chainDef = b2DefaultChainDef();
+			chainDef.points = points;
+			chainDef.count = SPINNER_POINT_COUNT;
+			chainDef.isLoop = true;
+			chainDef.materials = &material;
+			chainDef.materialCount = 1;
+			b2CreateChain( groundId, &chainDef );
+		}
 	}
 	{
 		b2BodyDef bodyDef = b2DefaultBodyDef();

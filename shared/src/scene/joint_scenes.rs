@@ -2,10 +2,10 @@
 //!
 //! `joint_grid`, `tumbler`, `rain` and `spinner` follow the Box2D v3
 //! benchmark set (`docs/benchmark-scenes.md`) to the letter, with one
-//! documented exception: the spinner's ring is a closed loop of 360
-//! two-sided segments rather than a one-sided chain (the engine has no
-//! chain shapes yet). Every body of that scene stays inside the ring, where
-//! a two-sided segment collides exactly as the chain's inner side does.
+//! exception: the spinner's ring is 360 separate two-sided segments, not a
+//! one-sided chain with ghost vertices (no chain shapes yet). That changes
+//! its motion: debris catches on the joints and a few bodies leave the
+//! ring (docs/benchmarks.md, 2026-11-26); Box2D's chain has neither.
 //! The other scenes (`bridge`, `pendulum`, `newtons_cradle`, `car`,
 //! `ragdoll`, `rope`, `pulley`) show off one joint type each.
 
