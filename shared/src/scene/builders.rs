@@ -306,6 +306,20 @@ pub fn many_pyramids() -> World {
 
 /// Box2D benchmark `smash`: a heavy ram hits a sleeping 120 × 80 wall, zero gravity.
 pub fn smash() -> World {
+    ram_into_wall(4, (-20, 40), (120, 80), 30)
+}
+
+/// Zero gravity: a ram, a box of half-extent `ram_half` m and density 8
+/// at (`ram_x`, 0) moving at `speed` m/s along x, then a wall of `cols` ×
+/// `rows` boxes of 0.4 m (density 1) at (`wall_x` + 0.4 i, 0.4 (j − rows/2)),
+/// each created asleep in its own island. The ram is the first body.
+/// `smash` and the behaviour suite's smaller "struck wall" are two sizes.
+pub fn ram_into_wall(
+    ram_half: i32,
+    (ram_x, speed): (i32, i32),
+    (cols, rows): (i32, i32),
+    wall_x: i32,
+) -> World {
     let mut w = World::new(WorldDef {
         gravity: Vec2::ZERO,
         ..WorldDef::default()
@@ -314,8 +328,8 @@ pub fn smash() -> World {
     let ram = w
         .create_body(&BodyDef {
             kind: BodyKind::Dynamic,
-            position: Vec2::from_ints(-20, 0),
-            linear_velocity: Vec2::from_ints(40, 0),
+            position: Vec2::from_ints(ram_x, 0),
+            linear_velocity: Vec2::from_ints(speed, 0),
             ..BodyDef::default()
         })
         .expect("ram");
@@ -325,17 +339,17 @@ pub fn smash() -> World {
             density: fx(8),
             ..ShapeDef::default()
         },
-        ShapeGeometry::Polygon(Polygon::make_box(fx(4), fx(4))),
+        ShapeGeometry::Polygon(Polygon::make_box(fx(ram_half), fx(ram_half))),
     )
     .expect("ram shape");
     let d = s(0.4);
     let sd = ShapeDef::default();
-    for i in 0..120 {
-        for j in 0..80 {
+    for i in 0..cols {
+        for j in 0..rows {
             let b = w
                 .create_body(&BodyDef {
                     kind: BodyKind::Dynamic,
-                    position: Vec2::new(fx(30) + d * fx(i), d * fx(j - 40)),
+                    position: Vec2::new(fx(wall_x) + d * fx(i), d * fx(j - rows / 2)),
                     awake: false,
                     ..BodyDef::default()
                 })

@@ -455,43 +455,13 @@ pub fn dominoes() -> Value {
 
 /// Zero gravity: a ram (a 2 m box of density 8, 32 kg) at (−6, 0) moving
 /// at 20 m/s into a wall of 20 × 30 boxes of 0.4 m (96 kg), each created
-/// asleep in its own island; 2 s.
+/// asleep in its own island (`smash`, smaller); 2 s.
 pub fn struck_wall() -> Value {
-    const COLS: i32 = 20;
-    const ROWS: i32 = 30;
-    let mut w = World::new(WorldDef {
-        gravity: Vec2::ZERO,
-        ..WorldDef::default()
-    })
-    .expect("settings");
-    let ram = w
-        .create_body(&BodyDef {
-            kind: BodyKind::Dynamic,
-            position: v(-6.0, 0.0),
-            linear_velocity: v(20.0, 0.0),
-            ..BodyDef::default()
-        })
-        .expect("ram");
-    let heavy = ShapeDef {
-        density: s(8.0),
-        ..ShapeDef::default()
-    };
-    shape(&mut w, ram, &heavy, boxed(1.0, 1.0));
-    let mut wall = Vec::new();
-    for i in 0..COLS {
-        for j in 0..ROWS {
-            let b = w
-                .create_body(&BodyDef {
-                    kind: BodyKind::Dynamic,
-                    position: v(0.4 * f64::from(i), 0.4 * f64::from(j - ROWS / 2)),
-                    awake: false,
-                    ..BodyDef::default()
-                })
-                .expect("wall box");
-            shape(&mut w, b, &ShapeDef::default(), boxed(0.2, 0.2));
-            wall.push(b);
-        }
-    }
+    let mut w = bitroom_sim::scene::builders::ram_into_wall(1, (-6, 20), (20, 30), 0);
+    // The ram is the first body, the wall the rest.
+    let mut bodies = w.bodies();
+    let ram = bodies.next().expect("ram");
+    let wall: Vec<BodyId> = bodies.collect();
     let (mut v05, mut v1) = (f64::NAN, f64::NAN);
     for step in 1..=120 {
         w.step();
