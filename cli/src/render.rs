@@ -689,11 +689,14 @@ fn shape_item(g: ShapeGeometry, xf: Transform, style: Style, view: &View) -> Ite
                 style,
             }
         }
-        ShapeGeometry::Segment(s) => Item::Segment {
-            a: P::of(xf.apply(s.p1)),
-            b: P::of(xf.apply(s.p2)),
-            color: style.stroke,
-        },
+        ShapeGeometry::Segment(s)
+        | ShapeGeometry::ChainSegment(bitroom_sim::geometry::ChainSegment { segment: s, .. }) => {
+            Item::Segment {
+                a: P::of(xf.apply(s.p1)),
+                b: P::of(xf.apply(s.p2)),
+                color: style.stroke,
+            }
+        }
     }
 }
 

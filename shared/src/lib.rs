@@ -72,5 +72,5 @@ pub use dynamics::{
     SensorEndTouchEvent, SensorEvents, ShapeDef, ShapeId, Stage, World, WorldDef, WorldError,
 };
 pub use encoding::{PackError, Snapshot, SnapshotError};
-pub use geometry::{Capsule, Circle, Filter, Polygon, Segment, ShapeGeometry};
+pub use geometry::{Capsule, ChainSegment, Circle, Filter, Polygon, Segment, ShapeGeometry};
 pub use math::{fx, Aabb, Rot, Scalar, Transform, Vec2};

@@ -65,6 +65,11 @@ fn a_struck_wall_created_asleep_gives_way_as_box2d_s() {
     group("struck_wall");
 }
 
+#[test]
+fn spinner_debris_turns_and_stays_in_its_ring_as_box2d_s() {
+    group("spinner");
+}
+
 /// The bounds can fail: the figures bitroom had before these fixes (a
 /// pendulum on a revolute joint losing 0.034 % a period, a 50-box column
 /// falling, a ram bouncing off a wall created asleep) are outside them.
@@ -84,6 +89,17 @@ fn bounds_reject_the_old_figures() {
     let wall = check(&r, &wall);
     assert_eq!(wall.len(), 5, "{wall:?}");
     assert!(wall.iter().all(|c| !c.pass), "{wall:?}");
+    // The spinner before chain shapes (its ring 360 separate two-sided
+    // segments): the debris caught on the joints and two pieces left.
+    let spin = serde_json::json!({"spinner": {"mean_speed_100": 17.389, "mean_speed_200": 15.643,
+        "mean_speed_300": 17.418, "mean_y_300": 30.727, "outside": 2}});
+    let spin = check(&r, &spin);
+    assert_eq!(spin.len(), 5, "{spin:?}");
+    // Its mean height was within bound; the speeds and the escapes not.
+    assert!(
+        spin.iter().all(|c| c.pass == (c.figure == "mean_y_300")),
+        "{spin:?}"
+    );
     // And today's figures for the same two pass.
     old["pendulum"][0]["loss_per_period_pct"] = serde_json::json!(0.0005);
     let pend = check(

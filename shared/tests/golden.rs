@@ -24,7 +24,7 @@ const GOLDEN: &[(&str, u64, u64)] = &[
     ("joint_grid", 40, 0x84606c757d781090),
     ("tumbler", 60, 0x0ee722aee9b854c9),
     ("rain", 120, 0xbd078ba579102916),
-    ("spinner", 20, 0xaca2c00c55c61b5c),
+    ("spinner", 20, 0xa29acb1fbc08804e),
     ("bridge", 300, 0xbaea109f7f371d26),
     ("pendulum", 300, 0x8874f413b9e86cab),
     ("newtons_cradle", 300, 0xe09ea70a530487c0),

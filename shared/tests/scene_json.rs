@@ -1140,3 +1140,68 @@ fn bridge_example_holds_its_planks() {
         );
     }
 }
+
+#[test]
+fn chains_build_one_sided_segments_and_are_checked() {
+    // A closed clockwise ring keeps a box inside; an open floor's end
+    // points are ghosts only.
+    let ring = r#"{"version": 1, "bodies": [
+      {"type": "static", "shapes": [{"type": "chain", "loop": true, "friction": 0.2,
+        "points": [[-5, -5], [-5, 5], [5, 5], [5, -5]]}]},
+      {"type": "static", "position": [0, 20], "shapes": [{"type": "chain",
+        "points": [[9, 0], [6, 0], [3, 0], [0, 0], [-3, 0]]}]},
+      {"type": "dynamic", "position": [0, 0], "user_data": 7,
+        "shapes": [{"type": "box", "half_width": 0.5, "half_height": 0.5}]}
+    ]}"#;
+    let mut w = parse_scene(ring).unwrap();
+    assert_eq!(w.shape_count(), 4 + 2 + 1);
+    let ground = w.bodies().next().unwrap();
+    let shapes = w.body_shapes(ground).unwrap();
+    assert!(shapes.iter().all(|&s| {
+        matches!(
+            w.shape_geometry(s).unwrap(),
+            bitroom_sim::ShapeGeometry::ChainSegment(_)
+        ) && w.shape_def(s).unwrap().friction == Scalar::from_f64(0.2).unwrap()
+    }));
+    let b = body_by_user_data(&w, 7);
+    for _ in 0..120 {
+        w.step();
+    }
+    let y = w.position(b).unwrap().y;
+    assert!(
+        (y.to_f64() + 4.5).abs() < 0.02,
+        "rests on the ring's floor: {y:?}"
+    );
+
+    // Bad chains, each named.
+    let shape = |s: &str| with_body(&format!(r#"{{"type": "static", "shapes": [{s}]}}"#));
+    assert_err(
+        &shape(r#"{"type": "chain", "points": [[0, 0], [1, 0], [2, 0]]}"#),
+        &["body 1, shape 0: chain has 3 points; it needs at least 4"],
+    );
+    assert_err(
+        &shape(r#"{"type": "chain", "points": [[0, 0], [1, 0], [1, 0], [2, 0]]}"#),
+        &["shape 0", "at least 0.005"],
+    );
+    assert_err(
+        &shape(r#"{"type": "chain", "points": [[0, 0], [1, 0], [2, 0], [3, 0]], "density": 1}"#),
+        &[r#"field "density" does not apply to a chain shape"#],
+    );
+    assert_err(
+        &shape(r#"{"type": "chain"}"#),
+        &[r#"missing field "points""#],
+    );
+    assert_err(
+        &shape(r#"{"type": "chain", "points": [[0, 0], [1, 0], [2, 0], [1e6, 0]]}"#),
+        &["points[3]"],
+    );
+    // A chain's segments count against the body's 1024 shapes.
+    let many: Vec<String> = (0..1030).map(|i| format!("[{}, 0]", -i)).collect();
+    assert_err(
+        &shape(&format!(
+            r#"{{"type": "chain", "points": [{}]}}"#,
+            many.join(",")
+        )),
+        &["chain makes 1027 segments; a body may have at most 1024 shapes"],
+    );
+}

@@ -1588,3 +1588,36 @@ fn restore_forgets_cached_manifolds_of_reused_shape_slots() {
     let mut decoded = World::from_snapshot(&Snapshot::from_bytes(&snap.to_bytes()).unwrap());
     assert_eq!(run(&mut w, 20), run(&mut decoded, 20));
 }
+
+#[test]
+fn a_chain_segment_without_a_direction_is_refused() {
+    // Distinctive coordinates: find the first segment's ghost vertex in
+    // the encoding and move it onto the segment's first point.
+    let mut w = World::default();
+    let ground = w.create_body(&BodyDef::default()).unwrap();
+    let c = |v: i64| Scalar::from_bits(0x0123_4000_0000 + (v << 32));
+    let points = [
+        Vec2::new(c(1), c(2)),
+        Vec2::new(c(3), c(4)),
+        Vec2::new(c(5), c(6)),
+        Vec2::new(c(7), c(8)),
+    ];
+    w.create_chain(ground, &ShapeDef::default(), &points, false)
+        .unwrap();
+    let bytes = w.snapshot().to_bytes();
+    assert!(Snapshot::from_bytes(&bytes).is_ok());
+    let find = |v: Scalar| {
+        bytes
+            .windows(8)
+            .position(|x| x == v.to_bits().to_le_bytes())
+            .expect("coordinate in the encoding")
+    };
+    let (gx, gy) = (find(c(1)), find(c(2)));
+    let mut bad = bytes.clone();
+    bad[gx..gx + 8].copy_from_slice(&c(3).to_bits().to_le_bytes());
+    bad[gy..gy + 8].copy_from_slice(&c(4).to_bits().to_le_bytes());
+    assert!(matches!(
+        Snapshot::from_bytes(&bad),
+        Err(bitroom_sim::SnapshotError::Invalid(_))
+    ));
+}

@@ -12,6 +12,7 @@
 #include "box2d/box2d.h"
 #include "box2d/math_functions.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -750,6 +751,123 @@ static void StruckWall( void )
 	b2DestroyWorld( w );
 }
 
+// ------------------------------------------------------------------ spinner
+// The `spinner` benchmark scene as it is (docs/benchmark-scenes.md): a
+// motor-driven bar at 5 rad/s stirring 6076 pieces of debris inside a
+// closed chain of 360 one-sided segments; 300 steps. How fast the debris
+// turns, where it is, and how many pieces left the ring.
+enum
+{
+	SPINNER_DEBRIS = 2 * 3038
+};
+static b2BodyId g_debris[SPINNER_DEBRIS];
+
+static double DebrisMeanSpeed( void )
+{
+	double sum = 0.0;
+	for ( int i = 0; i < SPINNER_DEBRIS; ++i )
+		sum += b2Length( b2Body_GetLinearVelocity( g_debris[i] ) );
+	return sum / SPINNER_DEBRIS;
+}
+
+static void Spinner( void )
+{
+	b2WorldDef def = b2DefaultWorldDef();
+	b2WorldId w = b2CreateWorld( &def );
+	b2BodyDef gd = b2DefaultBodyDef();
+	b2BodyId ground = b2CreateBody( w, &gd );
+	b2Vec2 points[360];
+	b2Rot q = b2MakeRot( -2.0f * B2_PI / 360.0f );
+	b2Vec2 p = { 40.0f, 0.0f };
+	for ( int i = 0; i < 360; ++i )
+	{
+		points[i] = ( b2Vec2 ){ p.x, p.y + 32.0f };
+		p = b2RotateVector( q, p );
+	}
+	b2SurfaceMaterial material = { 0 };
+	material.friction = 0.1f;
+	b2ChainDef chainDef = b2DefaultChainDef();
+	chainDef.points = points;
+	chainDef.count = 360;
+	chainDef.isLoop = true;
+	chainDef.materials = &material;
+	chainDef.materialCount = 1;
+	b2CreateChain( ground, &chainDef );
+
+	b2BodyDef sd = b2DefaultBodyDef();
+	sd.type = b2_dynamicBody;
+	sd.position = ( b2Vec2 ){ 0.0f, 12.0f };
+	sd.enableSleep = false;
+	b2BodyId spinner = b2CreateBody( w, &sd );
+	b2Polygon bar = b2MakeRoundedBox( 0.4f, 20.0f, 0.2f );
+	b2ShapeDef barShape = b2DefaultShapeDef();
+	barShape.material.friction = 0.0f;
+	b2CreatePolygonShape( spinner, &barShape, &bar );
+	b2RevoluteJointDef jd = b2DefaultRevoluteJointDef();
+	jd.base.bodyIdA = ground;
+	jd.base.bodyIdB = spinner;
+	jd.base.localFrameA.p = b2Body_GetLocalPoint( ground, sd.position );
+	jd.enableMotor = true;
+	jd.motorSpeed = 5.0f;
+	jd.maxMotorTorque = FLT_MAX;
+	b2CreateRevoluteJoint( w, &jd );
+
+	b2Capsule capsule = { { -0.25f, 0.0f }, { 0.25f, 0.0f }, 0.25f };
+	b2Circle circle = { { 0.0f, 0.0f }, 0.35f };
+	b2Polygon square = b2MakeSquare( 0.35f );
+	b2BodyDef bd = b2DefaultBodyDef();
+	bd.type = b2_dynamicBody;
+	b2ShapeDef debrisShape = b2DefaultShapeDef();
+	debrisShape.material.friction = 0.1f;
+	debrisShape.material.restitution = 0.1f;
+	debrisShape.density = 0.25f;
+	float x = -23.0f, y = 2.0f;
+	for ( int i = 0; i < SPINNER_DEBRIS; ++i )
+	{
+		bd.position = ( b2Vec2 ){ x, y };
+		g_debris[i] = b2CreateBody( w, &bd );
+		if ( i % 3 == 0 )
+			b2CreateCapsuleShape( g_debris[i], &debrisShape, &capsule );
+		else if ( i % 3 == 1 )
+			b2CreateCircleShape( g_debris[i], &debrisShape, &circle );
+		else
+			b2CreatePolygonShape( g_debris[i], &debrisShape, &square );
+		x += 0.5f;
+		if ( x >= 23.0f )
+		{
+			x = -23.0f;
+			y += 0.5f;
+		}
+	}
+	double s100 = NAN, s200 = NAN;
+	for ( int s = 1; s <= 300; ++s )
+	{
+		Step( w );
+		if ( s == 100 )
+			s100 = DebrisMeanSpeed();
+		if ( s == 200 )
+			s200 = DebrisMeanSpeed();
+	}
+	int outside = 0;
+	double meanY = 0.0;
+	for ( int i = 0; i < SPINNER_DEBRIS; ++i )
+	{
+		b2Vec2 c = b2Body_GetPosition( g_debris[i] );
+		outside += b2Length( ( b2Vec2 ){ c.x, c.y - 32.0f } ) > 40.5f;
+		meanY += c.y / SPINNER_DEBRIS;
+	}
+	printf( "{\"mean_speed_100\": " );
+	PrintNumber( s100 );
+	printf( ", \"mean_speed_200\": " );
+	PrintNumber( s200 );
+	printf( ", \"mean_speed_300\": " );
+	PrintNumber( DebrisMeanSpeed() );
+	printf( ", \"mean_y_300\": " );
+	PrintNumber( meanY );
+	printf( ", \"outside\": %d}", outside );
+	b2DestroyWorld( w );
+}
+
 int main( void )
 {
 	printf( "{\n  \"engine\": \"Box2D v3 (boxdd-sys 0.6.0, upstream 56edae79), default settings, 60 Hz, 4 substeps\",\n" );
@@ -790,6 +908,8 @@ int main( void )
 	Dominoes();
 	printf( ",\n  \"struck_wall\": " );
 	StruckWall();
+	printf( ",\n  \"spinner\": " );
+	Spinner();
 	printf( "\n}\n" );
 	return 0;
 }

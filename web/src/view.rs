@@ -314,7 +314,11 @@ impl DrawList {
                 self.data
                     .extend_from_slice(&[kind::CAPSULE, style, x1, y1, x2, y2, r]);
             }
-            ShapeGeometry::Segment(s) => {
+            // A chain's segments draw as segments (one-sided or not).
+            ShapeGeometry::Segment(s)
+            | ShapeGeometry::ChainSegment(bitroom_sim::geometry::ChainSegment {
+                segment: s, ..
+            }) => {
                 let (x1, y1) = pose.apply(s.p1);
                 let (x2, y2) = pose.apply(s.p2);
                 self.data
@@ -328,7 +332,7 @@ impl DrawList {
             ShapeGeometry::Polygon(_) => (&rec[4..], rec[3]),
             ShapeGeometry::Circle(_) => (&rec[2..4], rec[4]),
             ShapeGeometry::Capsule(_) => (&rec[2..6], rec[6]),
-            ShapeGeometry::Segment(_) => (&rec[2..6], 0.0),
+            ShapeGeometry::Segment(_) | ShapeGeometry::ChainSegment(_) => (&rec[2..6], 0.0),
         };
         for xy in pairs.chunks_exact(2) {
             bounds[0] = bounds[0].min(xy[0] - pad);

@@ -56,7 +56,10 @@ impl DistanceProxy {
             ShapeGeometry::Circle(c) => DistanceProxy::new(&[c.center], c.radius),
             ShapeGeometry::Capsule(c) => DistanceProxy::new(&[c.c1, c.c2], c.radius),
             ShapeGeometry::Polygon(p) => DistanceProxy::new(p.points(), p.radius),
-            ShapeGeometry::Segment(s) => DistanceProxy::new(&[s.p1, s.p2], Scalar::ZERO),
+            ShapeGeometry::Segment(s)
+            | ShapeGeometry::ChainSegment(crate::geometry::ChainSegment { segment: s, .. }) => {
+                DistanceProxy::new(&[s.p1, s.p2], Scalar::ZERO)
+            }
         }
     }
 
@@ -296,6 +299,30 @@ pub fn shape_distance(
     b: &DistanceProxy,
     xf_b: Transform,
 ) -> DistanceOutput {
+    shape_distance_features(a, xf_a, b, xf_b).0
+}
+
+/// The closest features [`shape_distance`] ended on: the vertex pairs
+/// `(index on A, index on B)` of its final simplex (Box2D's simplex
+/// cache): one pair for vertex against vertex, two for a vertex against an
+/// edge (the pair that shares its index on one side names the vertex).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClosestFeatures {
+    /// Number of pairs (1 to 3; 3 means the cores overlap).
+    pub count: u8,
+    /// Indices on A.
+    pub index_a: [u8; 3],
+    /// Indices on B.
+    pub index_b: [u8; 3],
+}
+
+/// [`shape_distance`] and the features it ended on.
+pub fn shape_distance_features(
+    a: &DistanceProxy,
+    xf_a: Transform,
+    b: &DistanceProxy,
+    xf_b: Transform,
+) -> (DistanceOutput, ClosestFeatures) {
     let pa_src = a.points();
     let pb_src = b.points();
     let origin = pa_src[0];
@@ -359,6 +386,15 @@ pub fn shape_distance(
         s.count += 1;
     }
 
+    let mut features = ClosestFeatures {
+        count: s.count as u8,
+        index_a: [0; 3],
+        index_b: [0; 3],
+    };
+    for (k, v) in s.v[..s.count].iter().enumerate() {
+        features.index_a[k] = v.ia;
+        features.index_b[k] = v.ib;
+    }
     let (mut wa, mut wb) = s.witness();
     let (core, n) = if s.count == 3 {
         wb = wa;
@@ -377,14 +413,17 @@ pub fn shape_distance(
         wb = mid;
         Scalar::ZERO
     };
-    DistanceOutput {
-        point_a: xf_a.apply(wa + origin),
-        point_b: xf_a.apply(wb + origin),
-        normal: xf_a.q.rotate(n),
-        distance,
-        core_distance: core,
-        iterations,
-    }
+    (
+        DistanceOutput {
+            point_a: xf_a.apply(wa + origin),
+            point_b: xf_a.apply(wb + origin),
+            normal: xf_a.q.rotate(n),
+            distance,
+            core_distance: core,
+            iterations,
+        },
+        features,
+    )
 }
 
 /// Whether two shapes touch or overlap.

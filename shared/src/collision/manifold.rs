@@ -11,7 +11,8 @@
 //! the closest features of those two edges decide between a vertex-vertex
 //! contact (rounded corners) and the clipped face contact.
 
-use crate::geometry::{Capsule, Circle, Polygon, ShapeGeometry};
+use super::distance::{shape_distance_features, DistanceProxy};
+use crate::geometry::{Capsule, ChainSegment, Circle, Polygon, ShapeGeometry};
 use crate::math::{Rot, Scalar, Transform, Vec2};
 use serde::{Deserialize, Serialize};
 
@@ -160,15 +161,27 @@ pub fn collide(a: &ShapeGeometry, xf_a: Transform, b: &ShapeGeometry, xf_b: Tran
             let cap = s.to_capsule();
             collide_capsules(a, xf_a, &cap, xf_b)
         }
-        (G::Circle(_), _) | (G::Capsule(_), G::Polygon(_)) | (G::Segment(_), G::Polygon(_)) => {
-            // Canonical order puts the more complex shape first; flip.
+        (G::ChainSegment(a), G::Circle(b)) => collide_chain_segment_circle(a, xf_a, b, xf_b),
+        (G::ChainSegment(a), G::Capsule(b)) => {
+            collide_chain_segment_polygon(a, xf_a, &b.to_polygon(), xf_b)
+        }
+        (G::ChainSegment(a), G::Polygon(b)) => collide_chain_segment_polygon(a, xf_a, b, xf_b),
+        (G::Circle(_), _)
+        | (G::Capsule(_), G::Polygon(_) | G::ChainSegment(_))
+        | (G::Segment(_), G::Polygon(_))
+        | (G::Polygon(_), G::ChainSegment(_)) => {
+            // Canonical order puts the more complex shape first (a chain
+            // segment before anything it collides with); flip.
             flip(collide(b, xf_b, a, xf_a))
         }
         (G::Polygon(a), G::Capsule(b)) => collide_polygons(a, xf_a, &b.to_polygon(), xf_b),
         (G::Polygon(a), G::Segment(b)) => collide_polygons(a, xf_a, &b.to_polygon(), xf_b),
         (G::Polygon(a), G::Polygon(b)) => collide_polygons(a, xf_a, b, xf_b),
-        // Two massless segments never carry a dynamic body between them.
-        (G::Segment(_), G::Segment(_)) => Manifold::default(),
+        // Two massless segments never carry a dynamic body between them
+        // (Box2D has no segment-chain or chain-chain collision either).
+        (G::Segment(_) | G::ChainSegment(_), G::Segment(_) | G::ChainSegment(_)) => {
+            Manifold::default()
+        }
     }
 }
 
@@ -885,6 +898,407 @@ fn collide_polygons_into(
     }
 }
 
+/// Tolerance of the chain tests on sines (Box2D's 0.01).
+const CHAIN_SIN_TOL: Scalar = Scalar::milli(10);
+
+/// How a candidate normal sits in a chain segment's Gauss map (Box2D's
+/// `b2NormalType`, after "ghost collisions", box2d.org 2020-06).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum NormalClass {
+    /// Not smooth against a convex neighbour: the neighbour owns it.
+    Skip,
+    /// Smooth: use it.
+    Admit,
+    /// In the region of a concave corner: snap to the segment's normal.
+    Snap,
+}
+
+/// A chain segment's edge directions and the normals of its neighbours,
+/// in A's shifted frame.
+#[derive(Clone, Copy, Debug)]
+struct ChainParams {
+    edge1: Vec2,
+    normal0: Vec2,
+    normal2: Vec2,
+    convex1: bool,
+    convex2: bool,
+}
+
+impl ChainParams {
+    fn new(ghost1: Vec2, p1: Vec2, p2: Vec2, ghost2: Vec2) -> ChainParams {
+        let edge1 = (p2 - p1).normalize();
+        let edge0 = (p1 - ghost1).normalize();
+        let edge2 = (ghost2 - p2).normalize();
+        ChainParams {
+            edge1,
+            normal0: edge0.right_perp(),
+            normal2: edge2.right_perp(),
+            convex1: edge0.cross(edge1) >= CHAIN_SIN_TOL,
+            convex2: edge1.cross(edge2) >= CHAIN_SIN_TOL,
+        }
+    }
+
+    fn classify(&self, normal: Vec2) -> NormalClass {
+        if normal.dot(self.edge1) <= Scalar::ZERO {
+            // Towards the segment's tail.
+            if !self.convex1 {
+                NormalClass::Snap
+            } else if normal.cross(self.normal0) > CHAIN_SIN_TOL {
+                NormalClass::Skip
+            } else {
+                NormalClass::Admit
+            }
+        } else if !self.convex2 {
+            NormalClass::Snap
+        } else if self.normal2.cross(normal) > CHAIN_SIN_TOL {
+            NormalClass::Skip
+        } else {
+            NormalClass::Admit
+        }
+    }
+}
+
+/// Chain segment against circle: one-sided, and only in the segment's own
+/// Voronoi region (a circle past an end belongs to the neighbour).
+pub fn collide_chain_segment_circle(
+    a: &ChainSegment,
+    xf_a: Transform,
+    b: &Circle,
+    xf_b: Transform,
+) -> Manifold {
+    let mut m = Manifold::default();
+    let origin = a.segment.p1;
+    let xf = xf_a.inv_mul(xf_b);
+    let pb = xf.apply(b.center) - origin;
+    let p2 = a.segment.p2 - origin;
+    let e = p2;
+    // The normal points to the right; behind it, nothing.
+    if e.right_perp().dot(pb) < Scalar::ZERO {
+        return m;
+    }
+    let u = e.dot(p2 - pb);
+    let v = e.dot(pb);
+    let pa = if v <= Scalar::ZERO {
+        // Before p1: in the previous segment's region?
+        if (origin - a.ghost1).dot(pb) <= Scalar::ZERO {
+            return m;
+        }
+        Vec2::ZERO
+    } else if u <= Scalar::ZERO {
+        // Past p2: in the next segment's region?
+        if (a.ghost2 - a.segment.p2).dot(pb - p2) > Scalar::ZERO {
+            return m;
+        }
+        p2
+    } else {
+        Vec2::ZERO.mul_add(v / e.dot(e), e)
+    };
+    let (distance, normal) = normalize_or(pb - pa, e.right_perp().normalize());
+    let separation = distance - b.radius;
+    if separation > SPECULATIVE_DISTANCE {
+        return m;
+    }
+    let cb = pb.mul_sub(b.radius, normal);
+    m.normal = normal;
+    m.push(pa.lerp(cb, Scalar::HALF), separation, 0);
+    m.finish(xf_a, origin);
+    m
+}
+
+/// Box2D's segment clipping for chains: incident edge `b1`–`b2` clipped to
+/// reference edge `a1`–`a2` (normal `normal`, radii `ra`, `rb`); both
+/// points are kept, as Box2D's `b2ClipSegments` keeps them.
+#[allow(clippy::too_many_arguments)]
+fn clip_segments(
+    (a1, a2): (Vec2, Vec2),
+    (b1, b2): (Vec2, Vec2),
+    normal: Vec2,
+    ra: Scalar,
+    rb: Scalar,
+    id1: u16,
+    id2: u16,
+    m: &mut Manifold,
+) {
+    let tangent = normal.left_perp();
+    let lower1 = Scalar::ZERO;
+    let upper1 = (a2 - a1).dot(tangent);
+    // The incident edge runs against the tangent.
+    let upper2 = (b1 - a1).dot(tangent);
+    let lower2 = (b2 - a1).dot(tangent);
+    if upper2 < lower1 || upper1 < lower2 {
+        return;
+    }
+    let span = upper2 - lower2;
+    let v_lower = if lower2 < lower1 && span > CLIP_EPS {
+        b2.lerp(b1, (lower1 - lower2) / span)
+    } else {
+        b2
+    };
+    let v_upper = if upper2 > upper1 && span > CLIP_EPS {
+        b2.lerp(b1, (upper1 - lower2) / span)
+    } else {
+        b1
+    };
+    let sep_lower = (v_lower - a1).dot(normal);
+    let sep_upper = (v_upper - a1).dot(normal);
+    let radius = ra + rb;
+    m.normal = normal;
+    m.push(
+        v_lower.mul_add((ra - rb - sep_lower).shr(1), normal),
+        sep_lower - radius,
+        id1,
+    );
+    m.push(
+        v_upper.mul_add((ra - rb - sep_upper).shr(1), normal),
+        sep_upper - radius,
+        id2,
+    );
+}
+
+/// Chain segment against polygon (and capsule, as a two-vertex polygon):
+/// Box2D v3's smooth one-sided collision. The polygon's closest features
+/// decide when it is clear of the segment; otherwise separating axes, where
+/// only normals the neighbouring segments do not own are candidates, so a
+/// body sliding along the chain never meets a joint between segments.
+pub fn collide_chain_segment_polygon(
+    a: &ChainSegment,
+    xf_a: Transform,
+    b: &Polygon,
+    xf_b: Transform,
+) -> Manifold {
+    let mut m = Manifold::EMPTY;
+    // A's frame, shifted so that p1 is the origin.
+    let origin = a.segment.p1;
+    let xf = xf_a.inv_mul(xf_b);
+    let shifted = Transform::new(xf.p - origin, xf.q);
+    let centroid = shifted.apply(b.centroid);
+    let radius_b = b.radius;
+    let (p1, p2) = (Vec2::ZERO, a.segment.p2 - origin);
+    let params = ChainParams::new(a.ghost1 - origin, p1, p2, a.ghost2 - origin);
+    let normal1 = params.edge1.right_perp();
+    let behind1 = normal1.dot(centroid - p1) < Scalar::ZERO;
+    let behind0 = !params.convex1 || params.normal0.dot(centroid - p1) < Scalar::ZERO;
+    let behind2 = !params.convex2 || params.normal2.dot(centroid - p2) < Scalar::ZERO;
+    if behind1 && behind0 && behind2 {
+        // One-sided: behind every face it could meet.
+        return m;
+    }
+    let count = usize::from(b.count).min(crate::geometry::MAX_POLYGON_VERTICES);
+    let mut vertices = [Vec2::ZERO; crate::geometry::MAX_POLYGON_VERTICES];
+    b.transform_into(shifted, &mut vertices);
+    let mut normals = [Vec2::ZERO; crate::geometry::MAX_POLYGON_VERTICES];
+    for (n, &bn) in normals.iter_mut().zip(&b.normals).take(count) {
+        *n = xf.q.rotate(bn);
+    }
+    let next = |i: usize| if i + 1 < count { i + 1 } else { 0 };
+    // The closest features, without radii (distance does not work with
+    // the partial polygon the neighbours make of the segment).
+    let (out, cache) = shape_distance_features(
+        &DistanceProxy::new(&[p1, p2], Scalar::ZERO),
+        Transform::IDENTITY,
+        &DistanceProxy::new(&vertices[..count], Scalar::ZERO),
+        Transform::IDENTITY,
+    );
+    if out.distance > radius_b + SPECULATIVE_DISTANCE {
+        return m;
+    }
+    // Concave neighbours' normals snap to the segment's.
+    let n0 = if params.convex1 {
+        params.normal0
+    } else {
+        normal1
+    };
+    let n2 = if params.convex2 {
+        params.normal2
+    } else {
+        normal1
+    };
+    // The incident vertex, or the incident edge, on the polygon.
+    let mut incident_index: Option<usize> = None;
+    let mut incident_normal: Option<usize> = None;
+    // Whether a reference edge of the polygon is hidden by a neighbour:
+    // the segment vertex it would meet belongs to the neighbour.
+    let neighbour_incident = |n: Vec2, b1: Vec2| {
+        let (d1, d2) = (n.dot(p1 - b1), n.dot(p2 - b1));
+        if d1 < d2 {
+            n0.dot(n) < normal1.dot(n)
+        } else {
+            n2.dot(n) < normal1.dot(n)
+        }
+    };
+    if !behind1 && out.distance > VERTEX_MARGIN {
+        // Clear of the segment: the closest features may be two vertices
+        // or a vertex and an edge even where a face contact is due.
+        if cache.count == 1 {
+            let (pa, pb) = (out.point_a, out.point_b);
+            let normal = (pb - pa).normalize();
+            match params.classify(normal) {
+                NormalClass::Skip => return m,
+                NormalClass::Admit => {
+                    m.normal = normal;
+                    m.push(
+                        pa,
+                        out.distance - radius_b,
+                        make_id(cache.index_a[0].into(), cache.index_b[0].into()),
+                    );
+                    m.finish(xf_a, origin);
+                    return m;
+                }
+                NormalClass::Snap => incident_index = Some(cache.index_b[0].into()),
+            }
+        } else {
+            let (ia1, ia2) = (cache.index_a[0], cache.index_a[1]);
+            let (ib1, ib2) = (usize::from(cache.index_b[0]), usize::from(cache.index_b[1]));
+            if ia1 == ia2 {
+                // A segment vertex against a polygon edge: the polygon
+                // normal most along the gap names the edge.
+                let gap = out.point_a - out.point_b;
+                let ib = if gap.dot(normals[ib1]) > gap.dot(normals[ib2]) {
+                    ib1
+                } else {
+                    ib2
+                };
+                let normal_b = normals[ib];
+                match params.classify(-normal_b) {
+                    NormalClass::Skip => return m,
+                    NormalClass::Admit => {
+                        let (j1, j2) = (ib, next(ib));
+                        let (b1, b2) = (vertices[j1], vertices[j2]);
+                        if neighbour_incident(normal_b, b1) {
+                            return m;
+                        }
+                        clip_segments(
+                            (b1, b2),
+                            (p1, p2),
+                            normal_b,
+                            radius_b,
+                            Scalar::ZERO,
+                            make_id(j1, 1),
+                            make_id(j2, 0),
+                            &mut m,
+                        );
+                        if m.count == 2 {
+                            m.normal = -normal_b;
+                            m.finish(xf_a, origin);
+                        }
+                        return m;
+                    }
+                    NormalClass::Snap => incident_normal = Some(ib),
+                }
+            } else {
+                // A segment edge against a polygon vertex: the deeper one.
+                let d1 = normal1.dot(vertices[ib1] - p1);
+                let d2 = normal1.dot(vertices[ib2] - p2);
+                incident_index = Some(if d1 < d2 { ib1 } else { ib2 });
+            }
+        }
+    } else {
+        // Separating axes. The segment's normal, then its convex
+        // neighbours' (which own the separation when they win).
+        let min_along = |n: Vec2, from: Vec2| {
+            vertices[..count]
+                .iter()
+                .enumerate()
+                .fold((Scalar::MAX, 0), |(best, bi), (i, &v)| {
+                    let s = n.dot(v - from);
+                    if s < best {
+                        (s, i)
+                    } else {
+                        (best, bi)
+                    }
+                })
+        };
+        let (mut edge_separation, deepest) = min_along(normal1, p1);
+        let mut owned = true;
+        if params.convex1 {
+            let (s0, _) = min_along(params.normal0, p1);
+            if s0 > edge_separation {
+                edge_separation = s0;
+                owned = false;
+            }
+        }
+        if params.convex2 {
+            let (s2, _) = min_along(params.normal2, p2);
+            if s2 > edge_separation {
+                edge_separation = s2;
+                owned = false;
+            }
+        }
+        // The polygon's normals the segment admits.
+        let mut polygon_separation = Scalar::MIN;
+        let mut reference = None;
+        for i in 0..count {
+            let n = normals[i];
+            if params.classify(-n) != NormalClass::Admit {
+                continue;
+            }
+            let v = vertices[i];
+            let s = n.dot(p2 - v).min(n.dot(p1 - v));
+            if s > polygon_separation {
+                polygon_separation = s;
+                reference = Some(i);
+            }
+        }
+        if let (Some(i1), true) = (reference, polygon_separation > edge_separation) {
+            let i2 = next(i1);
+            let (a1, a2) = (vertices[i1], vertices[i2]);
+            let n = normals[i1];
+            if neighbour_incident(n, a1) {
+                return m;
+            }
+            clip_segments(
+                (a1, a2),
+                (p1, p2),
+                n,
+                radius_b,
+                Scalar::ZERO,
+                make_id(i1, 1),
+                make_id(i2, 0),
+                &mut m,
+            );
+            if m.count == 2 {
+                m.normal = -n;
+                m.finish(xf_a, origin);
+            }
+            return m;
+        }
+        if !owned {
+            // A neighbouring segment is the separating axis.
+            return m;
+        }
+        incident_index = Some(deepest);
+    }
+    // The segment's normal is the reference: the incident polygon edge is
+    // the one beside the incident vertex most against it (or the edge
+    // already found).
+    let (ib1, ib2) = match (incident_normal, incident_index) {
+        (Some(i), _) => (i, next(i)),
+        (None, Some(i2)) => {
+            let i1 = if i2 > 0 { i2 - 1 } else { count - 1 };
+            if normal1.dot(normals[i1]) < normal1.dot(normals[i2]) {
+                (i1, i2)
+            } else {
+                (i2, next(i2))
+            }
+        }
+        (None, None) => return m,
+    };
+    clip_segments(
+        (p1, p2),
+        (vertices[ib1], vertices[ib2]),
+        normal1,
+        Scalar::ZERO,
+        radius_b,
+        make_id(0, ib2),
+        make_id(1, ib1),
+        &mut m,
+    );
+    if m.count == 2 {
+        m.finish(xf_a, origin);
+    }
+    m
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1141,5 +1555,86 @@ mod tests {
         );
         assert_eq!(m.count, 2);
         assert_eq!(m.normal, Vec2::new(Scalar::ZERO, -Scalar::ONE));
+    }
+
+    /// A flat open chain along y = 0, solid side up (points right to left),
+    /// with 1 m segments; the middle one is returned.
+    fn flat_chain_segment(x: i32) -> ChainSegment {
+        ChainSegment::new(
+            Vec2::from_ints(x + 2, 0),
+            Vec2::from_ints(x + 1, 0),
+            Vec2::from_ints(x, 0),
+            Vec2::from_ints(x - 1, 0),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_box_across_a_chain_joint_meets_both_segments_face_on() {
+        // A box resting across the joint at x = 0: each segment gives face
+        // points with the up normal, never a corner normal.
+        let bx = ShapeGeometry::Polygon(Polygon::make_box(Scalar::HALF, Scalar::HALF));
+        let at = xf(Scalar::milli(200), Scalar::HALF - Scalar::milli(2));
+        for x in [0, -1] {
+            let g = ShapeGeometry::ChainSegment(flat_chain_segment(x));
+            let m = collide(&g, xf(fx(0), fx(0)), &bx, at);
+            assert_eq!(m.count, 2, "segment at {x}");
+            assert_eq!(m.normal, Vec2::new(Scalar::ZERO, Scalar::ONE));
+            for p in m.points() {
+                assert!(p.separation.abs() < Scalar::milli(3), "{p:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_chain_segment_ignores_what_is_behind_it() {
+        let g = ShapeGeometry::ChainSegment(flat_chain_segment(0));
+        let bx = ShapeGeometry::Polygon(Polygon::make_box(Scalar::HALF, Scalar::HALF));
+        let ball = ShapeGeometry::Circle(Circle::new(Vec2::ZERO, Scalar::HALF).unwrap());
+        for shape in [&bx, &ball] {
+            // Overlapping from below (centre under the line): nothing.
+            let below = xf(Scalar::HALF, -Scalar::milli(100));
+            assert_eq!(collide(&g, xf(fx(0), fx(0)), shape, below).count, 0);
+            assert_eq!(collide(shape, below, &g, xf(fx(0), fx(0))).count, 0);
+            // From above: a contact, the normal from the chain to the body.
+            let above = xf(Scalar::HALF, Scalar::milli(450));
+            let up = |n: Vec2| n.x.is_zero() && (n.y - Scalar::ONE).abs() < Scalar::milli(1);
+            let m = collide(&g, xf(fx(0), fx(0)), shape, above);
+            assert!(m.count > 0);
+            assert!(up(m.normal), "{m:?}");
+            let m = collide(shape, above, &g, xf(fx(0), fx(0)));
+            assert!(m.count > 0 && up(-m.normal), "{m:?}");
+        }
+    }
+
+    proptest! {
+        /// Any chain segment against any body pose in reach: no panic, at
+        /// most two points, and a unit normal when there are points.
+        #[test]
+        fn chain_segment_collision_is_total(
+            pts in proptest::collection::vec((-(1i64 << 44)..1 << 44, -(1i64 << 44)..1 << 44), 4),
+            (px, py) in (-(1i64 << 44)..1 << 44, -(1i64 << 44)..1 << 44),
+            angle in -(1i64 << 34)..1 << 34,
+            kind in 0usize..3,
+        ) {
+            let v = |(x, y): (i64, i64)| Vec2::new(Scalar::from_bits(x), Scalar::from_bits(y));
+            let Ok(chain) = ChainSegment::new(v(pts[0]), v(pts[1]), v(pts[2]), v(pts[3])) else {
+                return Ok(());
+            };
+            let g = ShapeGeometry::ChainSegment(chain);
+            let body = match kind {
+                0 => ShapeGeometry::Polygon(Polygon::make_rounded_box(Scalar::HALF, Scalar::ONE, Scalar::milli(50))),
+                1 => ShapeGeometry::Circle(Circle::new(Vec2::ZERO, Scalar::HALF).unwrap()),
+                _ => ShapeGeometry::Capsule(Capsule::new(Vec2::from_ints(-1, 0), Vec2::from_ints(1, 0), Scalar::HALF).unwrap()),
+            };
+            let at = Transform::new(v((px, py)), Rot::from_angle(Scalar::from_bits(angle)));
+            for m in [collide(&g, Transform::IDENTITY, &body, at), collide(&body, at, &g, Transform::IDENTITY)] {
+                prop_assert!(m.count <= 2);
+                if m.count > 0 {
+                    let len = m.normal.length();
+                    prop_assert!((len - Scalar::ONE).abs() < Scalar::milli(1), "{:?}", m);
+                }
+            }
+        }
     }
 }

@@ -60,6 +60,15 @@ pub fn ray_cast(
             let n = two_sided_normals(s.p1, s.p2);
             ray_rounded(&[s.p1, s.p2], &n, Scalar::ZERO, p, d)
         }
+        ShapeGeometry::ChainSegment(c) => {
+            // One-sided: a ray from behind (left of p1 → p2) passes through.
+            let s = &c.segment;
+            if (p - s.p1).cross(s.p2 - s.p1) < Scalar::ZERO {
+                return None;
+            }
+            let n = two_sided_normals(s.p1, s.p2);
+            ray_rounded(&[s.p1, s.p2], &n, Scalar::ZERO, p, d)
+        }
         ShapeGeometry::Polygon(poly) => {
             let n = poly.count as usize;
             if poly.radius.is_zero() && n >= 3 {
@@ -89,7 +98,7 @@ pub fn test_point(g: &ShapeGeometry, xf: Transform, point: Vec2) -> bool {
             let n = poly.count as usize;
             contains_rounded(&poly.vertices[..n], &poly.normals[..n], poly.radius, p)
         }
-        ShapeGeometry::Segment(_) => false,
+        ShapeGeometry::Segment(_) | ShapeGeometry::ChainSegment(_) => false,
     }
 }
 

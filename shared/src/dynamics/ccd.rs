@@ -34,9 +34,9 @@
 use super::body::{Body, BodyConfig, BodyKind, NONE};
 use super::solver::BodyState;
 use super::world::WorldState;
-use crate::collision::{time_of_impact, DistanceProxy, Sweep, ToiState, TOI_TARGET};
-use crate::geometry::ShapeGeometry;
-use crate::math::{Rot, Scalar, Vec2};
+use crate::collision::{time_of_impact, DistanceProxy, Sweep, ToiState, LINEAR_SLOP, TOI_TARGET};
+use crate::geometry::{ChainSegment, ShapeGeometry};
+use crate::math::{Rot, Scalar, Transform, Vec2};
 
 /// Fraction of a body's smallest extent it may move in a step without
 /// continuous collision.
@@ -65,7 +65,7 @@ pub(crate) fn shape_min_extent(g: &ShapeGeometry) -> Scalar {
             }
             m.max(Scalar::ZERO) + p.radius
         }
-        ShapeGeometry::Segment(_) => Scalar::ZERO,
+        ShapeGeometry::Segment(_) | ShapeGeometry::ChainSegment(_) => Scalar::ZERO,
     }
 }
 
@@ -75,7 +75,10 @@ fn shape_centroid(g: &ShapeGeometry) -> Vec2 {
         ShapeGeometry::Circle(c) => c.center,
         ShapeGeometry::Capsule(c) => c.c1.lerp(c.c2, Scalar::HALF),
         ShapeGeometry::Polygon(p) => p.centroid,
-        ShapeGeometry::Segment(s) => s.p1.lerp(s.p2, Scalar::HALF),
+        ShapeGeometry::Segment(s)
+        | ShapeGeometry::ChainSegment(crate::geometry::ChainSegment { segment: s, .. }) => {
+            s.p1.lerp(s.p2, Scalar::HALF)
+        }
     }
 }
 
@@ -128,7 +131,9 @@ fn core_proxy(g: &ShapeGeometry, depth: u32) -> DistanceProxy {
             }
             DistanceProxy::new(&inset[..n], keep(p.radius))
         }
-        ShapeGeometry::Circle(_) | ShapeGeometry::Segment(_) => disc(),
+        ShapeGeometry::Circle(_) | ShapeGeometry::Segment(_) | ShapeGeometry::ChainSegment(_) => {
+            disc()
+        }
     }
 }
 
@@ -206,6 +211,23 @@ fn body_sweep(b: &Body, c: &BodyConfig, slot: u32, start: &[(Vec2, Rot)]) -> Swe
     }
 }
 
+/// Whether a fast body's sweep leaves chain segment `chain` (on a body at
+/// `xf`) alone, as Box2D's continuous step does: it started behind the
+/// one-sided segment, or it moves along it and ends clear of it by more
+/// than a quarter of its smallest extent (sliding fast along a chain must
+/// not stop the body at each segment).
+fn passes_chain(chain: &ChainSegment, xf: Transform, sweep: &Sweep, min_extent: Scalar) -> bool {
+    let p1 = xf.apply(chain.segment.p1);
+    let (length, e) = (xf.apply(chain.segment.p2) - p1).length_and_normalize();
+    if length <= LINEAR_SLOP {
+        return false;
+    }
+    let separation1 = (sweep.c1 - p1).cross(e);
+    let separation2 = (sweep.c2 - p1).cross(e);
+    let core = min_extent.shr(2);
+    separation1 < Scalar::ZERO || (separation1 - separation2 < core && separation2 > core)
+}
+
 /// Moves fast body `awake[k]` back to its earliest time of impact.
 fn solve_body(
     st: &mut WorldState,
@@ -251,6 +273,11 @@ fn solve_body(
                 continue;
             }
             let ob = &st.bodies[other.body as usize];
+            if let ShapeGeometry::ChainSegment(chain) = &st.geometry[o as usize] {
+                if passes_chain(chain, ob.transform, &sweep, config.min_extent) {
+                    continue;
+                }
+            }
             let (other_sweep, other_extent) = if ob.kind == BodyKind::Static {
                 (Sweep::fixed(ob.transform), Scalar::ZERO)
             } else if st.body_config[other.body as usize].bullet {

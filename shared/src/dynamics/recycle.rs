@@ -80,7 +80,7 @@ fn thick(g: &ShapeGeometry) -> bool {
     let inner = match g {
         ShapeGeometry::Circle(c) => c.radius,
         ShapeGeometry::Capsule(c) => c.radius,
-        ShapeGeometry::Segment(_) => Scalar::ZERO,
+        ShapeGeometry::Segment(_) | ShapeGeometry::ChainSegment(_) => Scalar::ZERO,
         ShapeGeometry::Polygon(p) if p.count < 3 => p.radius,
         ShapeGeometry::Polygon(p) => {
             let n = usize::from(p.count);

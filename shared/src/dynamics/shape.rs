@@ -139,7 +139,10 @@ pub(crate) fn aabb_margin(g: &ShapeGeometry) -> Scalar {
     let extent = match g {
         ShapeGeometry::Circle(c) => c.radius,
         ShapeGeometry::Capsule(c) => length_up_to(c.c2 - c.c1, whole).shr(1) + c.radius,
-        ShapeGeometry::Segment(s) => length_up_to(s.p2 - s.p1, whole).shr(1),
+        ShapeGeometry::Segment(s)
+        | ShapeGeometry::ChainSegment(crate::geometry::ChainSegment { segment: s, .. }) => {
+            length_up_to(s.p2 - s.p1, whole).shr(1)
+        }
         ShapeGeometry::Polygon(p) => p
             .points()
             .iter()

@@ -210,6 +210,7 @@ fn shape(s: &Shape, g: &ShapeGeometry, out: &mut Vec<u8>) {
             2 * (8 + 16 * usize::from(p.count).min(MAX_POLYGON_VERTICES)) + 24
         }
         ShapeGeometry::Segment(_) => 32,
+        ShapeGeometry::ChainSegment(_) => 64,
     };
     let mut r = Rec::open(out, SHAPE_SLOT + geometry + SHAPE_REST);
     r.u32(s.generation);
@@ -247,6 +248,13 @@ fn shape(s: &Shape, g: &ShapeGeometry, out: &mut Vec<u8>) {
             r.u32(3);
             r.vec2(sg.p1);
             r.vec2(sg.p2);
+        }
+        ShapeGeometry::ChainSegment(c) => {
+            r.u32(4);
+            r.vec2(c.ghost1);
+            r.vec2(c.segment.p1);
+            r.vec2(c.segment.p2);
+            r.vec2(c.ghost2);
         }
     }
     shape_def(&mut r, &s.def);

@@ -361,6 +361,20 @@ fn shape_in_range(sh: &crate::dynamics::Shape, g: &crate::geometry::ShapeGeometr
         ShapeGeometry::Circle(c) => within(c.center, FAR) && radius_ok(c.radius),
         ShapeGeometry::Capsule(c) => within(c.c1, FAR) && within(c.c2, FAR) && radius_ok(c.radius),
         ShapeGeometry::Segment(s) => within(s.p1, FAR) && within(s.p2, FAR),
+        // The checks of `ChainSegment::new`: a crafted chain segment with
+        // a zero-length edge would have no normal.
+        ShapeGeometry::ChainSegment(c) => {
+            [c.ghost1, c.segment.p1, c.segment.p2, c.ghost2]
+                .iter()
+                .all(|&p| within(p, FAR))
+                && crate::geometry::ChainSegment::new(
+                    c.ghost1,
+                    c.segment.p1,
+                    c.segment.p2,
+                    c.ghost2,
+                )
+                .is_ok()
+        }
         ShapeGeometry::Polygon(p) => {
             let n = usize::from(p.count);
             p.vertices[..n].iter().all(|&v| within(v, FAR))

@@ -4,7 +4,10 @@ mod polygon;
 mod shapes;
 
 pub use polygon::{Polygon, MAX_POLYGON_VERTICES};
-pub use shapes::{Capsule, Circle, Filter, MassData, Segment, ShapeGeometry};
+pub use shapes::{
+    chain_segments, Capsule, ChainSegment, Circle, Filter, MassData, Segment, ShapeGeometry,
+    MAX_CHAIN_POINTS,
+};
 
 /// Why a shape could not be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -18,6 +21,9 @@ pub enum GeometryError {
     /// A size (radius, half-extent, edge) is zero, negative or too small.
     #[error("{0} must be positive and at least 0.005")]
     TooSmall(&'static str),
+    /// A chain needs at least 4 points (and at most 65536).
+    #[error("chain has {0} points, expected 4 to 65536")]
+    ChainPoints(usize),
     /// A coordinate lies outside the world bounds.
     #[error("{0} lies outside the world bounds of ±10000")]
     OutOfBounds(&'static str),

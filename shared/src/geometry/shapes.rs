@@ -44,6 +44,22 @@ pub struct Segment {
     pub p2: Vec2,
 }
 
+/// One segment of a chain: one-sided, with the neighbouring points of its
+/// chain ("ghost vertices") so that bodies slide across the joints between
+/// segments without catching on them (Box2D v3's `b2ChainSegment`). It
+/// collides on its right-hand side only, the side its normal
+/// `right_perp(p2 − p1)` points to: the inside of a clockwise loop. Built
+/// by `World::create_chain`; massless, for static geometry.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct ChainSegment {
+    /// The point before `segment.p1` in the chain.
+    pub ghost1: Vec2,
+    /// The solid part.
+    pub segment: Segment,
+    /// The point after `segment.p2` in the chain.
+    pub ghost2: Vec2,
+}
+
 /// The geometry of a shape, in its body's frame.
 ///
 /// Stored inline (a polygon is ~280 bytes) so shapes are plain `Copy` data
@@ -59,6 +75,8 @@ pub enum ShapeGeometry {
     Polygon(Polygon),
     /// A line segment.
     Segment(Segment),
+    /// A one-sided segment of a chain.
+    ChainSegment(ChainSegment),
 }
 
 /// Collision filtering: two shapes collide when
@@ -172,6 +190,62 @@ impl Segment {
     }
 }
 
+impl ChainSegment {
+    /// A chain segment, checked: the segment as [`Segment::new`], and each
+    /// ghost vertex in bounds and at least 0.005 from its segment point
+    /// (the direction to it must exist).
+    ///
+    /// # Errors
+    /// As described.
+    pub fn new(
+        ghost1: Vec2,
+        p1: Vec2,
+        p2: Vec2,
+        ghost2: Vec2,
+    ) -> Result<ChainSegment, GeometryError> {
+        let segment = Segment::new(p1, p2)?;
+        check_point(ghost1, "ghost1")?;
+        check_point(ghost2, "ghost2")?;
+        if (p1 - ghost1).length() < MIN_SIZE || (ghost2 - p2).length() < MIN_SIZE {
+            return Err(GeometryError::TooSmall("chain edge"));
+        }
+        Ok(ChainSegment {
+            ghost1,
+            segment,
+            ghost2,
+        })
+    }
+}
+
+/// Most points of one chain.
+pub const MAX_CHAIN_POINTS: usize = 1 << 16;
+
+/// The segments of a chain through `points` (Box2D's `b2CreateChain`): a
+/// loop joins the last point to the first and has one segment per point;
+/// an open chain's first and last points are only ghost vertices, so it
+/// has `points − 3` segments. Each segment collides on its right-hand
+/// side (the inside of a clockwise loop).
+///
+/// # Errors
+/// Fewer than 4 points, more than [`MAX_CHAIN_POINTS`], or a segment
+/// [`ChainSegment::new`] rejects.
+pub fn chain_segments(points: &[Vec2], is_loop: bool) -> Result<Vec<ChainSegment>, GeometryError> {
+    let n = points.len();
+    if !(4..=MAX_CHAIN_POINTS).contains(&n) {
+        return Err(GeometryError::ChainPoints(n));
+    }
+    let at = |i: usize| points[i % n];
+    if is_loop {
+        (0..n)
+            .map(|i| ChainSegment::new(at(i + n - 1), at(i), at(i + 1), at(i + 2)))
+            .collect()
+    } else {
+        (0..n - 3)
+            .map(|i| ChainSegment::new(at(i), at(i + 1), at(i + 2), at(i + 3)))
+            .collect()
+    }
+}
+
 impl ShapeGeometry {
     /// Bounding box under a transform.
     pub fn aabb(&self, xf: Transform) -> Aabb {
@@ -188,11 +262,21 @@ impl ShapeGeometry {
                 Aabb::new(a.min(b) - r, a.max(b) + r)
             }
             ShapeGeometry::Polygon(p) => p.aabb(xf),
-            ShapeGeometry::Segment(s) => {
+            ShapeGeometry::Segment(s)
+            | ShapeGeometry::ChainSegment(ChainSegment { segment: s, .. }) => {
                 let a = xf.apply(s.p1);
                 let b = xf.apply(s.p2);
                 Aabb::new(a.min(b), a.max(b))
             }
+        }
+    }
+
+    /// The solid segment of a segment or chain segment.
+    pub fn segment(&self) -> Option<&Segment> {
+        match self {
+            ShapeGeometry::Segment(s)
+            | ShapeGeometry::ChainSegment(ChainSegment { segment: s, .. }) => Some(s),
+            _ => None,
         }
     }
 
@@ -227,7 +311,7 @@ impl ShapeGeometry {
                 }
             }
             ShapeGeometry::Polygon(p) => p.mass(density),
-            ShapeGeometry::Segment(_) => MassData::default(),
+            ShapeGeometry::Segment(_) | ShapeGeometry::ChainSegment(_) => MassData::default(),
         }
     }
 
@@ -237,7 +321,7 @@ impl ShapeGeometry {
             ShapeGeometry::Circle(c) => c.radius,
             ShapeGeometry::Capsule(c) => c.radius,
             ShapeGeometry::Polygon(p) => p.radius,
-            ShapeGeometry::Segment(_) => Scalar::ZERO,
+            ShapeGeometry::Segment(_) | ShapeGeometry::ChainSegment(_) => Scalar::ZERO,
         }
     }
 
@@ -255,7 +339,10 @@ impl ShapeGeometry {
                 }
                 m + p.radius
             }
-            ShapeGeometry::Segment(s) => (s.p1 - center).length().max((s.p2 - center).length()),
+            ShapeGeometry::Segment(s)
+            | ShapeGeometry::ChainSegment(ChainSegment { segment: s, .. }) => {
+                (s.p1 - center).length().max((s.p2 - center).length())
+            }
         }
     }
 }

@@ -1,11 +1,9 @@
 //! Named scenes built with joints.
 //!
 //! `joint_grid`, `tumbler`, `rain` and `spinner` follow the Box2D v3
-//! benchmark set (`docs/benchmark-scenes.md`) to the letter, with one
-//! exception: the spinner's ring is 360 separate two-sided segments, not a
-//! one-sided chain with ghost vertices (no chain shapes yet). That changes
-//! its motion: debris catches on the joints and a few bodies leave the
-//! ring (docs/benchmarks.md, 2026-11-26); Box2D's chain has neither.
+//! benchmark set (`docs/benchmark-scenes.md`) to the letter; the
+//! spinner's ring is one closed chain of 360 one-sided segments, as
+//! Box2D's.
 //! The other scenes (`bridge`, `pendulum`, `newtons_cradle`, `car`,
 //! `ragdoll`, `rope`, `pulley`) show off one joint type each.
 
@@ -176,8 +174,7 @@ pub fn tumbler() -> World {
 }
 
 /// Box2D benchmark `spinner`: a motor-driven rounded bar stirring 6076
-/// pieces of debris inside a ring of radius 40 (see the module docs for the
-/// ring's segments).
+/// pieces of debris inside a ring of radius 40, a closed chain.
 pub fn spinner() -> World {
     let mut w = World::default();
     let ground = body(&mut w, BodyKind::Static, Vec2::ZERO);
@@ -193,10 +190,9 @@ pub fn spinner() -> World {
             Vec2::new(fx(40) * cos, fx(40) * sin + fx(32))
         })
         .collect();
-    for n in 0..360 {
-        let seg = Segment::new(points[n], points[(n + 1) % 360]).expect("ring segment");
-        shape(&mut w, ground, &ring, ShapeGeometry::Segment(seg));
-    }
+    // One closed chain, clockwise: its segments collide on the inside.
+    w.create_chain(ground, &ring, &points, true)
+        .expect("ring chain");
     let spinner = w
         .create_body(&BodyDef {
             kind: BodyKind::Dynamic,

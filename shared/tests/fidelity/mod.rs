@@ -484,8 +484,57 @@ pub fn struck_wall() -> Value {
     })
 }
 
+/// The `spinner` benchmark scene as it is: a motor-driven bar stirring
+/// 6076 pieces of debris inside a closed chain of 360 one-sided segments;
+/// 300 steps. The debris's mean speed, its mean height, and how many
+/// pieces left the ring (more than 0.5 m beyond its radius of 40).
+pub fn spinner() -> Value {
+    let mut w = bitroom_sim::scene::joint_scenes::spinner();
+    // The ground, the bar, then the debris.
+    let debris: Vec<BodyId> = w.bodies().skip(2).collect();
+    let mean_speed = |w: &World| {
+        debris
+            .iter()
+            .map(|&b| {
+                let (x, y) = vel(w, b);
+                (x * x + y * y).sqrt()
+            })
+            .sum::<f64>()
+            / debris.len() as f64
+    };
+    let (mut s100, mut s200) = (f64::NAN, f64::NAN);
+    for step in 1..=300 {
+        w.step();
+        if step == 100 {
+            s100 = mean_speed(&w);
+        }
+        if step == 200 {
+            s200 = mean_speed(&w);
+        }
+    }
+    let centres: Vec<(f64, f64)> = debris
+        .iter()
+        .map(|&b| {
+            let p = w.position(b).expect("debris");
+            (p.x.to_f64(), p.y.to_f64())
+        })
+        .collect();
+    let outside = centres
+        .iter()
+        .filter(|(x, y)| (x * x + (y - 32.0) * (y - 32.0)).sqrt() > 40.5)
+        .count();
+    let mean_y = centres.iter().map(|c| c.1).sum::<f64>() / centres.len() as f64;
+    json!({
+        "mean_speed_100": num(s100),
+        "mean_speed_200": num(s200),
+        "mean_speed_300": num(mean_speed(&w)),
+        "mean_y_300": num(mean_y),
+        "outside": outside,
+    })
+}
+
 /// The scenario groups, in the reference file's order.
-pub const GROUPS: [&str; 10] = [
+pub const GROUPS: [&str; 11] = [
     "columns",
     "pyramids",
     "ramp",
@@ -496,6 +545,7 @@ pub const GROUPS: [&str; 10] = [
     "car",
     "dominoes",
     "struck_wall",
+    "spinner",
 ];
 
 /// One group's figures, as the reference file holds them.
@@ -519,6 +569,7 @@ pub fn group(name: &str) -> Value {
         "car" => car(),
         "dominoes" => dominoes(),
         "struck_wall" => struck_wall(),
+        "spinner" => spinner(),
         _ => panic!("unknown scenario group {name}"),
     }
 }
@@ -770,6 +821,20 @@ pub fn check(reference: &Value, ours: &Value) -> Vec<Check> {
         c.near("ram_vx_2s", 0.15, 1.0);
         c.near("moving", 0.05, 12.0);
         c.near("wall_mean_vx", 0.15, 0.3);
+    }
+    if let (Some(r), Some(o)) = (reference.get("spinner"), ours.get("spinner")) {
+        let mut c = scenario(
+            &mut out,
+            "spinner: debris stirred in a chain ring, 300 steps".into(),
+            r,
+            o,
+        );
+        c.near("mean_speed_100", 0.15, 1.0);
+        c.near("mean_speed_200", 0.15, 1.0);
+        c.near("mean_speed_300", 0.15, 1.0);
+        c.near("mean_y_300", 0.05, 0.5);
+        // Nothing leaves the ring that Box2D keeps in.
+        c.at_most("outside", 1.0, 0.0, 0.0);
     }
     out
 }

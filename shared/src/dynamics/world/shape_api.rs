@@ -6,11 +6,46 @@ use crate::collision::SPECULATIVE_DISTANCE;
 use crate::dynamics::body::{BodyId, BodyKind, ShapeId, NONE};
 use crate::dynamics::ccd;
 use crate::dynamics::shape::{aabb_margin, fat_box, Shape, ShapeDef, VACANT_GEOMETRY};
-use crate::geometry::ShapeGeometry;
+use crate::geometry::{chain_segments, ShapeGeometry};
 use crate::math::{Scalar, Vec2, WORLD_BOUND};
 use std::sync::Arc;
 
 impl World {
+    /// Number of live shapes (each chain segment is one).
+    pub fn shape_count(&self) -> usize {
+        self.state.shapes.len() - self.state.free_shapes.len()
+    }
+
+    /// Attaches a chain through `points` to a body: one
+    /// [`ShapeGeometry::ChainSegment`] shape per segment of
+    /// [`chain_segments`](crate::geometry::chain_segments), all with `def`, in chain order. Nothing is
+    /// created when any segment is invalid.
+    ///
+    /// # Errors
+    /// Those of [`chain_segments`](crate::geometry::chain_segments) and of [`World::create_shape`].
+    pub fn create_chain(
+        &mut self,
+        body: BodyId,
+        def: &ShapeDef,
+        points: &[Vec2],
+        is_loop: bool,
+    ) -> Result<Vec<ShapeId>, WorldError> {
+        let segments = chain_segments(points, is_loop)?;
+        let b = self.state.bodies[self.body_index(body)? as usize];
+        for seg in &segments {
+            let aabb = ShapeGeometry::ChainSegment(*seg).aabb(b.transform);
+            for v in [aabb.lower, aabb.upper] {
+                if v.x.abs() > WORLD_BOUND || v.y.abs() > WORLD_BOUND {
+                    return Err(WorldError::OutOfBounds("shape"));
+                }
+            }
+        }
+        segments
+            .into_iter()
+            .map(|seg| self.create_shape(body, def, ShapeGeometry::ChainSegment(seg)))
+            .collect()
+    }
+
     /// Attaches a shape to a body and updates its mass.
     ///
     /// # Errors
@@ -26,7 +61,10 @@ impl World {
         let b = self.state.bodies[bi as usize];
         if b.kind == BodyKind::Dynamic
             && def.density <= Scalar::ZERO
-            && !matches!(geometry, ShapeGeometry::Segment(_))
+            && !matches!(
+                geometry,
+                ShapeGeometry::Segment(_) | ShapeGeometry::ChainSegment(_)
+            )
         {
             return Err(WorldError::BadDensity);
         }

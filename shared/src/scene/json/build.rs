@@ -211,6 +211,8 @@ pub(super) fn build_body(
         .transform(id)
         .map_err(|e| invalid(at, e.to_string()))?;
     let mut load: i128 = 0;
+    // Shapes made on this body: a chain record makes one per segment.
+    let mut count = 0usize;
     if let Some(shapes) = &b.shapes {
         for (j, s) in shapes.0.iter().enumerate() {
             let sat = Location::Shape {
@@ -218,7 +220,7 @@ pub(super) fn build_body(
                 id: b.id.clone(),
                 index: j,
             };
-            build_shape(world, id, kind, xf, s, &sat, &mut load)?;
+            build_shape(world, id, kind, xf, s, &sat, (&mut load, &mut count))?;
         }
     }
     Ok(id)
@@ -278,7 +280,7 @@ pub(super) fn build_shape(
     xf: Transform,
     s: &ShapeJson,
     at: &Location,
-    load: &mut i128,
+    (load, count): (&mut i128, &mut usize),
 ) -> Result<(), SceneError> {
     let name = s.kind.name();
     let (allowed, required) = s.kind.fields();
@@ -300,6 +302,10 @@ pub(super) fn build_shape(
         }
     }
     let def = material(at, s, kind)?;
+    if s.kind == ShapeKindJson::Chain {
+        return build_chain(world, body, xf, s, &def, at, count);
+    }
+    *count += 1;
     let geometry = geometry(at, s)?;
     if !geometry.aabb(xf).within_world() {
         return Err(invalid(
@@ -345,6 +351,66 @@ pub(super) fn build_shape(
     world
         .create_shape(body, &def, geometry)
         .map_err(|e| invalid(at, e.to_string()))?;
+    Ok(())
+}
+
+/// A chain record: one chain segment shape per segment, counted against
+/// the body's shape limit (a record's points are not a shape each).
+fn build_chain(
+    world: &mut World,
+    body: BodyId,
+    xf: Transform,
+    s: &ShapeJson,
+    def: &crate::dynamics::ShapeDef,
+    at: &Location,
+    count: &mut usize,
+) -> Result<(), SceneError> {
+    let raw = required(at, s.points.as_ref(), "points")?;
+    let is_loop = s.is_loop.unwrap_or(false);
+    let segments = if is_loop {
+        raw.len()
+    } else {
+        raw.len().saturating_sub(3)
+    };
+    if raw.len() < 4 {
+        return Err(invalid(
+            at,
+            format!("chain has {} points; it needs at least 4", raw.len()),
+        ));
+    }
+    if world.shape_count() + segments > MAX_SHAPES {
+        return Err(invalid(
+            at,
+            format!(
+                "chain makes {segments} segments; a scene may have at most {MAX_SHAPES} shapes"
+            ),
+        ));
+    }
+    if *count + segments > MAX_SHAPES_PER_BODY {
+        return Err(invalid(
+            at,
+            format!(
+                "chain makes {segments} segments; a body may have at most {MAX_SHAPES_PER_BODY} shapes"
+            ),
+        ));
+    }
+    let mut points = Vec::with_capacity(raw.len());
+    for (k, v) in raw.iter().enumerate() {
+        points.push(point(at, &format!("points[{k}]"), *v)?);
+    }
+    let geometry = chain_segments(&points, is_loop).map_err(|e| geometry_error(at, e))?;
+    for g in &geometry {
+        if !ShapeGeometry::ChainSegment(*g).aabb(xf).within_world() {
+            return Err(invalid(
+                at,
+                "chain extends outside the world bounds of ±10000 (body position plus points)",
+            ));
+        }
+    }
+    world
+        .create_chain(body, def, &points, is_loop)
+        .map_err(|e| invalid(at, e.to_string()))?;
+    *count += segments;
     Ok(())
 }
 
@@ -439,6 +505,10 @@ pub(super) fn geometry(at: &Location, s: &ShapeJson) -> Result<ShapeGeometry, Sc
                 return Err(invalid(at, "center1 and center2 are closer than 0.005"));
             }
             ShapeGeometry::Capsule(Capsule::new(c1, c2, radius).map_err(|e| geometry_error(at, e))?)
+        }
+        ShapeKindJson::Chain => {
+            // Built by `build_chain`: many shapes, not one.
+            return Err(invalid(at, "a chain is not a single geometry"));
         }
         ShapeKindJson::Segment => {
             let p1 = point(at, "point1", required(at, s.point1, "point1")?)?;

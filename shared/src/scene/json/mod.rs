@@ -51,7 +51,8 @@ use crate::dynamics::{
     WheelJoint, World, WorldDef,
 };
 use crate::geometry::{
-    Capsule, Circle, Filter, GeometryError, Polygon, Segment, ShapeGeometry, MAX_POLYGON_VERTICES,
+    chain_segments, Capsule, Circle, Filter, GeometryError, Polygon, Segment, ShapeGeometry,
+    MAX_POLYGON_VERTICES,
 };
 use crate::math::{Rot, Scalar, Transform, Vec2, WORLD_BOUND};
 

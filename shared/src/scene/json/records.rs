@@ -254,19 +254,21 @@ pub(super) enum ShapeKindJson {
     Polygon,
     Capsule,
     Segment,
+    Chain,
 }
 
-pub(super) const SHAPE_KINDS: [(ShapeKindJson, &str); 5] = [
+pub(super) const SHAPE_KINDS: [(ShapeKindJson, &str); 6] = [
     (ShapeKindJson::Circle, "circle"),
     (ShapeKindJson::Box, "box"),
     (ShapeKindJson::Polygon, "polygon"),
     (ShapeKindJson::Capsule, "capsule"),
     (ShapeKindJson::Segment, "segment"),
+    (ShapeKindJson::Chain, "chain"),
 ];
 
 impl<'de> Deserialize<'de> for ShapeKindJson {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ShapeKindJson, D::Error> {
-        const NAMES: [&str; 5] = ["circle", "box", "polygon", "capsule", "segment"];
+        const NAMES: [&str; 6] = ["circle", "box", "polygon", "capsule", "segment", "chain"];
         Ok(SHAPE_KINDS[one_of(d, &NAMES)?].0)
     }
 }
@@ -300,6 +302,7 @@ impl ShapeKindJson {
                 &["center1", "center2", "radius"],
             ),
             ShapeKindJson::Segment => (&["point1", "point2"], &["point1", "point2"]),
+            ShapeKindJson::Chain => (&["points", "loop"], &["points"]),
         }
     }
 }
@@ -319,6 +322,11 @@ pub(super) struct ShapeJson {
     pub(super) center2: Option<V2>,
     pub(super) point1: Option<V2>,
     pub(super) point2: Option<V2>,
+    /// A chain's points (4 or more).
+    pub(super) points: Option<Vec<V2>>,
+    /// Whether a chain closes on itself.
+    #[serde(rename = "loop")]
+    pub(super) is_loop: Option<bool>,
     pub(super) density: Option<Num>,
     pub(super) friction: Option<Num>,
     pub(super) restitution: Option<Num>,
@@ -332,7 +340,7 @@ pub(super) struct ShapeJson {
 
 impl ShapeJson {
     /// Geometry fields (and density) that are present, by name.
-    pub(super) fn present(&self) -> [(&'static str, bool); 11] {
+    pub(super) fn present(&self) -> [(&'static str, bool); 13] {
         [
             ("center", self.center.is_some()),
             ("radius", self.radius.is_some()),
@@ -344,6 +352,8 @@ impl ShapeJson {
             ("center2", self.center2.is_some()),
             ("point1", self.point1.is_some()),
             ("point2", self.point2.is_some()),
+            ("points", self.points.is_some()),
+            ("loop", self.is_loop.is_some()),
             ("density", self.density.is_some()),
         ]
     }

@@ -1,0 +1,235 @@
+//! Chain shapes: one-sided segments with ghost vertices (Box2D v3's
+//! chains). A body slides across the joints between segments without
+//! catching on them, and passes through a segment from behind.
+
+use bitroom_sim::dynamics::{BodyDef, BodyId, BodyKind, QueryFilter, ShapeDef, World};
+use bitroom_sim::geometry::{
+    chain_segments, Capsule, Circle, GeometryError, Polygon, Segment, ShapeGeometry,
+};
+use bitroom_sim::math::{Scalar, Vec2};
+
+fn s(v: f64) -> Scalar {
+    Scalar::from_f64(v).unwrap()
+}
+
+/// A flat floor at y = 0 from x = −60 to 60 in 1 m pieces: a chain (points
+/// right to left, so its solid side is up) or separate two-sided segments.
+fn floor(w: &mut World, chain: bool) {
+    let ground = w.create_body(&BodyDef::default()).unwrap();
+    let def = ShapeDef {
+        friction: Scalar::ZERO,
+        ..ShapeDef::default()
+    };
+    let points: Vec<Vec2> = (-60..=60).rev().map(|x| Vec2::from_ints(x, 0)).collect();
+    if chain {
+        w.create_chain(ground, &def, &points, false).unwrap();
+    } else {
+        for p in points.windows(2) {
+            let seg = Segment::new(p[0], p[1]).unwrap();
+            w.create_shape(ground, &def, ShapeGeometry::Segment(seg))
+                .unwrap();
+        }
+    }
+}
+
+fn slider(w: &mut World, g: ShapeGeometry, y: f64, vx: f64) -> BodyId {
+    let b = w
+        .create_body(&BodyDef {
+            kind: BodyKind::Dynamic,
+            position: Vec2::new(s(-40.0), s(y)),
+            linear_velocity: Vec2::new(s(vx), Scalar::ZERO),
+            enable_sleep: false,
+            ..BodyDef::default()
+        })
+        .unwrap();
+    let def = ShapeDef {
+        friction: Scalar::ZERO,
+        ..ShapeDef::default()
+    };
+    w.create_shape(b, &def, g).unwrap();
+    b
+}
+
+/// Slides each shape 4 s at 15 m/s; returns (least vx, most |vy|, least y).
+fn slide(chain: bool, g: ShapeGeometry, y: f64) -> (f64, f64, f64) {
+    let mut w = World::default();
+    floor(&mut w, chain);
+    let b = slider(&mut w, g, y, 15.0);
+    let (mut min_vx, mut max_vy, mut min_y) = (f64::MAX, 0f64, f64::MAX);
+    for step in 0..240 {
+        w.step();
+        let v = w.linear_velocity(b).unwrap();
+        let p = w.position(b).unwrap();
+        if step > 20 {
+            min_vx = min_vx.min(v.x.to_f64());
+            max_vy = max_vy.max(v.y.to_f64().abs());
+            min_y = min_y.min(p.y.to_f64());
+        }
+    }
+    (min_vx, max_vy, min_y)
+}
+
+fn shapes() -> Vec<(&'static str, ShapeGeometry, f64)> {
+    vec![
+        (
+            "box",
+            ShapeGeometry::Polygon(Polygon::make_box(s(0.5), s(0.5))),
+            0.5,
+        ),
+        (
+            "rounded box",
+            ShapeGeometry::Polygon(Polygon::make_rounded_box(s(0.4), s(0.4), s(0.1))),
+            0.5,
+        ),
+        (
+            "capsule",
+            ShapeGeometry::Capsule(
+                Capsule::new(
+                    Vec2::new(s(-0.5), Scalar::ZERO),
+                    Vec2::new(s(0.5), Scalar::ZERO),
+                    s(0.25),
+                )
+                .unwrap(),
+            ),
+            0.25,
+        ),
+        (
+            "circle",
+            ShapeGeometry::Circle(Circle::new(Vec2::ZERO, s(0.5)).unwrap()),
+            0.5,
+        ),
+    ]
+}
+
+#[test]
+fn bodies_slide_across_a_chains_joints() {
+    for (name, g, y) in shapes() {
+        let (min_vx, max_vy, min_y) = slide(true, g, y);
+        assert!(min_vx > 14.99, "{name}: slowed to {min_vx} on the chain");
+        assert!(
+            max_vy < 0.01,
+            "{name}: bounced at {max_vy} m/s on the chain"
+        );
+        assert!(min_y > y - 0.01, "{name}: sank to {min_y} on the chain");
+    }
+    // The same floor from separate two-sided segments catches the corners
+    // of polygons and capsules at the joints (what chains exist for): the
+    // test would fail on segments.
+    for (name, g, y) in shapes().into_iter().take(3) {
+        let (min_vx, max_vy, _) = slide(false, g, y);
+        assert!(
+            min_vx < 14.0 && max_vy > 1.0,
+            "{name}: {min_vx} {max_vy} on segments"
+        );
+    }
+}
+
+fn ball(w: &mut World, y: f64, vy: f64) -> BodyId {
+    let b = w
+        .create_body(&BodyDef {
+            kind: BodyKind::Dynamic,
+            position: Vec2::new(Scalar::ZERO, s(y)),
+            linear_velocity: Vec2::new(Scalar::ZERO, s(vy)),
+            ..BodyDef::default()
+        })
+        .unwrap();
+    let g = ShapeGeometry::Polygon(Polygon::make_box(s(0.25), s(0.25)));
+    w.create_shape(b, &ShapeDef::default(), g).unwrap();
+    b
+}
+
+#[test]
+fn a_chain_is_one_sided() {
+    // From above, a box lands and rests on the floor.
+    let mut w = World::default();
+    floor(&mut w, true);
+    let b = ball(&mut w, 2.0, 0.0);
+    for _ in 0..120 {
+        w.step();
+    }
+    let y = w.position(b).unwrap().y.to_f64();
+    assert!((y - 0.25).abs() < 0.01, "rests at {y}");
+    // From below, moving up at 8 m/s, it passes through and lands on top.
+    let mut w = World::default();
+    floor(&mut w, true);
+    let b = ball(&mut w, -1.0, 8.0);
+    let mut max_y = f64::MIN;
+    for _ in 0..180 {
+        w.step();
+        max_y = max_y.max(w.position(b).unwrap().y.to_f64());
+    }
+    let y = w.position(b).unwrap().y.to_f64();
+    assert!(max_y > 1.5, "stopped under the floor at {max_y}");
+    assert!(
+        (y - 0.25).abs() < 0.01,
+        "ends at {y}, not on top of the floor"
+    );
+    // Two-sided segments stop it underneath.
+    let mut w = World::default();
+    floor(&mut w, false);
+    let b = ball(&mut w, -1.0, 8.0);
+    for _ in 0..30 {
+        w.step();
+    }
+    assert!(w.position(b).unwrap().y.to_f64() < -0.2);
+}
+
+#[test]
+fn rays_hit_a_chain_from_its_solid_side_only() {
+    let mut w = World::default();
+    floor(&mut w, true);
+    let f = QueryFilter::default();
+    let down = w
+        .cast_ray_closest(Vec2::from_ints(3, 2), Vec2::from_ints(0, -4), &f)
+        .unwrap()
+        .expect("a ray from above hits");
+    assert_eq!(down.point.y, Scalar::ZERO);
+    assert_eq!(down.normal, Vec2::from_ints(0, 1));
+    let up = w
+        .cast_ray_closest(Vec2::from_ints(3, -2), Vec2::from_ints(0, 4), &f)
+        .unwrap();
+    assert!(up.is_none(), "a ray from below passes: {up:?}");
+}
+
+#[test]
+fn chains_are_checked_and_built_whole_or_not_at_all() {
+    let pts = |v: &[(i32, i32)]| {
+        v.iter()
+            .map(|&(x, y)| Vec2::from_ints(x, y))
+            .collect::<Vec<_>>()
+    };
+    // Segments: a loop has one per point, an open chain points − 3.
+    let square = pts(&[(0, 0), (0, 4), (4, 4), (4, 0)]);
+    assert_eq!(chain_segments(&square, true).unwrap().len(), 4);
+    assert_eq!(chain_segments(&square, false).unwrap().len(), 1);
+    let open = chain_segments(&square, false).unwrap()[0];
+    assert_eq!((open.ghost1, open.segment.p1), (square[0], square[1]));
+    assert_eq!((open.segment.p2, open.ghost2), (square[2], square[3]));
+    let closed = chain_segments(&square, true).unwrap();
+    assert_eq!(closed[0].ghost1, square[3]);
+    assert_eq!(closed[3].segment.p2, square[0]);
+    assert_eq!(closed[3].ghost2, square[1]);
+    // Too few points, or two points at one place.
+    assert_eq!(
+        chain_segments(&square[..3], true),
+        Err(GeometryError::ChainPoints(3))
+    );
+    let repeated = pts(&[(0, 0), (0, 4), (0, 4), (4, 4), (4, 0)]);
+    assert!(chain_segments(&repeated, true).is_err());
+    assert!(chain_segments(&repeated, false).is_err());
+    // A rejected chain leaves the world as it was.
+    let mut w = World::default();
+    let ground = w.create_body(&BodyDef::default()).unwrap();
+    assert!(w
+        .create_chain(ground, &ShapeDef::default(), &repeated, true)
+        .is_err());
+    assert_eq!(w.shape_count(), 0);
+    let ids = w
+        .create_chain(ground, &ShapeDef::default(), &square, true)
+        .unwrap();
+    assert_eq!((ids.len(), w.shape_count()), (4, 4));
+    assert!(matches!(
+        w.shape_geometry(ids[0]).unwrap(),
+        ShapeGeometry::ChainSegment(_)
+    ));
+}
