@@ -258,16 +258,22 @@ fn bad_files_exit_2_and_the_others_are_still_verified() {
     assert!(err.contains("not a bitroom replay"), "{err}");
     assert!(out.contains("verified 150 ticks"), "{out}");
 
-    let v9 = rewrite(&f, &d.join("v9.brr"), |r| {
+    let next = FORMAT_VERSION + 1;
+    let newer = rewrite(&f, &d.join("newer.brr"), |r| {
         if let Record::Header(h) = r {
-            h.format_version = 9;
+            h.format_version = next;
         }
     });
-    let (code, _, err) = run(&["replay", "verify", &v9]);
+    let (code, _, err) = run(&["replay", "verify", &newer]);
     assert_eq!(code, 2);
+    let reads = if OLDEST_FORMAT_VERSION == FORMAT_VERSION {
+        format!("version {FORMAT_VERSION}")
+    } else {
+        format!("versions {OLDEST_FORMAT_VERSION} to {FORMAT_VERSION}")
+    };
     assert!(
         err.contains(&format!(
-            "unsupported replay format version 9 (this build reads versions {OLDEST_FORMAT_VERSION} to {FORMAT_VERSION})"
+            "unsupported replay format version {next} (this build reads {reads})"
         )),
         "{err}"
     );
@@ -426,9 +432,9 @@ fn info_and_export() {
 #[test]
 fn the_committed_release_fixture_verifies_in_this_build() {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../protocol/tests/fixtures/arena-4-bots-v7.brr");
+        .join("../protocol/tests/fixtures/arena-4-bots-v9.brr");
     let (code, out, err) = run(&["replay", "verify", fixture.to_str().expect("utf-8")]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("verified 240 ticks"), "{out}");
-    assert!(out.contains("hash at tick 240 1d8e041bdc204dd5"), "{out}");
+    assert!(out.contains("hash at tick 240 0ee58375aceda9b3"), "{out}");
 }

@@ -78,11 +78,16 @@ use std::fmt;
 /// of moving shapes grow by an eighth of the shape's extent, at most 5 cm
 /// (Box2D v3's per-shape margin; was 5 cm for every shape), and a
 /// teleport re-makes them only when they no longer hold the shape (a new
-/// simulation for shapes under 40 cm, the same encodings).
+/// simulation for shapes under 40 cm, the same encodings). 15: chain
+/// shapes (a new shape geometry in snapshots, variant 4), contacts with a
+/// sleeping dynamic body left out of the solve until the step's collide
+/// wakes it, and Box2D's time-of-impact target for rounded shapes (a slop
+/// of overlap, not a slop short): a new simulation for the arena's
+/// capsules.
 ///
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
 /// [`Rules::Input`]: bitroom_sim::game::Rules::Input
-pub const PROTOCOL_VERSION: u32 = 14;
+pub const PROTOCOL_VERSION: u32 = 15;
 /// A state hash as frames carry it: its low 24 bits.
 pub fn wire_hash(hash: u64) -> u32 {
     (hash & 0x00FF_FFFF) as u32

@@ -679,9 +679,12 @@ fn bad_headers_are_errors() {
         "{e}"
     );
     assert!(
-        e.to_string().contains(&format!(
-            "this build reads versions {OLDEST_FORMAT_VERSION} to {FORMAT_VERSION})"
-        )),
+        e.to_string()
+            .contains(&if OLDEST_FORMAT_VERSION == FORMAT_VERSION {
+                format!("this build reads version {FORMAT_VERSION})")
+            } else {
+                format!("this build reads versions {OLDEST_FORMAT_VERSION} to {FORMAT_VERSION})")
+            }),
         "{e}"
     );
 

@@ -3,17 +3,13 @@
 //! ```sh
 //! cargo run --release --bin bitroom-server -- replay record --loose-bodies 8 \
 //!     --players 4 --ticks 240 --keyframe-interval 120 --room fixture \
-//!     --out protocol/tests/fixtures/arena-4-bots-v7.brr
+//!     --out protocol/tests/fixtures/arena-4-bots-v9.brr
 //! ```
 //!
-//! (replay format 7, packed snapshots without contact geometry; recorded
-//! 2026-11-25 for protocol 10's simulation: fixed lever arms for recycled
-//! contacts, Box2D's fat boxes, friction in the relax pass, alternating
-//! colour order, the revolute joint's relax anchors). Protocol 14's
-//! simulation (Box2D's per-shape fat-box margin) replays it to the same
-//! hashes: the arena's shapes are all at least 40 cm in extent, whose
-//! margin is the 5 cm it was, so it was not re-recorded (that would only
-//! turn it into replay format 8, and it is the test of reading format 7).
+//! (replay format 9; recorded 2026-11-26 for protocol 15's simulation:
+//! Box2D's time-of-impact target for rounded shapes, a slop of overlap
+//! instead of a slop short, so a capsule grazing the seam between two
+//! pieces of ground is not stopped there).
 //!
 //! It must verify in every build (debug tests included) and on every
 //! platform: `.ci/cross-check.sh` runs this file on each target and diffs
@@ -28,12 +24,12 @@
 use bitroom_protocol::replay::{verify, Record, ReplayReader, VerifyOptions, VerifyReport};
 use bitroom_sim::game::sandbox::{PlayerInput, Sandbox};
 
-/// Format 7: packed snapshots.
-const FIXTURE: &[u8] = include_bytes!("fixtures/arena-4-bots-v7.brr");
+/// Format 9.
+const FIXTURE: &[u8] = include_bytes!("fixtures/arena-4-bots-v9.brr");
 /// Ticks in the fixture.
 const TICKS: u64 = 240;
 /// Its final state hash (also recorded in the file).
-const FINAL_HASH: u64 = 0x1d8e041bdc204dd5;
+const FINAL_HASH: u64 = 0x0ee58375aceda9b3;
 
 fn run(bytes: &[u8], synctest: Option<u32>) -> VerifyReport {
     let reader = ReplayReader::open(bytes).expect("the fixture opens");

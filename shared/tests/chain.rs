@@ -112,13 +112,21 @@ fn bodies_slide_across_a_chains_joints() {
         );
         assert!(min_y > y - 0.01, "{name}: sank to {min_y} on the chain");
     }
-    // The same floor from separate two-sided segments catches the corners
-    // of polygons and capsules at the joints (what chains exist for): the
-    // test would fail on segments.
-    for (name, g, y) in shapes().into_iter().take(3) {
+    // The same floor from separate two-sided segments catches a sharp
+    // box's corner at the joints (what chains exist for), as Box2D's does
+    // (its slowest 4.5 m/s, thrown up at 5.9 m/s); rounded shapes pass the
+    // joints of segments too, in both engines.
+    let (name, g, y) = shapes()[0];
+    let (min_vx, max_vy, _) = slide(false, g, y);
+    eprintln!("{name} on segments: slowest {min_vx:.2} m/s, thrown up at {max_vy:.2} m/s");
+    assert!(
+        min_vx < 14.0 && max_vy > 1.0,
+        "{name}: {min_vx} {max_vy} on segments"
+    );
+    for (name, g, y) in shapes().into_iter().skip(1) {
         let (min_vx, max_vy, _) = slide(false, g, y);
         assert!(
-            min_vx < 14.0 && max_vy > 1.0,
+            min_vx > 14.99 && max_vy < 0.01,
             "{name}: {min_vx} {max_vy} on segments"
         );
     }

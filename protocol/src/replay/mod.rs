@@ -95,15 +95,19 @@ pub const MAGIC: &[u8; 8] = b"BRREPLAY";
 /// a simulation that recycles the contacts of thick shapes. 8: tick records
 /// hold the recorded game's own input type ([`Rules::Input`]) and the
 /// header's `rules` names any game (7 knew only the sandbox); a sandbox
-/// recording's bytes are those of 7, which this build still reads.
+/// recording's bytes are those of 7. 9: the same bytes as 8, of a
+/// simulation whose continuous collision lets rounded shapes overlap by a
+/// slop before an impact (Box2D's target) and whose contacts with a
+/// sleeping body wait for the step's collide (protocol 15): the arena's
+/// capsules move otherwise, so files of 8 and 7 replay to other hashes.
 ///
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
 /// [`Rules::Input`]: bitroom_sim::game::Rules::Input
-pub const FORMAT_VERSION: u32 = 8;
-/// The oldest format this build reads: 7 (sandbox recordings, whose bytes
-/// 8 keeps). Older files hold states and hashes of an earlier simulation,
-/// which this build cannot reproduce.
-pub const OLDEST_FORMAT_VERSION: u32 = 7;
+pub const FORMAT_VERSION: u32 = 9;
+/// The oldest format this build reads: 9, its own. Older files hold
+/// states and hashes of an earlier simulation, which this build cannot
+/// reproduce.
+pub const OLDEST_FORMAT_VERSION: u32 = 9;
 /// Largest record payload accepted (a keyframe of the largest snapshot,
 /// 64 MiB of world plus 1 MiB of game state, fits).
 pub const MAX_RECORD: usize = 72 << 20;

@@ -16,4 +16,6 @@ pub use manifold::{
     SPECULATIVE_DISTANCE,
 };
 pub use raycast::{ray_cast, test_point, CastOutput};
-pub use toi::{time_of_impact, Sweep, ToiOutput, ToiState, TOI_MAX_ITERATIONS, TOI_TARGET};
+pub use toi::{
+    time_of_impact, toi_target, Sweep, ToiOutput, ToiState, TOI_MAX_ITERATIONS, TOI_TARGET,
+};

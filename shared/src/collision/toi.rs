@@ -28,9 +28,20 @@ use crate::math::{Rot, Scalar, Transform, Vec2};
 /// Most distance evaluations in one time-of-impact search.
 pub const TOI_MAX_ITERATIONS: u32 = 32;
 
-/// Usual target separation at the time of impact: the linear slop, so the
-/// next step's speculative contact catches the pair.
+/// Target separation at the time of impact for sharp shapes: the linear
+/// slop, so the next step's speculative contact catches the pair.
 pub const TOI_TARGET: Scalar = LINEAR_SLOP;
+
+/// Box2D's target at the time of impact, as a separation of the surfaces,
+/// for shapes whose rounding radii sum to `radii`: the cores
+/// `max(slop, radii − slop)` apart. Sharp shapes stop a slop short of
+/// touching ([`TOI_TARGET`]); rounded ones (radii of two slops or more)
+/// may overlap by a slop, as a resting contact does, so that a rounded
+/// body sliding along the ground does not stop where its surface grazes
+/// the end of the next piece of ground.
+pub fn toi_target(radii: Scalar) -> Scalar {
+    LINEAR_SLOP.max(radii - LINEAR_SLOP) - radii
+}
 /// Accepted distance above the target.
 const TOLERANCE: Scalar = Scalar::from_bits(LINEAR_SLOP.to_bits() >> 2);
 
@@ -117,8 +128,9 @@ pub struct ToiOutput {
 
 /// First time in `[0, t_max]` at which shape A (moving along `sweep_a`,
 /// no point farther than `extent_a` from its sweep centre) and shape B come
-/// within `target` (≥ 0, usually [`TOI_TARGET`]) of each other, to within a
-/// quarter of the linear slop.
+/// within `target` of each other, to within a quarter of the linear slop.
+/// The target is a separation of the surfaces ([`toi_target`]); it may be
+/// negative (an overlap), down to minus the sum of the radii.
 #[allow(clippy::too_many_arguments)]
 pub fn time_of_impact(
     a: &DistanceProxy,
@@ -132,10 +144,15 @@ pub fn time_of_impact(
 ) -> ToiOutput {
     let spin = sweep_a.angular_bound() * extent_a + sweep_b.angular_bound() * extent_b;
     let dv = (sweep_b.c2 - sweep_b.c1) - (sweep_a.c2 - sweep_a.c1);
+    // The separation is measured between the cores, less the radii, so
+    // that it goes below zero when the surfaces overlap.
+    let radii = a.radius + b.radius;
+    let target = target.max(-radii);
     let mut t = Scalar::ZERO;
     for _ in 0..TOI_MAX_ITERATIONS {
         let out = shape_distance(a, sweep_a.transform(t), b, sweep_b.transform(t));
-        if out.distance <= target + TOLERANCE {
+        let separation = out.core_distance - radii;
+        if separation <= target + TOLERANCE {
             let state = if t.is_zero() {
                 ToiState::Overlapped
             } else {
@@ -144,7 +161,7 @@ pub fn time_of_impact(
             return ToiOutput { state, fraction: t };
         }
         let mu = spin - dv.dot(out.normal);
-        let gap = out.distance - target;
+        let gap = separation - target;
         let left = t_max - t;
         if mu <= Scalar::ZERO || mu * left <= gap {
             return ToiOutput {

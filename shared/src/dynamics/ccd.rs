@@ -34,7 +34,7 @@
 use super::body::{Body, BodyConfig, BodyKind, NONE};
 use super::solver::BodyState;
 use super::world::WorldState;
-use crate::collision::{time_of_impact, DistanceProxy, Sweep, ToiState, LINEAR_SLOP, TOI_TARGET};
+use crate::collision::{time_of_impact, toi_target, DistanceProxy, Sweep, ToiState, LINEAR_SLOP};
 use crate::geometry::{ChainSegment, ShapeGeometry};
 use crate::math::{Rot, Scalar, Transform, Vec2};
 
@@ -300,7 +300,9 @@ fn solve_body(
                     target,
                 )
             };
-            let mut out = toi(&proxy, TOI_TARGET);
+            // Box2D's target: a slop short for sharp shapes, a slop of
+            // overlap for rounded ones (grazing is not an impact).
+            let mut out = toi(&proxy, toi_target(proxy.radius + other_proxy.radius));
             if out.state == ToiState::Overlapped {
                 // Resting or sliding on it: only a real pass-through counts,
                 // when the shape's core would touch it.
