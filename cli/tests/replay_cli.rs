@@ -436,5 +436,5 @@ fn the_committed_release_fixture_verifies_in_this_build() {
     let (code, out, err) = run(&["replay", "verify", fixture.to_str().expect("utf-8")]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("verified 240 ticks"), "{out}");
-    assert!(out.contains("hash at tick 240 0ee58375aceda9b3"), "{out}");
+    assert!(out.contains("hash at tick 240 1d8e041bdc204dd5"), "{out}");
 }

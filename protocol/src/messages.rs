@@ -81,9 +81,9 @@ use std::fmt;
 /// simulation for shapes under 40 cm, the same encodings). 15: chain
 /// shapes (a new shape geometry in snapshots, variant 4), contacts with a
 /// sleeping dynamic body left out of the solve until the step's collide
-/// wakes it, and Box2D's time-of-impact target for rounded shapes (a slop
-/// of overlap, not a slop short): a new simulation for the arena's
-/// capsules.
+/// wakes it, and continuous collision that lets rounded shapes graze
+/// what they pass (an impact must come within Box2D's target, a slop of
+/// overlap): a new simulation for the arena's capsules.
 ///
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
 /// [`Rules::Input`]: bitroom_sim::game::Rules::Input

@@ -96,10 +96,10 @@ pub const MAGIC: &[u8; 8] = b"BRREPLAY";
 /// hold the recorded game's own input type ([`Rules::Input`]) and the
 /// header's `rules` names any game (7 knew only the sandbox); a sandbox
 /// recording's bytes are those of 7. 9: the same bytes as 8, of a
-/// simulation whose continuous collision lets rounded shapes overlap by a
-/// slop before an impact (Box2D's target) and whose contacts with a
-/// sleeping body wait for the step's collide (protocol 15): the arena's
-/// capsules move otherwise, so files of 8 and 7 replay to other hashes.
+/// simulation whose continuous collision lets rounded shapes graze what
+/// they pass and whose contacts with a sleeping body wait for the step's
+/// collide (protocol 15): the arena's capsules can move otherwise, so
+/// files of 8 and 7 may replay to other hashes.
 ///
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
 /// [`Rules::Input`]: bitroom_sim::game::Rules::Input

@@ -36,9 +36,10 @@ pub const TOI_TARGET: Scalar = LINEAR_SLOP;
 /// for shapes whose rounding radii sum to `radii`: the cores
 /// `max(slop, radii − slop)` apart. Sharp shapes stop a slop short of
 /// touching ([`TOI_TARGET`]); rounded ones (radii of two slops or more)
-/// may overlap by a slop, as a resting contact does, so that a rounded
-/// body sliding along the ground does not stop where its surface grazes
-/// the end of the next piece of ground.
+/// may overlap by a slop, as a resting contact does. Continuous collision
+/// stops at [`TOI_TARGET`] and uses this one to tell an impact from a
+/// graze (a rounded body sliding along the ground, whose surface passes
+/// over the end of the next piece of ground).
 pub fn toi_target(radii: Scalar) -> Scalar {
     LINEAR_SLOP.max(radii - LINEAR_SLOP) - radii
 }
@@ -142,7 +143,19 @@ pub fn time_of_impact(
     t_max: Scalar,
     target: Scalar,
 ) -> ToiOutput {
-    let spin = sweep_a.angular_bound() * extent_a + sweep_b.angular_bound() * extent_b;
+    // Turning moves a shape's surface no faster than its core (the
+    // rounding is the same all round), so the core's reach from the sweep
+    // centre bounds the spin: a ball's is zero however fast it rolls.
+    let reach = |p: &DistanceProxy, sweep: &Sweep, extent: Scalar| {
+        p.points()
+            .iter()
+            .map(|&v| (v - sweep.local_center).length())
+            .max()
+            .unwrap_or(Scalar::ZERO)
+            .min(extent)
+    };
+    let spin = sweep_a.angular_bound() * reach(a, sweep_a, extent_a)
+        + sweep_b.angular_bound() * reach(b, sweep_b, extent_b);
     let dv = (sweep_b.c2 - sweep_b.c1) - (sweep_a.c2 - sweep_a.c1);
     // The separation is measured between the cores, less the radii, so
     // that it goes below zero when the surfaces overlap.
@@ -152,13 +165,19 @@ pub fn time_of_impact(
     for _ in 0..TOI_MAX_ITERATIONS {
         let out = shape_distance(a, sweep_a.transform(t), b, sweep_b.transform(t));
         let separation = out.core_distance - radii;
-        if separation <= target + TOLERANCE {
-            let state = if t.is_zero() {
-                ToiState::Overlapped
-            } else {
-                ToiState::Hit
+        // Touching at the start (resting, sliding, rolling on it) is an
+        // overlap whatever the target; past the start, the target decides.
+        if t.is_zero() && separation <= target.max(Scalar::ZERO) + TOLERANCE {
+            return ToiOutput {
+                state: ToiState::Overlapped,
+                fraction: t,
             };
-            return ToiOutput { state, fraction: t };
+        }
+        if separation <= target + TOLERANCE {
+            return ToiOutput {
+                state: ToiState::Hit,
+                fraction: t,
+            };
         }
         let mu = spin - dv.dot(out.normal);
         let gap = separation - target;

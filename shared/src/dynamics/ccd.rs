@@ -16,6 +16,14 @@
 //! other). Candidates are sorted by shape slot, and every search has a fixed
 //! iteration cap.
 //!
+//! A hit of a rounded shape counts only if the shapes would also come
+//! within Box2D's target, a slop of overlap (`toi_target`): a body resting
+//! on the ground touches its plane, and its surface passing over the end
+//! of the next piece of ground is a graze, not an impact. A real impact
+//! still stops a slop short, where the next step's speculative contact
+//! stops it whole. A chain segment the shape started behind, or slides
+//! along, is skipped (Box2D's early out).
+//!
 //! A shape that starts the step already within the slop of a candidate
 //! (resting or sliding on it) would stop at once; it is tested again by its
 //! *core*, the shape shrunk by ¾ of its smallest extent (a plank stays a
@@ -34,7 +42,9 @@
 use super::body::{Body, BodyConfig, BodyKind, NONE};
 use super::solver::BodyState;
 use super::world::WorldState;
-use crate::collision::{time_of_impact, toi_target, DistanceProxy, Sweep, ToiState, LINEAR_SLOP};
+use crate::collision::{
+    time_of_impact, toi_target, DistanceProxy, Sweep, ToiState, LINEAR_SLOP, TOI_TARGET,
+};
 use crate::geometry::{ChainSegment, ShapeGeometry};
 use crate::math::{Rot, Scalar, Transform, Vec2};
 
@@ -211,19 +221,25 @@ fn body_sweep(b: &Body, c: &BodyConfig, slot: u32, start: &[(Vec2, Rot)]) -> Swe
     }
 }
 
-/// Whether a fast body's sweep leaves chain segment `chain` (on a body at
-/// `xf`) alone, as Box2D's continuous step does: it started behind the
+/// Whether a fast shape whose centroid moves `c1` → `c2` leaves chain
+/// segment `chain` (on a body at `xf`) alone, as Box2D's continuous step
+/// does: it started behind the
 /// one-sided segment, or it moves along it and ends clear of it by more
 /// than a quarter of its smallest extent (sliding fast along a chain must
 /// not stop the body at each segment).
-fn passes_chain(chain: &ChainSegment, xf: Transform, sweep: &Sweep, min_extent: Scalar) -> bool {
+fn passes_chain(
+    chain: &ChainSegment,
+    xf: Transform,
+    (c1, c2): (Vec2, Vec2),
+    min_extent: Scalar,
+) -> bool {
     let p1 = xf.apply(chain.segment.p1);
     let (length, e) = (xf.apply(chain.segment.p2) - p1).length_and_normalize();
     if length <= LINEAR_SLOP {
         return false;
     }
-    let separation1 = (sweep.c1 - p1).cross(e);
-    let separation2 = (sweep.c2 - p1).cross(e);
+    let separation1 = (c1 - p1).cross(e);
+    let separation2 = (c2 - p1).cross(e);
     let core = min_extent.shr(2);
     separation1 < Scalar::ZERO || (separation1 - separation2 < core && separation2 > core)
 }
@@ -274,7 +290,11 @@ fn solve_body(
             }
             let ob = &st.bodies[other.body as usize];
             if let ShapeGeometry::ChainSegment(chain) = &st.geometry[o as usize] {
-                if passes_chain(chain, ob.transform, &sweep, config.min_extent) {
+                // The shape's own centroid at both ends (a body's centre
+                // may be elsewhere when it has several shapes).
+                let centroid = shape_centroid(geometry);
+                let path = (xf_start.apply(centroid), xf_end.apply(centroid));
+                if passes_chain(chain, ob.transform, path, config.min_extent) {
                     continue;
                 }
             }
@@ -300,9 +320,20 @@ fn solve_body(
                     target,
                 )
             };
-            // Box2D's target: a slop short for sharp shapes, a slop of
-            // overlap for rounded ones (grazing is not an impact).
-            let mut out = toi(&proxy, toi_target(proxy.radius + other_proxy.radius));
+            let mut out = toi(&proxy, TOI_TARGET);
+            let graze = toi_target(proxy.radius + other_proxy.radius);
+            if out.state == ToiState::Hit
+                && graze < TOI_TARGET
+                && toi(&proxy, graze).state == ToiState::Separated
+            {
+                // Rounded shapes that come within the slop but never
+                // overlap by more than one (Box2D's target, which a resting
+                // contact reaches): a graze, as a ball or a capsule on the
+                // ground passing over the end of the next piece of it, not
+                // an impact. A real impact still stops a slop short, where
+                // the next step's speculative contact catches it whole.
+                continue;
+            }
             if out.state == ToiState::Overlapped {
                 // Resting or sliding on it: only a real pass-through counts,
                 // when the shape's core would touch it.

@@ -40,10 +40,23 @@ impl World {
                 }
             }
         }
-        segments
+        // The checks `attach_shape` makes that a segment could fail: all
+        // made first, so that nothing is attached when one would fail.
+        if def.density < Scalar::ZERO {
+            return Err(WorldError::BadDensity);
+        }
+        if def.friction < Scalar::ZERO {
+            return Err(WorldError::Negative("friction"));
+        }
+        if def.restitution < Scalar::ZERO {
+            return Err(WorldError::Negative("restitution"));
+        }
+        let ids = segments
             .into_iter()
-            .map(|seg| self.create_shape(body, def, ShapeGeometry::ChainSegment(seg)))
-            .collect()
+            .map(|seg| self.attach_shape(body, def, ShapeGeometry::ChainSegment(seg)))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.update_mass(self.body_index(body)?);
+        Ok(ids)
     }
 
     /// Attaches a shape to a body and updates its mass.
@@ -52,6 +65,19 @@ impl World {
     /// A stale body handle, a non-positive density on a dynamic body, or a
     /// negative friction or restitution.
     pub fn create_shape(
+        &mut self,
+        body: BodyId,
+        def: &ShapeDef,
+        geometry: ShapeGeometry,
+    ) -> Result<ShapeId, WorldError> {
+        let id = self.attach_shape(body, def, geometry)?;
+        self.update_mass(self.body_index(body)?);
+        Ok(id)
+    }
+
+    /// [`World::create_shape`] without the mass update (which walks every
+    /// shape of the body: a chain's segments update it once).
+    fn attach_shape(
         &mut self,
         body: BodyId,
         def: &ShapeDef,
@@ -116,7 +142,6 @@ impl World {
         self.state.bodies[bi as usize].first_shape = index;
         // Adding a shape does not wake a body created asleep (the smash wall
         // is built asleep); contacts wake it when something touches it.
-        self.update_mass(bi);
         Ok(ShapeId { index, generation })
     }
 
