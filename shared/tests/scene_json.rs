@@ -14,6 +14,7 @@ const BOUNCE: &str = include_str!("../../scenes/bounce.json");
 const EVENTS: &str = include_str!("../../scenes/events.json");
 const BRIDGE: &str = include_str!("../../scenes/bridge.json");
 const JOINTS: &str = include_str!("../../scenes/joints.json");
+const VALLEY: &str = include_str!("../../scenes/valley.json");
 const EXAMPLES: &[(&str, &str)] = &[
     ("stack", STACK),
     ("playground", PLAYGROUND),
@@ -21,6 +22,7 @@ const EXAMPLES: &[(&str, &str)] = &[
     ("events", EVENTS),
     ("bridge", BRIDGE),
     ("joints", JOINTS),
+    ("valley", VALLEY),
 ];
 
 fn err(text: &str) -> String {
@@ -1204,4 +1206,34 @@ fn chains_build_one_sided_segments_and_are_checked() {
         )),
         &["chain makes 1027 segments; a body may have at most 1024 shapes"],
     );
+}
+
+#[test]
+fn valley_bodies_slide_down_the_chain_and_settle_at_the_bottom() {
+    let mut w = parse_scene(VALLEY).unwrap();
+    let chain = w.bodies().next().unwrap();
+    assert_eq!(
+        w.body_shapes(chain).unwrap().len(),
+        22,
+        "25 points, open: 22 segments"
+    );
+    for _ in 0..600 {
+        w.step();
+        for data in 1..=4 {
+            // Never under the valley's surface (y = x²/20), however it lands.
+            let p = w.position(body_by_user_data(&w, data)).unwrap();
+            let (x, y) = (p.x.to_f64(), p.y.to_f64());
+            assert!(
+                y > x * x / 20.0 - 0.05,
+                "body {data} under the ground at {p:?}"
+            );
+        }
+    }
+    for data in 1..=4 {
+        let p = w.position(body_by_user_data(&w, data)).unwrap();
+        assert!(
+            p.x.to_f64().abs() < 3.0 && p.y.to_f64() < 1.2,
+            "body {data} did not settle at the bottom: {p:?}"
+        );
+    }
 }
