@@ -271,15 +271,6 @@ impl ShapeGeometry {
         }
     }
 
-    /// The solid segment of a segment or chain segment.
-    pub fn segment(&self) -> Option<&Segment> {
-        match self {
-            ShapeGeometry::Segment(s)
-            | ShapeGeometry::ChainSegment(ChainSegment { segment: s, .. }) => Some(s),
-            _ => None,
-        }
-    }
-
     /// Mass properties at a density (segments have none).
     pub fn mass(&self, density: Scalar) -> MassData {
         match self {

@@ -3,12 +3,38 @@
 
 use super::{World, WorldError};
 use crate::collision::SPECULATIVE_DISTANCE;
-use crate::dynamics::body::{BodyId, BodyKind, ShapeId, NONE};
+use crate::dynamics::body::{Body, BodyId, BodyKind, ShapeId, NONE};
 use crate::dynamics::ccd;
 use crate::dynamics::shape::{aabb_margin, fat_box, Shape, ShapeDef, VACANT_GEOMETRY};
 use crate::geometry::{chain_segments, ShapeGeometry};
-use crate::math::{Scalar, Vec2, WORLD_BOUND};
+use crate::math::{Aabb, Scalar, Vec2, WORLD_BOUND};
 use std::sync::Arc;
+
+/// A shape definition's material: no negative density, friction or
+/// restitution.
+fn check_material(def: &ShapeDef) -> Result<(), WorldError> {
+    if def.density < Scalar::ZERO {
+        return Err(WorldError::BadDensity);
+    }
+    if def.friction < Scalar::ZERO {
+        return Err(WorldError::Negative("friction"));
+    }
+    if def.restitution < Scalar::ZERO {
+        return Err(WorldError::Negative("restitution"));
+    }
+    Ok(())
+}
+
+/// A shape's box on body `b`, which must lie within the world bounds.
+fn check_in_world(geometry: &ShapeGeometry, b: &Body) -> Result<Aabb, WorldError> {
+    let aabb = geometry.aabb(b.transform);
+    for v in [aabb.lower, aabb.upper] {
+        if v.x.abs() > WORLD_BOUND || v.y.abs() > WORLD_BOUND {
+            return Err(WorldError::OutOfBounds("shape"));
+        }
+    }
+    Ok(aabb)
+}
 
 impl World {
     /// Number of live shapes (each chain segment is one).
@@ -32,24 +58,11 @@ impl World {
     ) -> Result<Vec<ShapeId>, WorldError> {
         let segments = chain_segments(points, is_loop)?;
         let b = self.state.bodies[self.body_index(body)? as usize];
+        // Every check `attach_shape` makes that a segment could fail, first,
+        // so that nothing is attached when one would fail.
+        check_material(def)?;
         for seg in &segments {
-            let aabb = ShapeGeometry::ChainSegment(*seg).aabb(b.transform);
-            for v in [aabb.lower, aabb.upper] {
-                if v.x.abs() > WORLD_BOUND || v.y.abs() > WORLD_BOUND {
-                    return Err(WorldError::OutOfBounds("shape"));
-                }
-            }
-        }
-        // The checks `attach_shape` makes that a segment could fail: all
-        // made first, so that nothing is attached when one would fail.
-        if def.density < Scalar::ZERO {
-            return Err(WorldError::BadDensity);
-        }
-        if def.friction < Scalar::ZERO {
-            return Err(WorldError::Negative("friction"));
-        }
-        if def.restitution < Scalar::ZERO {
-            return Err(WorldError::Negative("restitution"));
+            check_in_world(&ShapeGeometry::ChainSegment(*seg), &b)?;
         }
         let ids = segments
             .into_iter()
@@ -94,21 +107,8 @@ impl World {
         {
             return Err(WorldError::BadDensity);
         }
-        if def.density < Scalar::ZERO {
-            return Err(WorldError::BadDensity);
-        }
-        if def.friction < Scalar::ZERO {
-            return Err(WorldError::Negative("friction"));
-        }
-        if def.restitution < Scalar::ZERO {
-            return Err(WorldError::Negative("restitution"));
-        }
-        let aabb = geometry.aabb(b.transform);
-        for v in [aabb.lower, aabb.upper] {
-            if v.x.abs() > WORLD_BOUND || v.y.abs() > WORLD_BOUND {
-                return Err(WorldError::OutOfBounds("shape"));
-            }
-        }
+        check_material(def)?;
+        let aabb = check_in_world(&geometry, &b)?;
         let index = match self.state.free_shapes.pop() {
             Some(i) => i,
             None => {
