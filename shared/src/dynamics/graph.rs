@@ -58,7 +58,7 @@
 use super::body::Body;
 use super::contact::Contact;
 use super::solver::{BodyState, ContactCold, Softness};
-use crate::math::{prefetch, Coef, Mask, Scalar, Wide};
+use crate::math::{prefetch, Coef, CoefV, Mask, Scalar, Wide};
 
 pub(crate) use crate::math::LANES;
 
@@ -407,8 +407,8 @@ fn prepare_bundle(bundle: &mut Bundle, cold: &mut BundleCold, inp: &Inputs, any_
 /// The softness of each lane: `f` of the stiffer one where the contact is
 /// against a body that does not move.
 #[inline(always)]
-fn lane_softness(against_static: Mask, soft: &[Softness; 2], f: fn(&Softness) -> Scalar) -> Coef {
-    against_static.select_coef(Coef::splat(f(&soft[1])), Coef::splat(f(&soft[0])))
+fn lane_softness(against_static: Mask, soft: &[Softness; 2], f: fn(&Softness) -> Scalar) -> CoefV {
+    against_static.select_coef(CoefV::splat(f(&soft[1])), CoefV::splat(f(&soft[0])))
 }
 
 /// The step's colouring and bundles (scratch; rebuilt every step).
@@ -733,8 +733,8 @@ impl Pair {
     fn apply<const SAME: bool>(
         &mut self,
         l: Wide,
-        (ma_x, ma_y): (Coef, Coef),
-        (mb_x, mb_y): (Coef, Coef),
+        (ma_x, ma_y): (CoefV, CoefV),
+        (mb_x, mb_y): (CoefV, CoefV),
         (wa, wb): (Coef, Coef),
     ) {
         if SAME {
@@ -755,7 +755,7 @@ impl Pair {
 
     /// `(vB − vA)·(x, y)`, as `Vec2::dot` of the difference.
     #[inline(always)]
-    fn dv_dot(&self, x: Coef, y: Coef) -> Wide {
+    fn dv_dot(&self, x: CoefV, y: CoefV) -> Wide {
         (self.b[0] - self.a[0]) * x + (self.b[1] - self.a[1]) * y
     }
 }
@@ -779,9 +779,12 @@ fn warm_start_bundle<const SAME: bool>(c: &Bundle, states: &mut [BodyState]) {
         a: gather_v(states, &c.a),
         b: gather_v(states, &c.b),
     };
-    let (ma, mb) = ((c.m_n_a_x, c.m_n_a_y), (c.m_n_b_x, c.m_n_b_y));
+    let (ma, mb) = (
+        (c.m_n_a_x.get(), c.m_n_a_y.get()),
+        (c.m_n_b_x.get(), c.m_n_b_y.get()),
+    );
     // Tangent responses: right_perp(m⁻¹ n) = (y, −x).
-    let (ta, tb) = ((c.m_n_a_y, c.m_n_a_x.neg()), (c.m_n_b_y, c.m_n_b_x.neg()));
+    let (ta, tb) = ((ma.1, ma.0.neg()), (mb.1, mb.0.neg()));
     for cp in &c.points {
         p.apply::<SAME>(cp.normal_impulse, ma, mb, (cp.wn_a, cp.wn_b));
         p.apply::<SAME>(cp.tangent_impulse, ta, tb, (cp.wt_a, cp.wt_b));
@@ -828,8 +831,11 @@ fn solve_bundle<const USE_BIAS: bool, const SAME: bool>(
         a: gather_v(states, &c.a),
         b: gather_v(states, &c.b),
     };
-    let (nx, ny) = (c.normal_x, c.normal_y);
-    let (ma, mb) = ((c.m_n_a_x, c.m_n_a_y), (c.m_n_b_x, c.m_n_b_y));
+    let (nx, ny) = (c.normal_x.get(), c.normal_y.get());
+    let (ma, mb) = (
+        (c.m_n_a_x.get(), c.m_n_a_y.get()),
+        (c.m_n_b_x.get(), c.m_n_b_y.get()),
+    );
     // The relax pass: separation from the motion so far.
     let motion = if USE_BIAS {
         None
@@ -846,9 +852,9 @@ fn solve_bundle<const USE_BIAS: bool, const SAME: bool>(
             lane_softness(c.against_static, soft, |s| s.impulse_scale),
         )
     } else {
-        (Coef::zero(), Coef::zero(), Coef::zero())
+        (CoefV::zero(), CoefV::zero(), CoefV::zero())
     };
-    let one = Coef::splat(Scalar::ONE);
+    let one = CoefV::splat(Scalar::ONE);
     for (k, cp) in c.points.iter_mut().enumerate() {
         let s = match motion {
             None => cp.separation,
@@ -870,7 +876,7 @@ fn solve_bundle<const USE_BIAS: bool, const SAME: bool>(
             // `−m·scale·(vn + bias)`; rigid (scale one, exact) and without
             // the impulse term (a product by zero is zero) when speculative.
             let scale = speculative.select_coef(one, mass_scale);
-            let relax = speculative.select_coef(Coef::zero(), impulse_scale);
+            let relax = speculative.select_coef(CoefV::zero(), impulse_scale);
             ((vn + bias) * scale) * cp.neg_normal_mass - cp.normal_impulse * relax
         } else {
             (vn + speculative.select(ahead, Wide::zero())) * cp.neg_normal_mass
@@ -895,7 +901,7 @@ fn solve_bundle<const USE_BIAS: bool, const SAME: bool>(
     }
     // Tangent t = right_perp(n) = (y, −x); r × t = −r·n.
     let (tx, ty) = (ny, nx.neg());
-    let (ta, tb) = ((c.m_n_a_y, c.m_n_a_x.neg()), (c.m_n_b_y, c.m_n_b_x.neg()));
+    let (ta, tb) = ((ma.1, ma.0.neg()), (mb.1, mb.0.neg()));
     for cp in &mut c.points {
         let vt = p.dv_dot(tx, ty) + p.a[2] * cp.an_a - p.b[2] * cp.an_b;
         let impulse = vt * cp.neg_tangent_mass;
@@ -927,8 +933,11 @@ pub(crate) fn apply_restitution(
             a: gather_v(states, &c.a),
             b: gather_v(states, &c.b),
         };
-        let (nx, ny) = (c.normal_x, c.normal_y);
-        let (ma, mb) = ((c.m_n_a_x, c.m_n_a_y), (c.m_n_b_x, c.m_n_b_y));
+        let (nx, ny) = (c.normal_x.get(), c.normal_y.get());
+        let (ma, mb) = (
+            (c.m_n_a_x.get(), c.m_n_a_y.get()),
+            (c.m_n_b_x.get(), c.m_n_b_y.get()),
+        );
         let bouncy = cold.restitution.is_zero().not();
         for (k, cp) in c.points.iter_mut().enumerate() {
             let (rv, max) = (cold.relative_velocity[k], cold.max_normal_impulse[k]);

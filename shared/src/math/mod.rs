@@ -11,4 +11,4 @@ pub use scalar::{fx, Scalar, WORLD_BOUND};
 pub use sqrt::sqrt;
 pub use trig::{atan2, normalize_angle, sin_cos};
 pub use vec2::{Aabb, Rot, Transform, Vec2};
-pub(crate) use wide::{prefetch, Coef, Mask, Wide, LANES};
+pub(crate) use wide::{prefetch, Coef, CoefV, Mask, Wide, LANES};

@@ -43,23 +43,28 @@ pub(crate) fn mul(a: V, b: V) -> V {
     let ll = shr_imm_u64_m256i::<32>(bitxor_m256i(ll, set_splat_i64_m256i(i64::MIN)));
     add_i64_m256i(add_i64_m256i(hh, mid), sub_i64_m256i(ll, half))
 }
-/// [`super::bits::mul_coef_bits`] in four lanes. AVX2 has no 64-bit
-/// arithmetic shift: `y >> 32 = ((y ^ 2⁶³) >>ₗ 32) − 2³¹`.
+/// [`super::bits::mul_coef_parts`] in four lanes (`m` in each lane's low 32
+/// bits, what `vpmuldq` reads). AVX2 has no 64-bit arithmetic shift:
+/// `y >> 32 = ((y ^ 2⁶³) >>ₗ 32) − 2³¹`.
 #[inline(always)]
-pub(crate) fn mul_coef(x: V, p: V) -> V {
+pub(crate) fn mul_coef(x: V, m: V, k: V) -> V {
     let xh = shr_imm_u64_m256i::<32>(add_i64_m256i(x, set_splat_i64_m256i(1 << 31)));
-    let low = mul_i64_low_bits_m256i(x, p);
+    let low = mul_i64_low_bits_m256i(x, m);
     let low = shr_imm_u64_m256i::<32>(bitxor_m256i(low, set_splat_i64_m256i(i64::MIN)));
-    let t = add_i64_m256i(mul_i64_low_bits_m256i(xh, p), low);
+    let t = add_i64_m256i(mul_i64_low_bits_m256i(xh, m), low);
     let t = sub_i64_m256i(t, set_splat_i64_m256i(1 << 31));
-    // The shift, below 64 as six bits are.
-    shl_each_u64_m256i(t, shr_imm_u64_m256i::<58>(p))
+    shl_each_u64_m256i(t, k)
 }
+/// A stored constant's parts into lanes, each widened by one instruction
+/// (the mantissas sign-extended, the shift bytes zero-extended).
 #[inline(always)]
-pub(crate) fn neg_mantissa(p: V) -> V {
-    let low = set_splat_i64_m256i(0xFFFF_FFFF);
-    let neg = sub_i64_m256i(zeroed_m256i(), p);
-    bitor_m256i(bitandnot_m256i(low, p), bitand_m256i(neg, low))
+pub(crate) fn coef_load(m: &[i32; LANES], k: &[u8; LANES]) -> (V, V) {
+    let k = m128i::from([i32::from_le_bytes(*k), 0, 0, 0]);
+    (
+        convert_to_i64_m256i_from_i32_m128i(m128i::from(*m)),
+        // `vpmovzxbq` (safe_arch names it after `i16`).
+        convert_to_i16_m256i_from_lower4_u8_m128i(k),
+    )
 }
 #[inline(always)]
 pub(crate) fn mul_u32(a: V, k: u32) -> V {
@@ -111,8 +116,4 @@ pub(crate) fn any(a: M) -> bool {
 #[inline(always)]
 pub(crate) fn to_array(v: V) -> [i64; LANES] {
     v.into()
-}
-#[inline(always)]
-pub(crate) fn lanes_mut(v: &mut V) -> &mut [i64; LANES] {
-    bytemuck::cast_mut(v)
 }

@@ -61,28 +61,38 @@ fn mul1(a: m512i, b: m512i) -> m512i {
 pub(crate) fn mul(a: V, b: V) -> V {
     each(|r| mul1(a[r], b[r]))
 }
-/// [`super::bits::mul_coef_bits`] in eight lanes.
+/// [`super::bits::mul_coef_parts`] in eight lanes: `m` in each lane's low
+/// 32 bits (what `vpmuldq` reads), `k` the whole lane.
 #[inline(always)]
-fn mul_coef1(x: m512i, p: m512i) -> m512i {
+fn mul_coef1(x: m512i, m: m512i, k: m512i) -> m512i {
     let xh = shr_all_u64_m512i(add_i64_m512i(x, set_splat_i64_m512i(1 << 31)), 32);
     let t = add_i64_m512i(
-        mul_i32_wide_m512i(xh, p),
-        shr_all_i64_m512i(mul_i32_wide_m512i(x, p), 32),
+        mul_i32_wide_m512i(xh, m),
+        shr_all_i64_m512i(mul_i32_wide_m512i(x, m), 32),
     );
-    // The shift, below 64 as six bits are.
-    shl_each_u64_m512i(t, shr_all_u64_m512i(p, 58))
+    shl_each_u64_m512i(t, k)
 }
 #[inline(always)]
-pub(crate) fn mul_coef(x: V, p: V) -> V {
-    each(|r| mul_coef1(x[r], p[r]))
+pub(crate) fn mul_coef(x: V, m: V, k: V) -> V {
+    each(|r| mul_coef1(x[r], m[r], k[r]))
 }
+/// A stored constant's parts into lanes: each mantissa into both halves of
+/// its lane (one permute; the product reads the low half, and the lane is
+/// zero exactly when the mantissa is), each shift byte into its lane (one
+/// broadcast, a shift per lane, a mask).
 #[inline(always)]
-pub(crate) fn neg_mantissa(p: V) -> V {
-    let low = set_splat_i64_m512i(0xFFFF_FFFF);
-    each(|r| {
-        let neg = sub_i64_m512i(zeroed_m512i(), p[r]);
-        bitor_m512i(bitandnot_m512i(low, p[r]), bitand_m512i(neg, low))
-    })
+pub(crate) fn coef_load(m: &[i32; LANES], k: &[u8; LANES]) -> (V, V) {
+    let (ms, ks) = (m.as_chunks::<8>().0, k.as_chunks::<8>().0);
+    let spread = m512i::from([0_i32, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7]);
+    let bytes = m512i::from([0_i64, 8, 16, 24, 32, 40, 48, 56]);
+    let low = set_splat_i64_m512i(0xFF);
+    (
+        each(|r| permute_i32_m512i(spread, cast_m256i_to_m512i(m256i::from(ms[r])))),
+        each(|r| {
+            let all = set_splat_i64_m512i(i64::from_le_bytes(ks[r]));
+            bitand_m512i(shr_each_u64_m512i(all, bytes), low)
+        }),
+    )
 }
 #[inline(always)]
 pub(crate) fn mul_u32(a: V, k: u32) -> V {
@@ -139,10 +149,6 @@ pub(crate) fn any(a: M) -> bool {
 #[inline(always)]
 pub(crate) fn mask_from_fn(f: impl Fn(usize) -> bool) -> M {
     each_mask(|r| (0..8).fold(0, |m, i| m | (u8::from(f(8 * r + i)) << i)))
-}
-#[inline(always)]
-pub(crate) fn lanes_mut(v: &mut V) -> &mut [i64; LANES] {
-    bytemuck::cast_mut(v)
 }
 #[inline(always)]
 pub(crate) fn to_array(v: V) -> [i64; LANES] {

@@ -44,16 +44,24 @@ pub(crate) const CORNER: i64 = i64::MAX - (1 << 31) + 1;
 /// that, by an arithmetic shift (a floor). Values below ¼ in magnitude keep
 /// every bit (`k = 0`); larger ones keep 30 significant bits, far finer
 /// than an `f32`'s 24. Since `|m| < 2³¹`, negating the mantissa negates
-/// the value exactly; `k` sits in the top six bits so that one shift
-/// extracts it.
-#[inline(always)]
+/// the value exactly. This one-word form is the definition the tests
+/// check against; the solver stores the two parts apart ([`pack_parts`]).
+#[cfg(test)]
 pub(crate) fn pack_bits(c: i64) -> i64 {
+    let (m, k) = pack_parts(c);
+    (i64::from(k) << 58) | i64::from(m as u32)
+}
+
+/// [`pack_bits`]' two parts, the mantissa `m` and the shift `k`, as a
+/// [`super::Coef`] stores them (apart: five bytes a lane).
+#[inline(always)]
+pub(crate) fn pack_parts(c: i64) -> (i32, u8) {
     let k = (64 - c.unsigned_abs().leading_zeros()).saturating_sub(30);
-    (i64::from(k) << 58) | ((c >> k) & 0xFFFF_FFFF)
+    ((c >> k) as i32, k as u8)
 }
 
 /// The shift of a packed constant.
-#[inline(always)]
+#[cfg(test)]
 pub(super) fn coef_shift(p: i64) -> u32 {
     ((p as u64) >> 58) as u32
 }
@@ -73,16 +81,21 @@ pub(crate) fn unpack_bits(p: i64) -> i64 {
 /// product of `x` and `m·2ᵏ` by less than 2ᵏ raw units (a constant of 1
 /// costs at most 8 units, 2·10⁻⁹; the flooring happens before the shift,
 /// which is what saves two products and two shifts).
+#[cfg(test)]
+pub(crate) fn mul_coef_bits(x: i64, p: i64) -> i64 {
+    mul_coef_parts(x, i64::from(p as i32), coef_shift(p))
+}
+
+/// [`mul_coef_bits`] of the constant's parts ([`pack_parts`]).
 #[cfg_attr(
     all(not(test), target_arch = "x86_64", target_feature = "avx2"),
     allow(dead_code)
 )]
 #[inline(always)]
-pub(crate) fn mul_coef_bits(x: i64, p: i64) -> i64 {
-    let m = i64::from(p as i32);
+pub(crate) fn mul_coef_parts(x: i64, m: i64, k: u32) -> i64 {
     let (xh, xl) = (split_high(x), i64::from(x as i32));
     // |xₕm|, |xₗm| ≤ 2⁶²: neither product overflows, nor their sum.
-    ((xh * m) + ((xl * m) >> 32)) << coef_shift(p)
+    ((xh * m) + ((xl * m) >> 32)) << k
 }
 
 /// The high half of the signed split of [`mul_bits`]: `(a + 2³¹) >> 32`,

@@ -47,9 +47,6 @@ mod imp;
 mod imp;
 
 use super::Scalar;
-use bits::pack_bits;
-#[cfg(test)]
-use bits::unpack_bits;
 use core::ops::{Add, AddAssign, Mul, Neg, Sub, SubAssign};
 
 /// Asks the CPU to start loading `r`'s cache line (no effect on the
@@ -73,22 +70,35 @@ pub(crate) struct Wide(imp::V);
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Mask(imp::M);
 
-/// [`LANES`] per-step constants packed for the product `Wide * Coef`
-/// (see [`pack_bits`]): half the work of `Wide * Wide`.
+/// [`LANES`] per-step constants packed for the product `Wide * Coef` (see
+/// [`bits::pack_bits`]: a 32-bit mantissa and a shift, half the work of
+/// `Wide * Wide`), as the solver's bundles keep them: the mantissas and
+/// the shifts apart, five bytes a lane where a 64-bit word takes eight.
+/// The substeps stream the bundles through the cache over and over, and
+/// in a big world they do not fit in it: the bytes are the cost there.
+/// Loading into registers ([`Coef::get`]) widens them again.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Coef(imp::V);
+pub(crate) struct Coef {
+    m: [i32; LANES],
+    k: [u8; LANES],
+}
+
+/// A [`Coef`] in registers: the mantissas (in each lane's low 32 bits) and
+/// the shifts.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CoefV {
+    m: imp::V,
+    k: imp::V,
+}
 
 impl Coef {
     /// Zero in every lane.
     #[inline(always)]
     pub(crate) fn zero() -> Coef {
-        Coef(imp::zero())
-    }
-
-    /// `s` packed, in every lane.
-    #[inline(always)]
-    pub(crate) fn splat(s: Scalar) -> Coef {
-        Coef(imp::splat(pack_bits(s.to_bits())))
+        Coef {
+            m: [0; LANES],
+            k: [0; LANES],
+        }
     }
 
     /// Every lane of `w` packed into `self`, lane by lane with scalar code
@@ -99,29 +109,67 @@ impl Coef {
     #[inline(always)]
     pub(crate) fn pack_into(&mut self, w: Wide) {
         let lanes = imp::to_array(w.0);
-        let dst = imp::lanes_mut(&mut self.0);
-        for (d, c) in dst.iter_mut().zip(lanes) {
-            *d = pack_bits(c);
+        for ((m, k), c) in self.m.iter_mut().zip(self.k.iter_mut()).zip(lanes) {
+            (*m, *k) = bits::pack_parts(c);
         }
+    }
+
+    /// Into registers.
+    #[inline(always)]
+    pub(crate) fn get(&self) -> CoefV {
+        let (m, k) = imp::coef_load(&self.m, &self.k);
+        CoefV { m, k }
     }
 
     /// Lane-wise: whether the constant is zero.
     #[inline(always)]
-    pub(crate) fn is_zero(self) -> Mask {
-        Mask(imp::eq(self.0, imp::zero()))
-    }
-
-    /// The negated constants, exactly (the mantissa negated, the shift
-    /// kept: `|m| < 2³¹`).
-    #[inline(always)]
-    pub(crate) fn neg(self) -> Coef {
-        Coef(imp::neg_mantissa(self.0))
+    pub(crate) fn is_zero(&self) -> Mask {
+        Mask(imp::eq(self.get().m, imp::zero()))
     }
 
     /// The values the lanes stand for.
     #[cfg(test)]
-    pub(crate) fn values(self) -> [Scalar; LANES] {
-        imp::to_array(self.0).map(|p| Scalar::from_bits(unpack_bits(p)))
+    pub(crate) fn values(&self) -> [Scalar; LANES] {
+        core::array::from_fn(|i| Scalar::from_bits(i64::from(self.m[i]) << self.k[i]))
+    }
+}
+
+impl CoefV {
+    /// Zero in every lane.
+    #[inline(always)]
+    pub(crate) fn zero() -> CoefV {
+        CoefV {
+            m: imp::zero(),
+            k: imp::zero(),
+        }
+    }
+
+    /// `s` packed, in every lane.
+    #[inline(always)]
+    pub(crate) fn splat(s: Scalar) -> CoefV {
+        let (m, k) = bits::pack_parts(s.to_bits());
+        CoefV {
+            m: imp::splat(i64::from(m)),
+            k: imp::splat(i64::from(k)),
+        }
+    }
+
+    /// The negated constants, exactly: the mantissa negated (`|m| < 2³¹`;
+    /// the product reads only the low 32 bits of its lane), the shift kept.
+    #[inline(always)]
+    pub(crate) fn neg(self) -> CoefV {
+        CoefV {
+            m: imp::sub(imp::zero(), self.m),
+            k: self.k,
+        }
+    }
+}
+
+impl Mul<CoefV> for Wide {
+    type Output = Wide;
+    #[inline(always)]
+    fn mul(self, c: CoefV) -> Wide {
+        Wide(imp::mul_coef(self.0, c.m, c.k))
     }
 }
 
@@ -129,7 +177,7 @@ impl Mul<Coef> for Wide {
     type Output = Wide;
     #[inline(always)]
     fn mul(self, c: Coef) -> Wide {
-        Wide(imp::mul_coef(self.0, c.0))
+        self * c.get()
     }
 }
 
@@ -235,8 +283,11 @@ impl Mask {
 
     /// `a` where the lane's condition holds, `b` elsewhere.
     #[inline(always)]
-    pub(crate) fn select_coef(self, a: Coef, b: Coef) -> Coef {
-        Coef(imp::select(self.0, a.0, b.0))
+    pub(crate) fn select_coef(self, a: CoefV, b: CoefV) -> CoefV {
+        CoefV {
+            m: imp::select(self.0, a.m, b.m),
+            k: imp::select(self.0, a.k, b.k),
+        }
     }
 
     /// Both conditions.
@@ -477,16 +528,44 @@ mod tests {
             let w = Wide::from_fn(|i| s(values[(j + i) % values.len()]));
             let mut packed = Coef::zero();
             packed.pack_into(w);
-            let got = imp::to_array(packed.0);
-            for (i, g) in got.iter().enumerate() {
-                assert_eq!(*g, pack_bits(values[(j + i) % values.len()]), "lane {i}");
+            for i in 0..LANES {
+                let p = pack_bits(values[(j + i) % values.len()]);
+                assert_eq!(packed.m[i], p as i32, "lane {i}");
+                assert_eq!(u32::from(packed.k[i]), coef_shift(p), "lane {i}");
+            }
+            // Zero exactly where the value is.
+            let zero = packed
+                .is_zero()
+                .select(Wide::splat(Scalar::ONE), Wide::zero())
+                .to_array();
+            for (i, z) in zero.iter().enumerate() {
+                assert_eq!(
+                    *z == Scalar::ONE,
+                    values[(j + i) % values.len()] == 0,
+                    "lane {i}"
+                );
             }
         }
-        // Exact negation of every packed value.
+        // Exact negation of every packed value, in every lane: a product
+        // by the negated constant is the product by the negated value.
         for c in [5i64, -(1 << 30), (1 << 40) + 12345, -(7 << 50)] {
-            let n = Coef(imp::splat(pack_bits(c))).neg().values();
-            assert_eq!(n[0], -s(unpack_bits(pack_bits(c))));
+            let mut packed = Coef::zero();
+            packed.pack_into(Wide::splat(s(c)));
+            let x = Wide::splat(Scalar::from_int(3));
+            let neg = (x * packed.get().neg()).to_array();
+            let want = mul_coef_bits(x.lane(0).to_bits(), pack_bits(-unpack_bits(pack_bits(c))));
+            assert!(neg.iter().all(|l| l.to_bits() == want), "{c:#x}");
         }
+    }
+
+    /// The point of the stored form: five bytes a lane (the vector builds;
+    /// one lane pads to eight).
+    #[test]
+    fn a_stored_constant_takes_five_bytes_a_lane() {
+        if LANES > 1 {
+            assert_eq!(core::mem::size_of::<Coef>(), 5 * LANES);
+        }
+        assert_eq!(core::mem::align_of::<Coef>(), 4);
     }
 
     #[test]
@@ -545,7 +624,11 @@ mod tests {
                     prop_assert!((0..1i128 << k).contains(&d), "shortfall {} with k = {}", d, k);
                 }
             }
-            let lanes = (Wide::splat(s(x)) * Coef(imp::splat(p))).to_array();
+            let mut packed = Coef::zero();
+            packed.pack_into(Wide::splat(s(c)));
+            let lanes = (Wide::splat(s(x)) * packed).to_array();
+            prop_assert!(lanes.iter().all(|l| l.to_bits() == mul_coef_bits(x, p)));
+            let lanes = (Wide::splat(s(x)) * CoefV::splat(s(c))).to_array();
             prop_assert!(lanes.iter().all(|l| l.to_bits() == mul_coef_bits(x, p)));
         }
 

@@ -50,12 +50,12 @@ fn corner(a: V, b: V, mut r: V) -> V {
     r
 }
 #[inline(always)]
-pub(crate) fn mul_coef(x: V, p: V) -> V {
-    super::bits::mul_coef_bits(x, p)
+pub(crate) fn mul_coef(x: V, m: V, k: V) -> V {
+    super::bits::mul_coef_parts(x, m, k as u32)
 }
 #[inline(always)]
-pub(crate) fn neg_mantissa(p: V) -> V {
-    (p & !0xFFFF_FFFF) | (p.wrapping_neg() & 0xFFFF_FFFF)
+pub(crate) fn coef_load(m: &[i32; LANES], k: &[u8; LANES]) -> (V, V) {
+    (i64::from(m[0]), i64::from(k[0]))
 }
 #[inline(always)]
 pub(crate) fn mul_u32(a: V, k: u32) -> V {
@@ -116,8 +116,4 @@ pub(crate) fn mask_from_fn(f: impl Fn(usize) -> bool) -> M {
 #[inline(always)]
 pub(crate) fn to_array(v: V) -> [i64; LANES] {
     [v]
-}
-#[inline(always)]
-pub(crate) fn lanes_mut(v: &mut V) -> &mut [i64; LANES] {
-    core::array::from_mut(v)
 }
