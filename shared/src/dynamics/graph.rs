@@ -147,6 +147,16 @@ pub(crate) struct Bundle {
 }
 
 impl Bundle {
+    /// Both bodies' linear responses along the normal, `m⁻¹ n`, in
+    /// registers: what every pass applies impulses with.
+    #[inline(always)]
+    fn responses(&self) -> ((CoefV, CoefV), (CoefV, CoefV)) {
+        (
+            (self.m_n_a_x.get(), self.m_n_a_y.get()),
+            (self.m_n_b_x.get(), self.m_n_b_y.get()),
+        )
+    }
+
     fn empty() -> Bundle {
         let c = Coef::zero();
         Bundle {
@@ -779,10 +789,7 @@ fn warm_start_bundle<const SAME: bool>(c: &Bundle, states: &mut [BodyState]) {
         a: gather_v(states, &c.a),
         b: gather_v(states, &c.b),
     };
-    let (ma, mb) = (
-        (c.m_n_a_x.get(), c.m_n_a_y.get()),
-        (c.m_n_b_x.get(), c.m_n_b_y.get()),
-    );
+    let (ma, mb) = c.responses();
     // Tangent responses: right_perp(m⁻¹ n) = (y, −x).
     let (ta, tb) = ((ma.1, ma.0.neg()), (mb.1, mb.0.neg()));
     for cp in &c.points {
@@ -832,10 +839,7 @@ fn solve_bundle<const USE_BIAS: bool, const SAME: bool>(
         b: gather_v(states, &c.b),
     };
     let (nx, ny) = (c.normal_x.get(), c.normal_y.get());
-    let (ma, mb) = (
-        (c.m_n_a_x.get(), c.m_n_a_y.get()),
-        (c.m_n_b_x.get(), c.m_n_b_y.get()),
-    );
+    let (ma, mb) = c.responses();
     // The relax pass: separation from the motion so far.
     let motion = if USE_BIAS {
         None
@@ -934,10 +938,7 @@ pub(crate) fn apply_restitution(
             b: gather_v(states, &c.b),
         };
         let (nx, ny) = (c.normal_x.get(), c.normal_y.get());
-        let (ma, mb) = (
-            (c.m_n_a_x.get(), c.m_n_a_y.get()),
-            (c.m_n_b_x.get(), c.m_n_b_y.get()),
-        );
+        let (ma, mb) = c.responses();
         let bouncy = cold.restitution.is_zero().not();
         for (k, cp) in c.points.iter_mut().enumerate() {
             let (rv, max) = (cold.relative_velocity[k], cold.max_normal_impulse[k]);
