@@ -26,6 +26,9 @@ pub struct TestServer {
     pub monitor: Arc<Monitor>,
     /// The web side's address, when the configuration has one.
     pub web: Option<SocketAddr>,
+    /// Client endpoints for raw peers of this server (see
+    /// [`crate::raw::PeerPool`]).
+    pub peers: crate::raw::PeerPool,
     stop: ShutdownHandle,
     task: Option<JoinHandle<()>>,
 }
@@ -55,6 +58,7 @@ impl TestServer {
             pin,
             monitor,
             web,
+            peers: crate::raw::PeerPool::default(),
             stop,
             task: Some(task),
         }
@@ -66,6 +70,24 @@ impl TestServer {
         if let Some(t) = self.task.take() {
             t.await.expect("server task");
         }
+    }
+
+    /// A raw peer from `bind` (`127.0.0.2:0`, …: another source
+    /// address), on this server's pool of client endpoints.
+    ///
+    /// # Errors
+    /// As [`crate::raw::RawPeer::connect_from`].
+    pub async fn peer_from(&self, bind: &str) -> Result<crate::raw::RawPeer, String> {
+        let bind = bind.parse().map_err(|e| format!("{bind}: {e}"))?;
+        self.peers.connect_from(bind, self.addr, self.pin).await
+    }
+
+    /// A raw peer from `127.0.0.1`, on this server's pool.
+    ///
+    /// # Errors
+    /// As [`crate::raw::RawPeer::connect_from`].
+    pub async fn peer(&self) -> Result<crate::raw::RawPeer, String> {
+        self.peer_from("127.0.0.1:0").await
     }
 
     /// Ticks stepped over all rooms.

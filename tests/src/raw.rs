@@ -50,6 +50,60 @@ pub fn ack_datagram() -> Vec<u8> {
     encode_client_datagram(&ClientDatagram::<PlayerInput>::Ack(FrameAck::default()))
 }
 
+/// Client endpoints shared by one test's peers, one per source address.
+///
+/// The attack tests bound the resident memory of the process they share
+/// with the server they attack, so their own peers count too, and a quinn
+/// client endpoint holds a receive buffer of about 3 MiB (1472-byte
+/// payloads × 64 GRO segments × a batch of 32). Whether a dropped peer's
+/// buffer goes back to the system depends on glibc's mmap threshold,
+/// which earlier tests in the process raise: run one at a time
+/// (`--test-threads 1`), eight refused hellos, each from a fresh
+/// endpoint, grew the process by 23 MiB, all of it the peers' buffers
+/// (2.3 MiB when the test ran alone). Peers from a pool share one
+/// endpoint per source address (the server's limits are per address), so
+/// their buffers cost a few MiB whatever ran before.
+#[derive(Debug, Default)]
+pub struct PeerPool {
+    endpoints: std::sync::Mutex<Vec<(SocketAddr, quinn::Endpoint)>>,
+}
+
+impl PeerPool {
+    /// Connects from `bind` (e.g. `127.0.0.2:0`), on the pool's endpoint
+    /// for that address.
+    ///
+    /// # Errors
+    /// As [`RawPeer::connect_from`].
+    pub async fn connect_from(
+        &self,
+        bind: SocketAddr,
+        server: SocketAddr,
+        pin: CertPin,
+    ) -> Result<RawPeer, String> {
+        let endpoint = {
+            let mut endpoints = self.endpoints.lock().unwrap_or_else(|e| e.into_inner());
+            match endpoints.iter().find(|(b, _)| *b == bind) {
+                Some((_, e)) => e.clone(),
+                None => {
+                    let e = quinn::Endpoint::client(bind).map_err(|e| e.to_string())?;
+                    endpoints.push((bind, e.clone()));
+                    e
+                }
+            }
+        };
+        RawPeer::connect_on(endpoint, server, pin).await
+    }
+
+    /// Connects from `127.0.0.1`.
+    ///
+    /// # Errors
+    /// As [`RawPeer::connect_from`].
+    pub async fn connect(&self, server: SocketAddr, pin: CertPin) -> Result<RawPeer, String> {
+        self.connect_from("127.0.0.1:0".parse().expect("address literal"), server, pin)
+            .await
+    }
+}
+
 /// One hostile QUIC connection.
 #[derive(Debug)]
 pub struct RawPeer {
@@ -80,6 +134,18 @@ impl RawPeer {
         pin: CertPin,
     ) -> Result<RawPeer, String> {
         let endpoint = quinn::Endpoint::client(bind).map_err(|e| e.to_string())?;
+        RawPeer::connect_on(endpoint, server, pin).await
+    }
+
+    /// Connects from an existing client endpoint (see [`PeerPool`]).
+    ///
+    /// # Errors
+    /// The handshake failed or was refused.
+    pub async fn connect_on(
+        endpoint: quinn::Endpoint,
+        server: SocketAddr,
+        pin: CertPin,
+    ) -> Result<RawPeer, String> {
         let config = client_config(pin).map_err(|e| e.to_string())?;
         let connecting = endpoint
             .connect_with(config, server, SERVER_NAME)

@@ -76,8 +76,10 @@ pub async fn assert_unharmed(w: &Handle) {
 }
 
 /// Resident memory of the test process (which runs the server) from the
-/// start of a test: [`MemoryWatch::assert_grew_less_than`] bounds what the
-/// attack made the server hold. Sampled every 20 ms by
+/// moment the watch starts: [`MemoryWatch::assert_grew_less_than`] bounds
+/// what the attack made the server hold. Start it once the server and its
+/// witness are up, so that their start-up (runtime threads, the first
+/// room, TLS) is not counted as the attack's. Sampled every 20 ms by
 /// [`MemoryWatch::sample`] so a peak between checks is seen too.
 #[derive(Debug)]
 pub struct MemoryWatch {
@@ -86,7 +88,8 @@ pub struct MemoryWatch {
 }
 
 impl MemoryWatch {
-    /// Starts watching (call [`serial`] first: other tests would count).
+    /// Starts watching (call [`serial`] first: other tests would count;
+    /// and start the server and its witness first, see above).
     pub fn start() -> MemoryWatch {
         let start = resident_bytes();
         MemoryWatch {

@@ -24,7 +24,6 @@ const MIB: u64 = 1 << 20;
 /// A server that requires tokens, with the witness in room "home" (user
 /// "witness").
 async fn start() -> (TestServer, Handle, MemoryWatch) {
-    let mem = MemoryWatch::start();
     let server = TestServer::start(rules(), |c| c.tokens = Some(token_config()));
     let w = witness(
         &server,
@@ -32,6 +31,7 @@ async fn start() -> (TestServer, Handle, MemoryWatch) {
         Some(token(&test_key(), &claims("home", "witness"))),
     )
     .await;
+    let mem = MemoryWatch::start();
     (server, w, mem)
 }
 
@@ -165,10 +165,10 @@ async fn a_token_for_another_server_is_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replayed_token_is_refused() {
     let _serial = serial().await;
-    let mem = MemoryWatch::start();
     let mut server = TestServer::start(rules(), |c| c.tokens = Some(token_config()));
     let used = token(&test_key(), &claims("home", "witness"));
     let w = witness(&server, "home", Some(used.clone())).await;
+    let mem = MemoryWatch::start();
     let r = join(&server, "home", Some(used.clone()), false).await;
     assert_refused(
         &server,
@@ -346,7 +346,6 @@ async fn a_leaked_secret_does_not_give_another_user_the_seat() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rotated_keys_admit_and_room_creation_is_limited_per_user() {
     let _serial = serial().await;
-    let mem = MemoryWatch::start();
     let mut server = TestServer::start(rules(), |c| {
         let mut t = token_config();
         t.keys.push(stranger_key().verifying_key());
@@ -359,6 +358,7 @@ async fn rotated_keys_admit_and_room_creation_is_limited_per_user() {
         Some(token(&test_key(), &claims("home", "witness"))),
     )
     .await;
+    let mem = MemoryWatch::start();
     let _a = join(
         &server,
         "home",

@@ -14,7 +14,6 @@ use bitroom_sim::game::Rules;
 use bitroom_tests::loopback::{wait_for, TestServer};
 use bitroom_tests::raw::{ack_datagram, hello, hello_bytes, RawPeer, RawStream};
 use bitroom_tests::witness::{assert_unharmed, rules, serial, witness, MemoryWatch};
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,10 +28,7 @@ async fn joined_from(
     room: &str,
     spectator: bool,
 ) -> (RawPeer, RawStream, bitroom_protocol::Welcome) {
-    let bind: SocketAddr = bind.parse().expect("address");
-    let peer = RawPeer::connect_from(bind, server.addr, server.pin)
-        .await
-        .expect("connects");
+    let peer = server.peer_from(bind).await.expect("connects");
     let mut s = peer.open_stream(5 * SEC).await.expect("a stream");
     let mut h = hello(room, rules().fingerprint());
     h.spectator = spectator;
@@ -95,9 +91,9 @@ fn secrets_from_the_default_seed(n: u64) -> Vec<[u8; 16]> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_seat_cannot_be_taken_with_a_guessed_reconnect_secret() {
     let _serial = serial().await;
-    let mem = MemoryWatch::start();
     let mut server = TestServer::start(rules(), |_| {});
     let w = witness(&server, "seats", None).await;
+    let mem = MemoryWatch::start();
     let (_mallory, _s, welcome) = joined(&server, "seats").await;
     assert_ne!(welcome.slot, w.slot());
     let own = welcome.secret.0;
@@ -116,9 +112,7 @@ async fn a_seat_cannot_be_taken_with_a_guessed_reconnect_secret() {
     }
     let mut seats_taken = Vec::new();
     for g in &guesses {
-        let thief = RawPeer::connect(server.addr, server.pin)
-            .await
-            .expect("connects");
+        let thief = server.peer().await.expect("connects");
         let mut s = thief.open_stream(5 * SEC).await.expect("a stream");
         let mut h = hello("seats", rules().fingerprint());
         h.reconnect = Some(ReconnectSecret(*g));
@@ -162,13 +156,11 @@ async fn a_seat_cannot_be_taken_with_a_guessed_reconnect_secret() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refused_hellos_leave_no_room_behind() {
     let _serial = serial().await;
-    let mem = MemoryWatch::start();
     let mut server = TestServer::start(rules(), |c| c.max_rooms = 4);
     let w = witness(&server, "home", None).await;
+    let mem = MemoryWatch::start();
     for i in 0..8 {
-        let peer = RawPeer::connect(server.addr, server.pin)
-            .await
-            .expect("connects");
+        let peer = server.peer().await.expect("connects");
         let mut s = peer.open_stream(5 * SEC).await.expect("a stream");
         let mut h = hello(&format!("squat{i}"), rules().fingerprint() ^ 1);
         h.name = "squatter".into();
@@ -202,16 +194,14 @@ async fn refused_hellos_leave_no_room_behind() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn room_creation_is_limited_per_address() {
     let _serial = serial().await;
-    let mem = MemoryWatch::start();
     let mut server = TestServer::start(rules(), |c| c.limits.room_creations_per_minute = 3);
     let w = witness(&server, "home", None).await;
+    let mem = MemoryWatch::start();
     let mut kept = Vec::new();
     for i in 0..3 {
         kept.push(joined_from("127.0.0.2:0", &server, &format!("mine{i}"), false).await);
     }
-    let peer = RawPeer::connect_from("127.0.0.2:0".parse().unwrap(), server.addr, server.pin)
-        .await
-        .expect("connects");
+    let peer = server.peer_from("127.0.0.2:0").await.expect("connects");
     let mut s = peer.open_stream(5 * SEC).await.expect("a stream");
     assert!(
         s.frame(&hello_bytes(&hello("mine3", rules().fingerprint())))
@@ -248,13 +238,13 @@ async fn room_creation_is_limited_per_address() {
 async fn a_parked_partial_message_is_cut_off() {
     const PEERS: usize = 4;
     let _serial = serial().await;
-    let mem = Arc::new(MemoryWatch::start());
-    let sampler = mem.sample_every_20ms();
     let mut server = TestServer::start(rules(), |c| {
         c.limits.message_deadline = 2 * SEC;
         c.room.max_spectators = 16;
     });
     let w = witness(&server, "park", None).await;
+    let mem = Arc::new(MemoryWatch::start());
+    let sampler = mem.sample_every_20ms();
     let mut parked = Vec::new();
     let started = tokio::time::Instant::now();
     for _ in 0..PEERS {
@@ -297,9 +287,9 @@ async fn a_parked_partial_message_is_cut_off() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unfinished_report_is_cut_off_at_the_deadline() {
     let _serial = serial().await;
-    let mem = MemoryWatch::start();
     let mut server = TestServer::start(rules(), |c| c.limits.message_deadline = 2 * SEC);
     let w = witness(&server, "slow", None).await;
+    let mem = MemoryWatch::start();
     let (peer, mut s, _) = joined(&server, "slow").await;
     let acks = peer.keep_acking(Duration::from_millis(50));
     let msg = report(32 << 10);
@@ -334,14 +324,14 @@ async fn an_unfinished_report_is_cut_off_at_the_deadline() {
 async fn unfinished_messages_are_bounded_server_wide() {
     const PEERS: usize = 12;
     let _serial = serial().await;
-    let mem = Arc::new(MemoryWatch::start());
-    let sampler = mem.sample_every_20ms();
     let mut server = TestServer::start(rules(), |c| {
         c.limits.message_deadline = 2 * SEC;
         c.limits.max_pending_bytes = 3 * (64 << 10) + 1000;
         c.room.max_spectators = 16;
     });
     let w = witness(&server, "budget", None).await;
+    let mem = Arc::new(MemoryWatch::start());
+    let sampler = mem.sample_every_20ms();
     let mut parked = Vec::new();
     for _ in 0..PEERS {
         let (peer, mut s, _) = joined_from("127.0.0.1:0", &server, "budget", true).await;
@@ -392,12 +382,10 @@ async fn unfinished_messages_are_bounded_server_wide() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn datagrams_before_the_hello_do_not_get_a_client_kicked() {
     let _serial = serial().await;
-    let mem = MemoryWatch::start();
     let mut server = TestServer::start(rules(), |_| {});
     let w = witness(&server, "early", None).await;
-    let peer = RawPeer::connect(server.addr, server.pin)
-        .await
-        .expect("connects");
+    let mem = MemoryWatch::start();
+    let peer = server.peer().await.expect("connects");
     assert_eq!(peer.datagrams(&ack_datagram(), 2000).await, 2000);
     // Let them arrive before the hello does.
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -430,9 +418,9 @@ async fn datagrams_before_the_hello_do_not_get_a_client_kicked() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_desync_report_flood_is_kicked() {
     let _serial = serial().await;
-    let mem = MemoryWatch::start();
     let mut server = TestServer::start(rules(), |_| {});
     let w = witness(&server, "reports", None).await;
+    let mem = MemoryWatch::start();
     let (peer, mut s, _) = joined(&server, "reports").await;
     let acks = peer.keep_acking(Duration::from_millis(50));
     for _ in 0..bitroom_protocol::MAX_REPORTS {
@@ -464,9 +452,9 @@ async fn a_desync_report_flood_is_kicked() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_oversized_desync_report_is_refused_by_its_length() {
     let _serial = serial().await;
-    let mem = MemoryWatch::start();
     let mut server = TestServer::start(rules(), |_| {});
     let w = witness(&server, "big", None).await;
+    let mem = MemoryWatch::start();
     let (peer, mut s, _) = joined(&server, "big").await;
     assert!(s.prefix(4 << 20).await);
     match peer.closed(5 * SEC).await {
@@ -507,7 +495,6 @@ fn record_dir(dir: &std::path::Path) -> (u64, Vec<String>) {
 async fn reports_and_recordings_stay_under_the_record_quota() {
     const QUOTA: u64 = 1 << 20;
     let _serial = serial().await;
-    let mem = MemoryWatch::start();
     let dir = std::env::temp_dir().join(format!("bitroom-quota-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let record_dir_path = dir.clone();
@@ -522,6 +509,7 @@ async fn reports_and_recordings_stay_under_the_record_quota() {
         });
     });
     let w = witness(&server, "disk", None).await;
+    let mem = MemoryWatch::start();
     let mut first_report = None;
     for i in 0..20 {
         let (peer, mut s, _) = joined_from("127.0.0.1:0", &server, "disk", true).await;
@@ -576,22 +564,24 @@ async fn reports_and_recordings_stay_under_the_record_quota() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn half_open_connections_are_limited() {
     let _serial = serial().await;
-    let mem = MemoryWatch::start();
     let mut server = TestServer::start(rules(), |c| {
         c.limits.max_half_open = 6;
         c.hello_timeout = 2 * SEC;
     });
     let w = witness(&server, "open", None).await;
+    let mem = MemoryWatch::start();
     let mut silent = Vec::new();
     for i in 0..6 {
         let bind = format!("127.0.0.{}:0", 2 + i % 3);
         silent.push(
-            RawPeer::connect_from(bind.parse().unwrap(), server.addr, server.pin)
+            server
+                .peer_from(&bind)
                 .await
                 .expect("a half-open connection"),
         );
     }
-    let refused = RawPeer::connect_from("127.0.0.9:0".parse().unwrap(), server.addr, server.pin)
+    let refused = server
+        .peer_from("127.0.0.9:0")
         .await
         .expect_err("a 7th half-open connection");
     assert!(refused.contains("refused"), "{refused}");
@@ -621,18 +611,19 @@ async fn half_open_connections_are_limited() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_per_address_are_limited() {
     let _serial = serial().await;
-    let mem = MemoryWatch::start();
     let mut server = TestServer::start(rules(), |c| {
         c.limits.max_per_address = 4;
         c.room.max_spectators = 16;
     });
     let w = witness(&server, "nat", None).await;
+    let mem = MemoryWatch::start();
     let mut held = Vec::new();
     for _ in 0..4 {
         held.push(joined_from("127.0.0.2:0", &server, "nat", true).await);
     }
     for _ in 0..2 {
-        let e = RawPeer::connect_from("127.0.0.2:0".parse().unwrap(), server.addr, server.pin)
+        let e = server
+            .peer_from("127.0.0.2:0")
             .await
             .expect_err("a 5th connection from 127.0.0.2");
         assert!(e.contains("refused"), "{e}");
@@ -645,9 +636,7 @@ async fn connections_per_address_are_limited() {
     // A place is given back when a connection ends.
     drop(held.pop());
     let end = tokio::time::Instant::now() + 5 * SEC;
-    while let Err(e) =
-        RawPeer::connect_from("127.0.0.2:0".parse().unwrap(), server.addr, server.pin).await
-    {
+    while let Err(e) = server.peer_from("127.0.0.2:0").await {
         assert!(
             tokio::time::Instant::now() < end,
             "the place never came back: {e}"
@@ -665,9 +654,9 @@ async fn connections_per_address_are_limited() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn extra_streams_get_no_credit() {
     let _serial = serial().await;
-    let mem = MemoryWatch::start();
     let mut server = TestServer::start(rules(), |_| {});
     let w = witness(&server, "streams", None).await;
+    let mem = MemoryWatch::start();
     let (peer, _s, _) = joined(&server, "streams").await;
     let acks = peer.keep_acking(Duration::from_millis(50));
     assert!(
@@ -688,12 +677,12 @@ async fn extra_streams_get_no_credit() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_past_the_limit_are_refused() {
     let _serial = serial().await;
-    let mem = MemoryWatch::start();
     let mut server = TestServer::start(rules(), |c| {
         c.max_connections = 6;
         c.hello_timeout = 20 * SEC;
     });
     let w = witness(&server, "crowd", None).await;
+    let mem = MemoryWatch::start();
     let peers = RawPeer::connect_many(10, server.addr, server.pin).await;
     let ok = peers.iter().filter(|p| p.is_ok()).count();
     assert_eq!(ok, 5, "the witness holds one of 6 places");
@@ -721,9 +710,9 @@ async fn connections_past_the_limit_are_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lying_length_prefix_closes_only_its_connection() {
     let _serial = serial().await;
-    let mem = MemoryWatch::start();
     let mut server = TestServer::start(rules(), |_| {});
     let w = witness(&server, "liar", None).await;
+    let mem = MemoryWatch::start();
     let (peer, mut s, _) = joined(&server, "liar").await;
     assert!(s.prefix(u32::MAX).await);
     match peer.closed(5 * SEC).await {
