@@ -42,11 +42,19 @@ trap 'rm -rf "$tmp"' EXIT
 scenes=${COUNTS_SCENES:-"large_pyramid:4:12 many_pyramids:2:5 joint_grid:4:12 tumbler:100:120 smash:80:88 rain:100:120 spinner:20:40"}
 # Prints "Ir misses" for one run: instructions, and data reads and writes
 # that miss the last level.
+# A run valgrind could not finish (a binary built for AVX-512, say) prints
+# "fail", which stops the table rather than leaving a number from another run.
 count() {
   local fn=$1
   shift
-  valgrind --tool=callgrind --cache-sim=yes --LL="$ll" --toggle-collect="$fn" \
-    --callgrind-out-file="$tmp/out" "$@" > /dev/null 2>&1
+  rm -f "$tmp/out"
+  if ! valgrind --tool=callgrind --cache-sim=yes --LL="$ll" --toggle-collect="$fn" \
+    --callgrind-out-file="$tmp/out" "$@" > "$tmp/log" 2>&1; then
+    echo "counts.sh: valgrind failed on: $* (is it built for AVX-512?)" >&2
+    grep -m 3 -i 'unhandled\|illegal\|terminating' "$tmp/log" >&2 || tail -3 "$tmp/log" >&2
+    echo "fail fail"
+    return
+  fi
   sed -n 's/^summary: //p' "$tmp/out" | head -1 > "$tmp/sum"
   # Events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw.
   awk '{print $1, $8 + $9}' "$tmp/sum"
@@ -65,6 +73,8 @@ bins = sys.argv[1:]
 runs, order = {}, []
 for line in sys.stdin:
     engine, scene, n, ir, miss = line.split()
+    if ir == "fail":
+        sys.exit(f"counts.sh: no count for {engine} on {scene} at step {n}")
     if scene not in order:
         order.append(scene)
     runs.setdefault((engine, scene), []).append((int(n), int(ir), int(miss)))
