@@ -4,11 +4,12 @@
 #   tools/box2d-reference/counts.sh [BITROOM_BINARY...]
 # Each engine's step runs under callgrind (valgrind) with its cache
 # simulation, the last level sized as one core's L2 of this machine
-# (COUNTS_LL, default 2 MiB, 16-way, 64-byte lines), collecting only inside
+# (COUNTS_LL, default 1 MiB, 8-way, 64-byte lines, as
+# /sys/devices/system/cpu/cpu0/cache/index2 says), collecting only inside
 # the step function (Box2D's `b2World_Step`, bitroom's `step_observed`).
 # Each scene is run to step A and to step B; the difference divided by
 # B − A is the cost of a step in that window, without the scene's build
-# and first steps. Instruction counts repeat exactly (miss counts depend on
+# and first steps. Instruction counts repeat to 0.1 % (miss counts depend on
 # addresses too, within about 2 %): a change that saves instructions shows
 # here even when the machine's timings drift by 10-20 % (this VM has no
 # hardware counters, so `perf stat` cannot count them).
@@ -35,7 +36,7 @@ if [ ${#bins[@]} -eq 0 ]; then
     cargo build --quiet --release --bin bitroom-server)
   bins=("$ROOT/target/counts/release/bitroom-server")
 fi
-ll=${COUNTS_LL:-2097152,16,64}
+ll=${COUNTS_LL:-1048576,8,64}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # scene:A:B, windows early enough that valgrind's slowdown stays bearable.
