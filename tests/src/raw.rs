@@ -93,15 +93,6 @@ impl PeerPool {
         };
         RawPeer::connect_on(endpoint, server, pin).await
     }
-
-    /// Connects from `127.0.0.1`.
-    ///
-    /// # Errors
-    /// As [`RawPeer::connect_from`].
-    pub async fn connect(&self, server: SocketAddr, pin: CertPin) -> Result<RawPeer, String> {
-        self.connect_from("127.0.0.1:0".parse().expect("address literal"), server, pin)
-            .await
-    }
 }
 
 /// One hostile QUIC connection.

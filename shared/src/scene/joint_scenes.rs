@@ -24,7 +24,7 @@ fn s(v: f64) -> Scalar {
 }
 
 fn v(x: f64, y: f64) -> Vec2 {
-    Vec2::new(s(x), s(y))
+    Vec2::new(s(x), s(y)) // Float edge, as `s`: build-time scene constants.
 }
 
 fn body(w: &mut World, kind: BodyKind, position: Vec2) -> BodyId {
