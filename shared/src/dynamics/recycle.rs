@@ -167,7 +167,8 @@ fn reference_pose(xf: Transform) -> Transform {
 }
 
 /// The narrow phase's result at a contact's reference relative pose, in
-/// A's frame, with the key and pose it was computed for. A cache, not
+/// A's frame (its points also in B's), with the key of the pose it was
+/// computed for. A cache, not
 /// state: the world keeps these apart from the contacts, in key order, and
 /// never encodes, hashes or compares them (see [`Bases`]).
 #[derive(Clone, Copy, Debug, Default)]
@@ -176,71 +177,131 @@ struct Basis {
     key: u64,
     valid: bool,
     count: u8,
-    /// B's reference pose in A's frame.
-    pose: Transform,
     /// In A's frame.
     normal: Vec2,
+    /// The points' feature ids.
+    ids: [u16; 2],
     points: [Vec2; 2],
+    /// The same points in B's frame, where B's reference pose in A's frame
+    /// puts them.
+    points_b: [Vec2; 2],
     separations: [Scalar; 2],
 }
 
-/// The contacts' bases, in pair-key order like the contacts, rebuilt by
-/// each pass over the contacts: [`Bases::take`] finds a contact's basis
-/// among the last pass's, [`Bases::keep`] stores it for the next. Kept out
-/// of the contacts so that snapshots (copies of the state) do not carry
-/// it; emptied when the state is replaced.
+/// The contacts' bases, in pair-key order like the contacts, brought up
+/// to date by each pass over the contacts: [`Bases::entry`] finds a
+/// contact's basis among the last pass's, where the pass keeps it for the
+/// next. While a pass meets the same contacts as the last one, in the same
+/// order (a step that made or dropped none), it works in place: a basis is
+/// updated where it is, and a contact the pass leaves alone costs one
+/// comparison of keys, not a copy. From the first contact made or dropped
+/// on, the rest of the pass rebuilds the list (the bases before it copied
+/// once). Kept out of the contacts so that snapshots (copies of the state)
+/// do not carry it; emptied when a state is decoded, and on a restore kept
+/// only for pairs of unchanged shapes.
 #[derive(Debug, Default)]
 struct Bases {
-    old: Vec<Basis>,
+    /// The last pass's bases; this pass's, in place, until it is `rebuilding`.
+    list: Vec<Basis>,
+    /// This pass's bases once it is `rebuilding`.
     new: Vec<Basis>,
+    /// The next of `list` to look at.
     cursor: usize,
+    /// Whether this pass met a contact made or dropped since the last.
+    rebuilding: bool,
 }
 
 impl Bases {
     /// Starts a pass over the contacts in key order.
     fn begin(&mut self) {
-        core::mem::swap(&mut self.old, &mut self.new);
-        self.new.clear();
-        self.cursor = 0;
+        if self.rebuilding {
+            core::mem::swap(&mut self.list, &mut self.new);
+        }
+        self.begin_in_place();
     }
 
-    /// The last pass's basis of the contact with `pair` (keys ascending
-    /// from one call to the next), or an empty one; `fresh` (a contact
-    /// created since, perhaps in a slot pair a destroyed one had) forces
-    /// the empty one.
+    /// `list` is the last pass's: the next pass starts in place.
+    fn begin_in_place(&mut self) {
+        self.new.clear();
+        self.cursor = 0;
+        self.rebuilding = false;
+    }
+
+    /// Whether the next basis of the last pass is `pair`'s, with the pass
+    /// still in place.
     #[inline]
-    fn take(&mut self, pair: u64, fresh: bool) -> Basis {
-        while self.cursor < self.old.len() && self.old[self.cursor].pair < pair {
+    fn in_place(&self, pair: u64) -> bool {
+        !self.rebuilding && self.list.get(self.cursor).is_some_and(|b| b.pair == pair)
+    }
+
+    /// This pass's basis of the contact with `pair` (keys ascending from
+    /// one call to the next), where the pass keeps it for the next one: the
+    /// last pass's, or an empty one; `fresh` (a contact created since,
+    /// perhaps in a slot pair a destroyed one had) forces the empty one.
+    #[inline]
+    fn entry(&mut self, pair: u64, fresh: bool) -> &mut Basis {
+        let empty = Basis {
+            pair,
+            ..Basis::default()
+        };
+        if self.in_place(pair) {
+            self.cursor += 1;
+            let b = &mut self.list[self.cursor - 1];
+            if fresh {
+                *b = empty;
+            }
+            return b;
+        }
+        if !self.rebuilding {
+            // A contact made or dropped: the list is rebuilt from here.
+            self.new.extend_from_slice(&self.list[..self.cursor]);
+            self.rebuilding = true;
+        }
+        while self.cursor < self.list.len() && self.list[self.cursor].pair < pair {
             self.cursor += 1;
         }
         let found = self
-            .old
+            .list
             .get(self.cursor)
             .filter(|b| b.pair == pair)
             .copied();
         if found.is_some() {
             self.cursor += 1;
         }
-        match found {
+        let i = self.new.len();
+        self.new.push(match found {
             Some(b) if !fresh => b,
-            _ => Basis {
-                pair,
-                ..Basis::default()
-            },
+            _ => empty,
+        });
+        &mut self.new[i]
+    }
+
+    /// Keeps the basis of a contact this pass leaves alone.
+    #[inline]
+    fn keep_idle(&mut self, pair: u64) {
+        if self.in_place(pair) {
+            self.cursor += 1;
+        } else {
+            self.entry(pair, false);
         }
     }
 
-    /// Keeps a contact's basis for the next pass (in key order).
-    #[inline]
-    fn keep(&mut self, b: Basis) {
-        self.new.push(b);
+    /// Keeps only the bases for which `keep` holds (the list as the last
+    /// pass left it).
+    fn retain(&mut self, keep: impl Fn(&Basis) -> bool) {
+        if self.rebuilding {
+            core::mem::swap(&mut self.list, &mut self.new);
+        }
+        self.begin_in_place();
+        self.list.retain(keep);
     }
 
     /// Forgets every basis (the state was replaced).
     fn clear(&mut self) {
-        self.old.clear();
+        self.list.clear();
         self.new.clear();
         self.cursor = 0;
+        self.rebuilding = false;
     }
 }
 
@@ -268,6 +329,8 @@ struct BodyRef {
     center: Vec2,
     /// Whether `key` and `rot` hold a body's (not yet on a new list).
     set: bool,
+    /// The pass (`Recycler::pass`) whose poses `back` and `center` are of.
+    pass: u64,
 }
 
 impl BodyRef {
@@ -277,6 +340,7 @@ impl BodyRef {
         back: Rot::IDENTITY,
         center: Vec2::ZERO,
         set: false,
+        pass: 0,
     };
 
     /// The lever arm of world point `p` on the body, turned to the
@@ -287,23 +351,22 @@ impl BodyRef {
     }
 }
 
-/// Every body's [`BodyRef`], into `refs` (which keeps the reference
-/// rotations of the last call: one is recomputed only when its key
-/// changes).
-fn body_refs(bodies: &[Body], refs: &mut Vec<BodyRef>) {
-    refs.resize(bodies.len(), BodyRef::UNSET);
-    for (r, b) in refs.iter_mut().zip(bodies) {
+impl BodyRef {
+    /// Brings the reference up to body `b`'s pose (its reference rotation
+    /// is recomputed only when the rotation's key changed).
+    #[inline]
+    fn update(&mut self, b: &Body) {
         let q = b.transform.q;
         let cell = Cell::of(Transform::new(Vec2::ZERO, q));
         let key = cell.key();
-        if key != r.key || !r.set {
-            r.key = key;
-            r.rot = cell.pose().q;
-            r.set = true;
+        if key != self.key || !self.set {
+            self.key = key;
+            self.rot = cell.pose().q;
+            self.set = true;
         }
         // `rot · q⁻¹`: q is a unit rotation, so its inverse is (c, −s).
-        r.back = r.rot.mul_rot(Rot { c: q.c, s: -q.s });
-        r.center = b.center;
+        self.back = self.rot.mul_rot(Rot { c: q.c, s: -q.s });
+        self.center = b.center;
     }
 }
 
@@ -311,15 +374,34 @@ fn body_refs(bodies: &[Body], refs: &mut Vec<BodyRef>) {
 /// and the contacts' bases. Scratch of the world.
 #[derive(Debug, Default)]
 pub(crate) struct Recycler {
+    /// Per body, its reference as of the pass that last needed it: a pass
+    /// brings up to date only the bodies of the contacts it collides, so a
+    /// world whose bodies mostly sleep does not pay for them every step.
     refs: Vec<BodyRef>,
     bases: Bases,
+    /// Counts the passes (2⁶⁴ of them: it never wraps).
+    pass: u64,
 }
 
 impl Recycler {
-    /// Starts a pass over the contacts, in key order, at the bodies' poses.
+    /// Starts a pass over the contacts, in key order, at the poses of
+    /// `bodies` (each body's reference is brought up to its pose when a
+    /// contact of it is first collided in the pass).
     pub(crate) fn begin(&mut self, bodies: &[Body]) {
-        body_refs(bodies, &mut self.refs);
+        self.refs.resize(bodies.len(), BodyRef::UNSET);
+        self.pass += 1;
         self.bases.begin();
+    }
+
+    /// Brings body `i`'s reference up to this pass's poses (`b`: the body,
+    /// whose pose does not change during a pass).
+    #[inline]
+    fn update_ref(&mut self, i: u32, b: &Body) {
+        let r = &mut self.refs[i as usize];
+        if r.pass != self.pass {
+            r.update(b);
+            r.pass = self.pass;
+        }
     }
 
     /// Forgets every basis (the state was replaced: a shape slot may hold
@@ -328,38 +410,47 @@ impl Recycler {
         self.bases.clear();
     }
 
+    /// Keeps only the bases of pairs whose two shapes `same` says are
+    /// unchanged (the state was replaced by one whose other shape slots
+    /// may hold other shapes now): a basis is a function of its pair's
+    /// geometry and reference pose, nothing else.
+    pub(crate) fn retain_shapes(&mut self, same: impl Fn(usize) -> bool) {
+        self.bases
+            .retain(|b| same((b.pair >> 32) as usize) && same(b.pair as u32 as usize));
+    }
+
     /// Keeps the basis of a contact this pass leaves alone.
     #[inline]
     pub(crate) fn keep_idle(&mut self, c: Pair) {
         if c.recycled {
-            let basis = self.bases.take(c.key, false);
-            self.bases.keep(basis);
+            self.bases.keep_idle(c.key);
         }
     }
 
     /// The manifold of contact `c` (`fresh`: made since the last pass)
-    /// between geometries `ga`, `gb` at poses `xa`, `xb`, into `m`
-    /// (the contact's own: written in place): recycled, or the narrow
-    /// phase's. Returns whether the feature ids may have changed (the
-    /// caller then carries the old impulses over by id).
+    /// between geometries `ga`, `gb` of bodies `ba`, `bb` at their poses,
+    /// into `m` (the contact's own: written in place): recycled, or the
+    /// narrow phase's. Returns whether the feature ids may have changed
+    /// (the caller then carries the old impulses over by id).
     #[inline]
     pub(crate) fn manifold(
         &mut self,
         c: Pair,
         fresh: bool,
-        (ga, xa): (&ShapeGeometry, Transform),
-        (gb, xb): (&ShapeGeometry, Transform),
+        (ga, ba): (&ShapeGeometry, &Body),
+        (gb, bb): (&ShapeGeometry, &Body),
         m: &mut Manifold,
     ) -> bool {
+        let (xa, xb) = (ba.transform, bb.transform);
         if !c.recycled {
             collide_into(ga, xa, gb, xb, m);
             return true;
         }
-        let mut basis = self.bases.take(c.key, fresh);
+        self.update_ref(c.body_a, ba);
+        self.update_ref(c.body_b, bb);
+        let basis = self.bases.entry(c.key, fresh);
         let (ra, rb) = (&self.refs[c.body_a as usize], &self.refs[c.body_b as usize]);
-        let renewed = update_manifold(&mut basis, (ga, xa, ra), (gb, xb, rb), m);
-        self.bases.keep(basis);
-        renewed
+        update_manifold(basis, (ga, xa, ra), (gb, xb, rb), m)
     }
 }
 
@@ -378,7 +469,17 @@ fn update_manifold(
     let mut renewed = false;
     let cell = Cell::of(xa.inv_mul(xb));
     let key = cell.key();
-    if !(basis.valid && basis.key == key) {
+    // The manifold's ids and point count are the basis's (see below) unless
+    // the state was replaced since the basis was made: a restore keeps the
+    // bases of unchanged shapes, and a restored manifold may be of another
+    // reference pose's basis. Then the basis is made again, as if none had
+    // been cached.
+    let same_ids = m.count == basis.count
+        && m.points[..usize::from(m.count.min(2))]
+            .iter()
+            .zip(basis.ids)
+            .all(|(p, id)| p.id == id);
+    if !(basis.valid && basis.key == key && same_ids) {
         let pose = cell.pose();
         collide_into(ga, Transform::IDENTITY, gb, pose, m);
         *basis = Basis {
@@ -386,9 +487,16 @@ fn update_manifold(
             key,
             valid: true,
             count: m.count,
-            pose,
             normal: m.normal,
+            ids: [m.points[0].id, m.points[1].id],
             points: [m.points[0].point, m.points[1].point],
+            points_b: core::array::from_fn(|i| {
+                if i < usize::from(m.count) {
+                    pose.inv_apply(m.points[i].point)
+                } else {
+                    Vec2::ZERO
+                }
+            }),
             separations: [m.points[0].separation, m.points[1].separation],
         };
         renewed = true;
@@ -398,8 +506,8 @@ fn update_manifold(
         return true;
     }
     // `m` holds the basis's ids and point count: they were set from it,
-    // here or by an earlier pass (`renewed` false), and only this function
-    // writes them.
+    // here or by an earlier pass (`renewed` false; checked above), and only
+    // this function writes them.
     // The normal is A's basis normal at A's reference rotation, fixed like
     // the lever arms (Box2D's recycled normal stays as it was found).
     let normal = ra.rot.rotate(basis.normal);
@@ -407,9 +515,8 @@ fn update_manifold(
     for i in 0..usize::from(basis.count) {
         // The point on A, and the same point on B: where the reference
         // pose put it in B's frame, at B's pose.
-        let v = basis.points[i];
-        let pa = xa.apply(v);
-        let pb = xb.apply(basis.pose.inv_apply(v));
+        let pa = xa.apply(basis.points[i]);
+        let pb = xb.apply(basis.points_b[i]);
         let p = &mut m.points[i];
         p.separation = basis.separations[i] + normal.dot(pb - pa);
         // The lever arms: each body's own point, turned back to the body's
@@ -523,8 +630,11 @@ mod tests {
                     center: xf.p,
                     ..Body::vacant()
                 });
-                let mut refs = Vec::new();
-                body_refs(&bodies, &mut refs);
+                let refs = bodies.map(|b| {
+                    let mut r = BodyRef::UNSET;
+                    r.update(&b);
+                    r
+                });
                 update_manifold(&mut basis, (ga, a, &refs[0]), (gb, b, &refs[1]), &mut m);
                 total += 1;
                 let ids = |m: &Manifold| m.points().iter().map(|p| p.id).collect::<Vec<_>>();

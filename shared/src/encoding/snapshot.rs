@@ -54,8 +54,17 @@ impl World {
     /// The last step's outputs (event buffers, [`World::broken_joints`])
     /// are cleared: they are not state.
     pub fn restore(&mut self, snapshot: &Snapshot) {
+        // The recycler's bases are functions of their pair's shapes: those
+        // whose shapes are the same in both states stay (a rollback's
+        // first step then recycles instead of running the narrow phase
+        // for every contact).
+        let (now, then) = (&self.state.geometry, &snapshot.state.geometry);
+        if !std::sync::Arc::ptr_eq(now, then) {
+            self.scratch.recycler.retain_shapes(
+                |s| matches!((now.get(s), then.get(s)), (Some(a), Some(b)) if a == b),
+            );
+        }
         self.state.clone_from(&snapshot.state);
-        self.forget_caches();
         self.events.clear_all();
         self.broken_joints.clear();
     }

@@ -39,8 +39,7 @@ impl World {
             c.recycled = recycle::recyclable(ga, gb);
             let mut m = Manifold::EMPTY;
             let pair = c.pair();
-            sc.recycler
-                .manifold(pair, true, (ga, ba.transform), (gb, bb.transform), &mut m);
+            sc.recycler.manifold(pair, true, (ga, ba), (gb, bb), &mut m);
             if m.count != c.manifold.count
                 || m.points()
                     .iter()

@@ -70,12 +70,6 @@ impl World {
         Ok(World::from_state(WorldState::empty(def)))
     }
 
-    /// Forgets what the scratch caches of the positions (the state was
-    /// replaced: a shape slot may hold another shape now).
-    pub(crate) fn forget_caches(&mut self) {
-        self.scratch.recycler.forget();
-    }
-
     pub(crate) fn from_state(state: WorldState) -> World {
         World {
             state,

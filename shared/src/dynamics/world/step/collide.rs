@@ -83,13 +83,9 @@ impl World {
             // the impulses were stored just above, and a copy of the whole
             // manifold would load them back before those stores complete.
             let old = PreviousPoints::of(&c.manifold);
-            let renewed = sc.recycler.manifold(
-                c.pair(),
-                fresh,
-                (ga, ba.transform),
-                (gb, bb.transform),
-                &mut c.manifold,
-            );
+            let renewed =
+                sc.recycler
+                    .manifold(c.pair(), fresh, (ga, ba), (gb, bb), &mut c.manifold);
             if renewed {
                 match_impulses(&mut c.manifold, &old);
             } else {
