@@ -191,47 +191,53 @@ struct Basis {
 /// The contacts' bases, in pair-key order like the contacts, brought up
 /// to date by each pass over the contacts: [`Bases::entry`] finds a
 /// contact's basis among the last pass's, where the pass keeps it for the
-/// next. While a pass meets the same contacts as the last one, in the same
-/// order (a step that made or dropped none), it works in place: a basis is
-/// updated where it is, and a contact the pass leaves alone costs one
-/// comparison of keys, not a copy. From the first contact made or dropped
-/// on, the rest of the pass rebuilds the list (the bases before it copied
-/// once). Kept out of the contacts so that snapshots (copies of the state)
-/// do not carry it; emptied when a state is decoded, and on a restore kept
-/// only for pairs of unchanged shapes.
+/// next. A pass works in place, in one list: it reads the last pass's
+/// bases at `read` and writes its own at `write`, never after `read`. While
+/// the contacts are the last pass's, in order, every basis stays where it
+/// is (a contact the pass leaves alone costs a comparison of keys, not a
+/// copy); a dropped contact's basis is skipped, and the bases after it move
+/// down into the gap; a new contact takes a place in the gap. Only a new
+/// contact with no gap before it makes the rest of the pass rebuild the list
+/// into a second one (the bases before it copied once). Kept out of the
+/// contacts so that snapshots (copies of the state) do not carry it;
+/// emptied when a state is decoded, and on a restore kept only for pairs of
+/// unchanged shapes.
 #[derive(Debug, Default)]
 struct Bases {
-    /// The last pass's bases; this pass's, in place, until it is `rebuilding`.
+    /// The last pass's bases from `read` on, this pass's before `write`
+    /// (until it is `rebuilding`).
     list: Vec<Basis>,
     /// This pass's bases once it is `rebuilding`.
     new: Vec<Basis>,
-    /// The next of `list` to look at.
-    cursor: usize,
-    /// Whether this pass met a contact made or dropped since the last.
+    /// The next of the last pass's bases to look at.
+    read: usize,
+    /// Where this pass's next basis goes (at most `read`).
+    write: usize,
+    /// Whether this pass met a new contact with no gap to put it in.
     rebuilding: bool,
 }
 
 impl Bases {
     /// Starts a pass over the contacts in key order.
     fn begin(&mut self) {
+        self.settle();
+        self.read = 0;
+        self.write = 0;
+    }
+
+    /// Makes `list` the bases the last pass kept (and only those), whether
+    /// it ended in place or rebuilding. Idempotent.
+    fn settle(&mut self) {
         if self.rebuilding {
             core::mem::swap(&mut self.list, &mut self.new);
+            self.new.clear();
+            self.rebuilding = false;
+        } else {
+            // The bases from `write` on are of contacts no longer there.
+            self.list.truncate(self.write);
         }
-        self.begin_in_place();
-    }
-
-    /// `list` is the last pass's: the next pass starts in place.
-    fn begin_in_place(&mut self) {
-        self.new.clear();
-        self.cursor = 0;
-        self.rebuilding = false;
-    }
-
-    /// Whether the next basis of the last pass is `pair`'s, with the pass
-    /// still in place.
-    #[inline]
-    fn in_place(&self, pair: u64) -> bool {
-        !self.rebuilding && self.list.get(self.cursor).is_some_and(|b| b.pair == pair)
+        self.read = self.list.len();
+        self.write = self.list.len();
     }
 
     /// This pass's basis of the contact with `pair` (keys ascending from
@@ -244,63 +250,72 @@ impl Bases {
             pair,
             ..Basis::default()
         };
-        if self.in_place(pair) {
-            self.cursor += 1;
-            let b = &mut self.list[self.cursor - 1];
-            if fresh {
+        // Bases of contacts dropped since the last pass are passed over.
+        while self.read < self.list.len() && self.list[self.read].pair < pair {
+            self.read += 1;
+        }
+        let found = self.read < self.list.len() && self.list[self.read].pair == pair;
+        if !self.rebuilding && (found || self.write < self.read) {
+            if found {
+                if self.write != self.read {
+                    self.list[self.write] = self.list[self.read];
+                }
+                self.read += 1;
+            }
+            self.write += 1;
+            let b = &mut self.list[self.write - 1];
+            if fresh || !found {
                 *b = empty;
             }
             return b;
         }
         if !self.rebuilding {
-            // A contact made or dropped: the list is rebuilt from here.
-            self.new.extend_from_slice(&self.list[..self.cursor]);
+            // A new contact with no gap before the next basis: the rest of
+            // the pass rebuilds, from the bases kept so far.
+            self.new.extend_from_slice(&self.list[..self.write]);
             self.rebuilding = true;
         }
-        while self.cursor < self.list.len() && self.list[self.cursor].pair < pair {
-            self.cursor += 1;
-        }
-        let found = self
-            .list
-            .get(self.cursor)
-            .filter(|b| b.pair == pair)
-            .copied();
-        if found.is_some() {
-            self.cursor += 1;
+        let b = if found && !fresh {
+            self.list[self.read]
+        } else {
+            empty
+        };
+        if found {
+            self.read += 1;
         }
         let i = self.new.len();
-        self.new.push(match found {
-            Some(b) if !fresh => b,
-            _ => empty,
-        });
+        self.new.push(b);
         &mut self.new[i]
     }
 
     /// Keeps the basis of a contact this pass leaves alone.
     #[inline]
     fn keep_idle(&mut self, pair: u64) {
-        if self.in_place(pair) {
-            self.cursor += 1;
+        let in_place = !self.rebuilding
+            && self.write == self.read
+            && self.list.get(self.read).is_some_and(|b| b.pair == pair);
+        if in_place {
+            self.read += 1;
+            self.write += 1;
         } else {
             self.entry(pair, false);
         }
     }
 
-    /// Keeps only the bases for which `keep` holds (the list as the last
-    /// pass left it).
+    /// Keeps only the bases for which `keep` holds (of those the last pass
+    /// kept).
     fn retain(&mut self, keep: impl Fn(&Basis) -> bool) {
-        if self.rebuilding {
-            core::mem::swap(&mut self.list, &mut self.new);
-        }
-        self.begin_in_place();
+        self.settle();
         self.list.retain(keep);
+        self.settle();
     }
 
     /// Forgets every basis (the state was replaced).
     fn clear(&mut self) {
         self.list.clear();
         self.new.clear();
-        self.cursor = 0;
+        self.read = 0;
+        self.write = 0;
         self.rebuilding = false;
     }
 }
@@ -688,6 +703,79 @@ mod tests {
         assert!(thick(&b(Scalar::HALF, Scalar::HALF)));
         assert!(thick(&b(fx(3), MIN_THICKNESS)));
         assert!(!thick(&b(fx(3), Scalar::ratio(1, 10))));
+    }
+
+    /// Passes over contact lists that keep, drop and add contacts at
+    /// random, each contact collided or left alone: every basis a pass
+    /// finds is the one the last pass kept for that pair (or an empty one
+    /// for a new or fresh contact), whichever way the list was kept (in
+    /// place, with gaps, or rebuilt).
+    #[test]
+    fn bases_follow_the_contacts_through_drops_and_additions() {
+        use std::collections::BTreeMap;
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % n
+        };
+        let mut bases = Bases::default();
+        // Pair -> the payload (in `key`) its basis was last given.
+        let mut model: BTreeMap<u64, u64> = BTreeMap::new();
+        let mut pairs: Vec<u64> = (0..60).map(|i| i * 4).collect();
+        for pass in 0..400u64 {
+            // Some passes change nothing; others drop and add a few.
+            if pass % 3 != 0 {
+                let (drops, adds) = (next(5), next(5));
+                for _ in 0..drops {
+                    if !pairs.is_empty() {
+                        pairs.remove(next(pairs.len() as u64) as usize);
+                    }
+                }
+                for _ in 0..adds {
+                    let p = next(400);
+                    if let Err(i) = pairs.binary_search(&p) {
+                        pairs.insert(i, p);
+                    }
+                }
+            }
+            bases.begin();
+            let mut kept = BTreeMap::new();
+            for &p in &pairs {
+                let last = model.get(&p).copied();
+                if last.is_some() && next(3) == 0 {
+                    bases.keep_idle(p);
+                    kept.insert(p, last.unwrap_or(0));
+                    continue;
+                }
+                let fresh = next(10) == 0;
+                let b = bases.entry(p, fresh);
+                assert_eq!(b.pair, p, "pass {pass}");
+                match last {
+                    Some(payload) if !fresh => {
+                        assert!(b.valid, "pass {pass}: pair {p} lost its basis");
+                        assert_eq!(b.key, payload, "pass {pass}: pair {p}");
+                    }
+                    _ => assert!(!b.valid, "pass {pass}: pair {p} is new or fresh"),
+                }
+                let payload = pass * 1000 + p;
+                b.valid = true;
+                b.key = payload;
+                kept.insert(p, payload);
+            }
+            model = kept;
+            // What the pass kept is exactly its contacts' bases, in order.
+            bases.settle();
+            let list: Vec<(u64, u64)> = bases.list.iter().map(|b| (b.pair, b.key)).collect();
+            let want: Vec<(u64, u64)> = model.iter().map(|(&p, &k)| (p, k)).collect();
+            assert_eq!(list, want, "pass {pass}");
+            // Now and then a restore that keeps every other pair.
+            if pass % 50 == 49 {
+                bases.retain(|b| b.pair % 8 == 0);
+                model.retain(|p, _| p % 8 == 0);
+            }
+        }
     }
 
     #[test]
