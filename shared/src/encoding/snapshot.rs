@@ -60,9 +60,13 @@ impl World {
         // for every contact).
         let (now, then) = (&self.state.geometry, &snapshot.state.geometry);
         if !std::sync::Arc::ptr_eq(now, then) {
-            self.scratch.recycler.retain_shapes(
-                |s| matches!((now.get(s), then.get(s)), (Some(a), Some(b)) if a == b),
-            );
+            // Each slot compared once, not once per basis.
+            let same: Vec<bool> = (0..now.len().max(then.len()))
+                .map(|s| matches!((now.get(s), then.get(s)), (Some(a), Some(b)) if a == b))
+                .collect();
+            self.scratch
+                .recycler
+                .retain_shapes(|s| same.get(s).copied().unwrap_or(false));
         }
         self.state.clone_from(&snapshot.state);
         self.events.clear_all();
