@@ -41,6 +41,7 @@
 //! is 0.05 m of relative motion).
 
 use super::body::Body;
+use super::contact::Contact;
 use crate::collision::{collide_into, Manifold};
 use crate::geometry::ShapeGeometry;
 use crate::math::{Rot, Scalar, Transform, Vec2};
@@ -246,7 +247,7 @@ impl Bases {
     /// perhaps in a slot pair a destroyed one had) forces the empty one.
     #[inline]
     fn entry(&mut self, pair: u64, fresh: bool) -> &mut Basis {
-        let empty = Basis {
+        let empty = || Basis {
             pair,
             ..Basis::default()
         };
@@ -265,7 +266,7 @@ impl Bases {
             self.write += 1;
             let b = &mut self.list[self.write - 1];
             if fresh || !found {
-                *b = empty;
+                *b = empty();
             }
             return b;
         }
@@ -278,7 +279,7 @@ impl Bases {
         let b = if found && !fresh {
             self.list[self.read]
         } else {
-            empty
+            empty()
         };
         if found {
             self.read += 1;
@@ -288,26 +289,13 @@ impl Bases {
         &mut self.new[i]
     }
 
-    /// Keeps the basis of a contact this pass leaves alone.
-    #[inline]
-    fn keep_idle(&mut self, pair: u64) {
-        let in_place = !self.rebuilding
-            && self.write == self.read
-            && self.list.get(self.read).is_some_and(|b| b.pair == pair);
-        if in_place {
-            self.read += 1;
-            self.write += 1;
-        } else {
-            self.entry(pair, false);
-        }
-    }
-
     /// Keeps only the bases for which `keep` holds (of those the last pass
-    /// kept).
-    fn retain(&mut self, keep: impl Fn(&Basis) -> bool) {
+    /// kept, in key order).
+    fn retain(&mut self, keep: impl FnMut(&Basis) -> bool) {
         self.settle();
         self.list.retain(keep);
-        self.settle();
+        self.read = self.list.len();
+        self.write = self.list.len();
     }
 
     /// Forgets every basis (the state was replaced).
@@ -364,9 +352,7 @@ impl BodyRef {
     fn arm(&self, p: Vec2) -> Vec2 {
         self.back.rotate(p - self.center)
     }
-}
 
-impl BodyRef {
     /// Brings the reference up to body `b`'s pose (its reference rotation
     /// is recomputed only when the rotation's key changed).
     #[inline]
@@ -425,20 +411,34 @@ impl Recycler {
         self.bases.clear();
     }
 
-    /// Keeps only the bases of pairs whose two shapes `same` says are
-    /// unchanged (the state was replaced by one whose other shape slots
-    /// may hold other shapes now): a basis is a function of its pair's
-    /// geometry and reference pose, nothing else.
-    pub(crate) fn retain_shapes(&mut self, same: impl Fn(usize) -> bool) {
-        self.bases
-            .retain(|b| same((b.pair >> 32) as usize) && same(b.pair as u32 as usize));
+    /// After a restore (`contacts`: the restored state's, in key order),
+    /// keeps the bases that still hold: those of a restored contact whose
+    /// two shapes `same` says are unchanged (a basis is a function of its
+    /// pair's geometry and reference pose) and whose manifold was made from
+    /// it (the same point count and feature ids: a restored manifold may be
+    /// of another reference pose's basis, and a pass reuses a basis without
+    /// looking at the manifold's ids).
+    pub(crate) fn retain_restored(&mut self, contacts: &[Contact], same: impl Fn(usize) -> bool) {
+        let mut next = contacts.iter().peekable();
+        self.bases.retain(|b| {
+            while next.next_if(|c| c.key() < b.pair).is_some() {}
+            let Some(c) = next.peek() else {
+                return false;
+            };
+            let m = &c.manifold;
+            c.key() == b.pair
+                && same((b.pair >> 32) as usize)
+                && same(b.pair as u32 as usize)
+                && m.count == b.count
+                && m.points().iter().zip(b.ids).all(|(p, id)| p.id == id)
+        });
     }
 
     /// Keeps the basis of a contact this pass leaves alone.
     #[inline]
     pub(crate) fn keep_idle(&mut self, c: Pair) {
         if c.recycled {
-            self.bases.keep_idle(c.key);
+            self.bases.entry(c.key, false);
         }
     }
 
@@ -484,17 +484,7 @@ fn update_manifold(
     let mut renewed = false;
     let cell = Cell::of(xa.inv_mul(xb));
     let key = cell.key();
-    // The manifold's ids and point count are the basis's (see below) unless
-    // the state was replaced since the basis was made: a restore keeps the
-    // bases of unchanged shapes, and a restored manifold may be of another
-    // reference pose's basis. Then the basis is made again, as if none had
-    // been cached.
-    let same_ids = m.count == basis.count
-        && m.points[..usize::from(m.count.min(2))]
-            .iter()
-            .zip(basis.ids)
-            .all(|(p, id)| p.id == id);
-    if !(basis.valid && basis.key == key && same_ids) {
+    if !(basis.valid && basis.key == key) {
         let pose = cell.pose();
         collide_into(ga, Transform::IDENTITY, gb, pose, m);
         *basis = Basis {
@@ -521,8 +511,9 @@ fn update_manifold(
         return true;
     }
     // `m` holds the basis's ids and point count: they were set from it,
-    // here or by an earlier pass (`renewed` false; checked above), and only
-    // this function writes them.
+    // here or by an earlier pass (`renewed` false), and only this function
+    // writes them (a restore drops the bases its manifolds were not made
+    // from: `Recycler::retain_restored`).
     // The normal is A's basis normal at A's reference rotation, fixed like
     // the lever arms (Box2D's recycled normal stays as it was found).
     let normal = ra.rot.rotate(basis.normal);
@@ -745,7 +736,7 @@ mod tests {
             for &p in &pairs {
                 let last = model.get(&p).copied();
                 if last.is_some() && next(3) == 0 {
-                    bases.keep_idle(p);
+                    bases.entry(p, false);
                     kept.insert(p, last.unwrap_or(0));
                     continue;
                 }

@@ -54,21 +54,23 @@ impl World {
     /// The last step's outputs (event buffers, [`World::broken_joints`])
     /// are cleared: they are not state.
     pub fn restore(&mut self, snapshot: &Snapshot) {
-        // The recycler's bases are functions of their pair's shapes: those
-        // whose shapes are the same in both states stay (a rollback's
-        // first step then recycles instead of running the narrow phase
-        // for every contact).
+        // The recycler's bases of unchanged shapes stay (a rollback's first
+        // step then recycles instead of running the narrow phase for every
+        // contact). Each shape slot is compared once, unless the geometry
+        // is shared (as between a world and its own snapshots).
         let (now, then) = (&self.state.geometry, &snapshot.state.geometry);
-        if !std::sync::Arc::ptr_eq(now, then) {
-            // Each slot compared once, not once per basis.
-            let same: Vec<bool> = (0..now.len().max(then.len()))
+        let same: Option<Vec<bool>> = (!std::sync::Arc::ptr_eq(now, then)).then(|| {
+            (0..now.len().max(then.len()))
                 .map(|s| matches!((now.get(s), then.get(s)), (Some(a), Some(b)) if a == b))
-                .collect();
-            self.scratch
-                .recycler
-                .retain_shapes(|s| same.get(s).copied().unwrap_or(false));
-        }
+                .collect()
+        });
         self.state.clone_from(&snapshot.state);
+        self.scratch
+            .recycler
+            .retain_restored(&self.state.contacts, |s| {
+                same.as_ref()
+                    .is_none_or(|v| v.get(s).copied().unwrap_or(false))
+            });
         self.events.clear_all();
         self.broken_joints.clear();
     }
