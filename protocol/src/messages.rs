@@ -621,8 +621,35 @@ pub enum ServerReliable {
     Kick(KickReason),
 }
 
+/// The encoding of `msg`, in a vector of exactly its size.
+///
+/// It is written into a buffer kept per thread and copied out: one
+/// allocation per message. (`encode_to_vec` grows its vector from empty,
+/// five to nine allocations for a frame bundle; a room sends one to every
+/// client every tick.) A nested call (none today) would find the buffer
+/// taken and use a vector of its own.
 fn encode<T: Serialize>(msg: &T, config: impl Config) -> Vec<u8> {
-    bincode::serde::encode_to_vec(msg, config).expect("messages encode")
+    ENCODE_BUF.with(|buf| match buf.try_borrow_mut() {
+        Ok(mut buf) => {
+            buf.clear();
+            bincode::serde::encode_into_std_write(msg, &mut *buf, config).expect("messages encode");
+            let out = buf.to_vec();
+            if buf.capacity() > ENCODE_BUF_KEEP {
+                // A snapshot chunk's worth is not kept between messages.
+                *buf = Vec::new();
+            }
+            out
+        }
+        Err(_) => bincode::serde::encode_to_vec(msg, config).expect("messages encode"),
+    })
+}
+
+/// The most [`ENCODE_BUF`] keeps between messages (bytes).
+const ENCODE_BUF_KEEP: usize = 16 << 10;
+
+std::thread_local! {
+    /// Scratch for [`encode`]; holds nothing between calls.
+    static ENCODE_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 fn decode<T: DeserializeOwned, const LIMIT: usize, IE>(

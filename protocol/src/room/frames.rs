@@ -65,6 +65,9 @@ pub(super) struct HistFrame<I> {
     pub(super) hash: u64,
     pub(super) changes: Option<InputChanges<I>>,
     pub(super) events: Option<Vec<SlotEvent>>,
+    /// Bytes its [`TickData`] takes in a bundle with `back` 0, measured
+    /// once here instead of per client and per send.
+    pub(super) wire_len: usize,
 }
 
 impl<R: NetRules> ServerRoom<R> {
@@ -101,7 +104,7 @@ impl<R: NetRules> ServerRoom<R> {
         }
         self.prev_inputs = applied;
         self.last_inputs = set;
-        self.history.push_back(HistFrame {
+        let mut frame = HistFrame {
             tick: t,
             hash,
             changes: (mask != 0).then_some(InputChanges {
@@ -109,7 +112,10 @@ impl<R: NetRules> ServerRoom<R> {
                 inputs: changed,
             }),
             events: (!events.is_empty()).then_some(events),
-        });
+            wire_len: 0,
+        };
+        frame.wire_len = datagram_len(&Self::tick_data(&frame));
+        self.history.push_back(frame);
         while self.history.len() > self.config.history as usize {
             self.history.pop_front();
         }
@@ -218,7 +224,7 @@ impl<R: NetRules> ServerRoom<R> {
         for (p, i) in picks {
             let h = &self.history[(c.acked + 1 + i as u64 - oldest) as usize];
             // Up to 4 more bytes for the entry's `back` once ordered.
-            let len = datagram_len(&Self::tick_data(h)) + 4;
+            let len = h.wire_len + 4;
             let full = bundles
                 .last()
                 .is_none_or(|b| b.len() == MAX_BUNDLE_TICKS || size + len > MAX_DATAGRAM);
@@ -236,7 +242,7 @@ impl<R: NetRules> ServerRoom<R> {
         }
         let (held, input_lead) = self.feedback(now, c);
         let mut msgs = Vec::with_capacity(bundles.len());
-        for mut b in bundles.iter().cloned() {
+        for b in &mut bundles {
             b.sort_by_key(|&(_, i)| std::cmp::Reverse(i));
             let mut prev = t + 1;
             let frames = b

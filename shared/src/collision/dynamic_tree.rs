@@ -49,6 +49,55 @@ impl Node {
     }
 }
 
+/// The traversal stack of a query on a shared tree: its first [`INLINE`]
+/// entries live in the query's own frame, so a query allocates nothing
+/// (a depth-first walk holds at most about the tree's height, which
+/// rebalancing keeps near log₂ of the leaves); deeper walks spill to the
+/// heap. Last in, first out, as a `Vec` would be, so the visiting order is
+/// the same. (The sandbox game asks the trees for every avatar's contacts
+/// every tick: two queries each, which allocated and grew a `Vec` five
+/// times or so.)
+struct QueryStack {
+    inline: [u32; INLINE],
+    len: usize,
+    /// Entries pushed while `inline` was full (only ever non-empty then).
+    spill: Vec<u32>,
+}
+
+/// Entries a [`QueryStack`] holds without allocating.
+const INLINE: usize = 64;
+
+impl QueryStack {
+    fn new(root: u32) -> QueryStack {
+        let mut s = QueryStack {
+            inline: [NULL; INLINE],
+            len: 0,
+            spill: Vec::new(),
+        };
+        s.push(root);
+        s
+    }
+
+    #[inline]
+    fn push(&mut self, node: u32) {
+        if let Some(slot) = self.inline.get_mut(self.len) {
+            *slot = node;
+            self.len += 1;
+        } else {
+            self.spill.push(node);
+        }
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<u32> {
+        if let Some(node) = self.spill.pop() {
+            return Some(node);
+        }
+        self.len = self.len.checked_sub(1)?;
+        Some(self.inline[self.len])
+    }
+}
+
 /// A dynamic bounding volume tree.
 #[derive(Debug, Default)]
 pub struct DynamicTree {
@@ -338,12 +387,13 @@ impl DynamicTree {
         self.stack = stack;
     }
 
-    /// Like [`DynamicTree::query`], for a shared tree (allocates its own stack).
+    /// Like [`DynamicTree::query`], for a shared tree (with its own stack,
+    /// on the call stack: see [`QueryStack`]).
     pub fn query_shared(&self, aabb: &Aabb, mut f: impl FnMut(u32)) {
         if self.root == NULL {
             return;
         }
-        let mut stack = vec![self.root];
+        let mut stack = QueryStack::new(self.root);
         while let Some(i) = stack.pop() {
             let n = &self.nodes[i as usize];
             if !n.aabb.overlaps(aabb) {
@@ -369,7 +419,7 @@ impl DynamicTree {
         let d = p2 - p1;
         // Normal of the segment (not normalised: only the sign matters).
         let (vx, vy) = (-(d.y.to_bits() as i128), d.x.to_bits() as i128);
-        let mut stack = vec![self.root];
+        let mut stack = QueryStack::new(self.root);
         while let Some(i) = stack.pop() {
             let n = &self.nodes[i as usize];
             if !n.aabb.overlaps(&seg_box) {
@@ -656,6 +706,36 @@ mod tests {
         b.sort();
         assert_eq!(a, b);
         assert!(!a.is_empty());
+    }
+
+    /// The query stack is last in, first out across its inline part and
+    /// its spill, as a `Vec` is, whatever the push and pop pattern.
+    #[test]
+    fn query_stack_is_a_stack_past_its_inline_part() {
+        let mut s = QueryStack::new(0);
+        let mut v = vec![0u32];
+        let mut x = 0x9e37_79b9u32;
+        let mut deepest = 0;
+        for step in 0..5000u32 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            // Mostly pushes early on, mostly pops later: the depth
+            // crosses the inline size many times.
+            let push = (x % 100) < if (step / 500) % 2 == 0 { 70 } else { 30 };
+            if push {
+                s.push(step);
+                v.push(step);
+            } else {
+                assert_eq!(s.pop(), v.pop());
+            }
+            deepest = deepest.max(v.len());
+        }
+        assert!(deepest > 2 * INLINE, "the walk never spilled: {deepest}");
+        while let Some(want) = v.pop() {
+            assert_eq!(s.pop(), Some(want));
+        }
+        assert_eq!(s.pop(), None);
     }
 
     /// Every ancestor of a marked node is marked (what lets

@@ -86,7 +86,8 @@ impl World {
         let Some(shape) = st.shapes.get(i as usize) else {
             return Vec::new();
         };
-        let mut found = Vec::new();
+        // A shape has a few contacts: room for them without regrowing.
+        let mut found = Vec::with_capacity(8);
         let mut pair_with = |j: u32| {
             if j == i {
                 return;
