@@ -17,93 +17,20 @@
 //! room's tick alone. It also builds for `wasm32-wasip1` and runs under
 //! node (V8, the engine of Chromium's pages): what a tick costs a browser.
 
-use bitroom_protocol::*;
-use bitroom_sim::game::bots::BotRules;
 use bitroom_sim::game::sandbox::Sandbox;
-use bitroom_sim::game::Rules;
 use std::time::{Duration, Instant};
 
-/// SplitMix64: the players' random bits.
-fn next(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+#[path = "../tests/load/mod.rs"]
+mod load;
+use load::Load;
 
-/// One room and its players' random inputs.
-struct Load {
-    room: ServerRoom<Sandbox>,
-    rng: u64,
-    held: Vec<(u64, <Sandbox as Rules>::Input)>,
-}
-
-impl Load {
-    fn new(rules: &Sandbox, players: u8, seed: u64) -> Load {
-        let mut room = ServerRoom::new(rules.clone(), RoomConfig::default(), 0);
-        for i in 0..players {
-            let conn = ConnId::from(i) + 1;
-            room.handle_connect(0, conn);
-            let hello = ClientReliable::Hello(Hello {
-                version: PROTOCOL_VERSION,
-                rules: rules.fingerprint(),
-                room: "load".into(),
-                name: format!("load {i}"),
-                spectator: false,
-                reconnect: None,
-                token: None,
-            });
-            room.handle_reliable(0, conn, &encode_client_reliable(&hello));
-        }
-        while room.poll_output().is_some() {}
-        let held = (0..players).map(|_| (0u64, Default::default())).collect();
-        Load {
-            room,
-            rng: seed,
-            held,
-        }
-    }
-
-    /// One tick with every player's input datagram; its time.
-    fn tick(&mut self, rules: &Sandbox) -> Duration {
-        let room = &mut self.room;
-        let t = room.tick_number() + 1;
-        let datagrams: Vec<(ConnId, Vec<u8>)> = (0u8..)
-            .zip(&mut self.held)
-            .map(|(slot, (left, input))| {
-                if *left == 0 {
-                    let bits = next(&mut self.rng);
-                    *input = rules.random_input(bits);
-                    *left = 5 + next(&mut self.rng) % 40;
-                }
-                *left -= 1;
-                let batch = ClientDatagram::Inputs(InputBatch {
-                    slot,
-                    first_tick: t as u16,
-                    runs: vec![InputRun {
-                        count: 1,
-                        input: *input,
-                    }],
-                    ack: FrameAck {
-                        through: t as u16 - 1,
-                        ahead: 0,
-                        recent: 0,
-                    },
-                });
-                (ConnId::from(slot) + 1, encode_client_datagram(&batch))
-            })
-            .collect();
-        let now = room.deadline(t);
-        let start = Instant::now();
-        for (conn, bytes) in &datagrams {
-            room.handle_datagram(now, *conn, bytes);
-        }
-        room.tick(now);
-        while room.poll_output().is_some() {}
-        while room.poll_event().is_some() {}
-        start.elapsed()
-    }
+/// One tick of `load` with every player's input datagram; its time (the
+/// datagrams are made outside it).
+fn timed_tick(load: &mut Load, rules: &Sandbox) -> Duration {
+    let datagrams = load.datagrams(rules);
+    let start = Instant::now();
+    load.tick(&datagrams, drop);
+    start.elapsed()
 }
 
 fn main() {
@@ -133,7 +60,7 @@ fn main() {
             std::thread::sleep(pause);
         }
         for load in &mut loads {
-            let elapsed = load.tick(&rules);
+            let elapsed = timed_tick(load, &rules);
             if n >= warm {
                 times.push(elapsed);
             }
