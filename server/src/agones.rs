@@ -7,6 +7,9 @@
 //!    label the GameServer with the server id, annotate it with the
 //!    certificate's SHA-256 (what clients pin), set the capacities of the
 //!    Counters `rooms` (`max_rooms`) and `players` (`max_rooms` × seats);
+//!    with `--cpu-budget` the capacities then follow the capacity the
+//!    server measures ([`crate::capacity`]), never below the Counter's
+//!    count (Agones would cut the count down to it);
 //! 2. `Ready` (the endpoint is bound before [`crate::Server::run`] starts
 //!    this task, so the server already listens);
 //! 3. every [`PERIOD`], woken by the same [`Ticker`](crate::ticker) that
@@ -38,6 +41,7 @@ use crate::server::ShutdownHandle;
 use agones::Sdk;
 use bitroom_protocol::NetRules;
 use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::{debug, info, warn};
@@ -145,6 +149,7 @@ async fn serve<R: NetRules>(
     let mut state = String::new();
     let mut book = RoomsBook::new(config.reservation_ttl);
     let mut players_sent = 0i64;
+    let mut capacity_sent = max_rooms;
     let mut counters_failing = false;
     let mut timer = cx.ticker.timer();
     let mut next = Instant::now();
@@ -220,6 +225,22 @@ async fn serve<R: NetRules>(
                     beta.set_counter_count(AgonesConfig::PLAYERS, players)
                         .await?;
                     players_sent = players;
+                }
+                // The measured capacity, never below what the Counter
+                // counts now (rooms open and reserved).
+                let measured =
+                    i64::try_from(cx.capacity.load(Ordering::Relaxed)).unwrap_or(i64::MAX);
+                let capacity = measured.min(max_rooms).max(count + diff);
+                if cx.cpu_budget.is_some() && capacity != capacity_sent {
+                    beta.set_counter_capacity(AgonesConfig::ROOMS, capacity)
+                        .await?;
+                    beta.set_counter_capacity(
+                        AgonesConfig::PLAYERS,
+                        capacity.saturating_mul(seats),
+                    )
+                    .await?;
+                    debug!("agones: rooms capacity {capacity}");
+                    capacity_sent = capacity;
                 }
                 Ok::<(), agones::errors::Error>(())
             }

@@ -21,6 +21,12 @@ pub struct ServerConfig<R> {
     pub room: RoomConfig,
     /// Most rooms at once.
     pub max_rooms: usize,
+    /// Measured capacity (`serve --cpu-budget PERCENT`): the rooms may use
+    /// this share (percent) of the runtime's worker threads, and joins
+    /// that would create a room past what fits at the measured cost of a
+    /// room are refused (see [`crate::capacity`]). `None`: `max_rooms`
+    /// only.
+    pub cpu_budget: Option<u32>,
     /// Most QUIC connections at once.
     pub max_connections: usize,
     /// Time from the first packet to a hello.
@@ -216,6 +222,7 @@ impl<R> ServerConfig<R> {
             rules,
             room: RoomConfig::default(),
             max_rooms: 64,
+            cpu_budget: None,
             max_connections: 4096,
             hello_timeout: Duration::from_secs(5),
             room_idle: Duration::from_secs(30),

@@ -281,7 +281,7 @@ fn join_room<R: NetRules>(
     let room = match rooms.get(name) {
         Some(room) => room.clone(),
         None => {
-            if rooms.len() >= cx.max_rooms {
+            if rooms.len() >= cx.capacity.load(Ordering::Relaxed).min(cx.max_rooms) {
                 return Err(KickReason::TooManyRooms);
             }
             // A spectator cannot be let into a new room that takes none.

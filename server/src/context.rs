@@ -27,6 +27,11 @@ pub(crate) struct Context<R> {
     pub rules: R,
     pub room: RoomConfig,
     pub max_rooms: usize,
+    /// [`crate::ServerConfig::cpu_budget`].
+    pub cpu_budget: Option<u32>,
+    /// Rooms the server takes now (see [`crate::capacity`]): `max_rooms`
+    /// until measured.
+    pub capacity: AtomicUsize,
     pub room_idle: Duration,
     pub hello_timeout: Duration,
     /// The rooms' clock starts here ([`micros`]).

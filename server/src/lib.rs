@@ -59,6 +59,7 @@
 mod admission;
 #[cfg(feature = "agones")]
 mod agones;
+mod capacity;
 pub mod config;
 mod connection;
 mod context;

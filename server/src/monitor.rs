@@ -63,6 +63,13 @@ pub mod names {
     /// Counter: times the record quota bit (a report deleted or not
     /// written, a recording stopped or not started).
     pub const QUOTA_BITES: &str = "bitroom_record_quota_bites_total";
+    /// Gauge: the rooms the server takes now (`capacity`: measured with
+    /// `--cpu-budget`, else `--max-rooms`).
+    pub const ROOM_CAPACITY: &str = "bitroom_room_capacity";
+    /// Gauge: cores the process used over the last 10 s.
+    pub const CPU_CORES: &str = "bitroom_cpu_cores";
+    /// Gauge: a room's cost in cores, as last measured.
+    pub const ROOM_CPU_CORES: &str = "bitroom_room_cpu_cores";
 }
 
 /// Tick-time and lateness distributions (µs).
@@ -164,6 +171,10 @@ pub struct Monitor {
     /// Shared with the server's budget of unfinished messages.
     pub(crate) pending_bytes: Arc<AtomicUsize>,
     quota_bites: AtomicU64,
+    /// Ticks of every room, and those that started late
+    /// ([`crate::capacity::LATE`]).
+    ticks: AtomicU64,
+    late_ticks: AtomicU64,
 }
 
 impl Default for Monitor {
@@ -181,6 +192,8 @@ impl Default for Monitor {
             early_datagrams: AtomicU64::new(0),
             pending_bytes: Arc::default(),
             quota_bites: AtomicU64::new(0),
+            ticks: AtomicU64::new(0),
+            late_ticks: AtomicU64::new(0),
         }
     }
 }
@@ -197,6 +210,18 @@ impl Monitor {
         histogram!(names::TICK_DURATION).record(duration.as_secs_f64());
         histogram!(names::TICK_LATENESS).record(lateness.as_secs_f64());
         counter!(names::TICKS).increment(1);
+        self.ticks.fetch_add(1, Ordering::Relaxed);
+        if lateness >= crate::capacity::LATE {
+            self.late_ticks.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Ticks so far, and those that started late.
+    pub(crate) fn tick_counts(&self) -> (u64, u64) {
+        (
+            self.ticks.load(Ordering::Relaxed),
+            self.late_ticks.load(Ordering::Relaxed),
+        )
     }
 
     /// A room's counters now; exports what changed since `prev`.

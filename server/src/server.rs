@@ -158,6 +158,8 @@ impl<R: NetRules> Server<R> {
             rules: config.rules,
             room: config.room,
             max_rooms: config.max_rooms,
+            cpu_budget: config.cpu_budget,
+            capacity: AtomicUsize::new(config.max_rooms),
             room_idle: config.room_idle,
             hello_timeout: config.hello_timeout,
             base: Instant::now(),
@@ -270,6 +272,8 @@ impl<R: NetRules> Server<R> {
                 }
             })
         });
+        // The capacity the server measures for itself.
+        let capacity = tokio::spawn(crate::capacity::run(self.cx.clone()));
         loop {
             tokio::select! {
                 _ = &mut signal => break,
@@ -309,6 +313,7 @@ impl<R: NetRules> Server<R> {
         if let Some(task) = drops {
             task.abort();
         }
+        capacity.abort();
         // Every task watching the handle learns of it (the signal may have
         // been what stopped us). Agones is told `Shutdown` (and health
         // stops) before the kicks.

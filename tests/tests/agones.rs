@@ -21,8 +21,8 @@ fn agones_tests_need_the_agones_feature() {
 
 #[cfg(feature = "agones")]
 mod with_agones {
-    use bitroom_client::{connect, ConnectOptions};
-    use bitroom_protocol::RoomConfig;
+    use bitroom_client::{connect, ConnectError, ConnectOptions};
+    use bitroom_protocol::{KickReason, RoomConfig};
     use bitroom_server::tls::Identity;
     use bitroom_server::{AgonesConfig, Server, ServerConfig};
     use bitroom_sim::game::sandbox::{PlayerInput, Sandbox, SandboxConfig, SandboxPlayer};
@@ -243,6 +243,75 @@ mod with_agones {
             .expect("the server did not stop after Shutdown")
             .unwrap();
         assert_eq!(stop.failure(), None);
+    }
+
+    /// `--cpu-budget`: the Counters' capacities follow the capacity the
+    /// server measures. With a budget of 0 % (the library's; the CLI takes
+    /// 1 to 100), once a room has been measured the server takes no room
+    /// beyond those open: `rooms` capacity falls to its count (never below
+    /// it, or Agones would cut the count), `players` to that × seats, a
+    /// join that would open a room is refused, and the open room still
+    /// takes players.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn measured_capacity_becomes_the_counters_capacity() {
+        let sdk = FakeSdk::start("bitroom-fleet-c4p4c", &["rooms", "players"]).await;
+        let mut config = ServerConfig::new(
+            "127.0.0.1:0".parse().unwrap(),
+            Stalling::new(),
+            Identity::self_signed().unwrap(),
+        );
+        config.shed_lateness = None;
+        config.max_rooms = 4;
+        config.cpu_budget = Some(0);
+        config.room = RoomConfig {
+            max_players: 8,
+            ..RoomConfig::default()
+        };
+        config.agones = Some(AgonesConfig {
+            port: Some(sdk.addr.port()),
+            connect_timeout: 30 * SEC,
+            server_id: None,
+            health_every: Duration::from_millis(100),
+            stall: Duration::from_millis(500),
+            idle_shutdown: None,
+            reservation_ttl: Duration::from_millis(1500),
+        });
+        let server = Server::bind(config).unwrap();
+        let addr = server.local_addr();
+        let pin = CertPin::Sha256(server.fingerprint());
+        let stop = server.shutdown_handle();
+        let serving = tokio::spawn(server.run());
+        let client = || ConnectOptions::new(Stalling::new(), pin);
+
+        wait_for("Ready", 30 * SEC, || sdk.called(&Call::Ready)).await;
+        assert_eq!(
+            sdk.state().counters["rooms"],
+            (0, 4),
+            "--max-rooms until measured"
+        );
+        let a = connect(addr, "r1", client()).await.expect("join r1");
+        wait_for("rooms (1, 1) and players (1, 8)", 15 * SEC, || {
+            let s = sdk.state();
+            s.counters["rooms"] == (1, 1) && s.counters["players"] == (1, 8)
+        })
+        .await;
+        match connect(addr, "r2", client()).await {
+            Err(ConnectError::Refused(KickReason::TooManyRooms)) => {}
+            other => panic!("a room past the measured capacity: {other:?}"),
+        }
+        let b = connect(addr, "r1", client())
+            .await
+            .expect("the open room still takes players");
+        assert_eq!(b.slot(), Some(1));
+        // An allocation cannot reserve a room past the capacity (the fake
+        // refuses a count over it, as Agones does).
+        assert_eq!(sdk.count("rooms"), 1);
+        drop((a, b));
+        stop.shutdown();
+        tokio::time::timeout(10 * SEC, serving)
+            .await
+            .expect("the server did not stop")
+            .unwrap();
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -91,6 +91,12 @@ fn fleet_autoscaler_and_allocation_agree() {
     assert_eq!(int_at(gs, "counters.rooms.capacity"), max_rooms);
     assert_eq!(int_at(gs, "counters.players.capacity"), max_rooms * seats);
     assert_eq!(int_at(gs, "counters.rooms.count"), 0);
+    // The capacity measured against a share of the CPU request.
+    let budget: u32 = arg(args, "--cpu-budget")
+        .expect("--cpu-budget")
+        .parse()
+        .unwrap();
+    assert!((1..=100).contains(&budget), "--cpu-budget {budget}");
 
     // A CPU request and limit (sized in the file's comment).
     let cpu = str_at(c, "resources.requests.cpu");

@@ -718,6 +718,34 @@ async fn joins_are_refused_while_rooms_run_late() {
     server.shutdown().await;
 }
 
+/// With a CPU budget (`serve --cpu-budget`), the server measures what a
+/// room costs and refuses a room that would not fit: at a budget of 0 %
+/// (the library's; the CLI takes 1 to 100) no room beyond those open,
+/// once one has been measured (a sample a second). Before that the limit
+/// is `max_rooms`; an open room still takes players.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_room_past_the_measured_capacity_is_refused() {
+    let mut server = TestServer::start(rules(), |c| {
+        c.max_rooms = 8;
+        c.cpu_budget = Some(0);
+    });
+    let _a = join(&server, "first").await.expect("first room");
+    let _b = join(&server, "second")
+        .await
+        .expect("no room measured yet: max_rooms decides");
+    // Two samples with both rooms open.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    match join(&server, "third").await {
+        Err(ConnectError::Refused(KickReason::TooManyRooms)) => {}
+        other => panic!("expected too many rooms, got {other:?}"),
+    }
+    let c = join(&server, "first")
+        .await
+        .expect("an open room still takes players");
+    assert_eq!(c.slot(), Some(1));
+    server.shutdown().await;
+}
+
 /// Past `max_rooms`, a join that would create a room is refused with the
 /// reason; joins to existing rooms still work.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -48,6 +48,12 @@ pub struct ServeArgs {
     /// Most rooms at once (rooms are created by the first join).
     #[arg(long, default_value_t = 64)]
     max_rooms: usize,
+    /// Measured capacity: the rooms may use PERCENT % of the worker
+    /// threads' cores; joins that would create a room past what fits at
+    /// the measured cost of a room are refused, and on Agones the `rooms`
+    /// Counter's capacity follows (docs/fleet.md). Without it: --max-rooms.
+    #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u32).range(1..=100))]
+    cpu_budget: Option<u32>,
     /// Most QUIC connections at once.
     #[arg(long, default_value_t = 4096)]
     max_connections: usize,
@@ -237,6 +243,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         ..RoomConfig::default()
     };
     config.max_rooms = args.max_rooms;
+    config.cpu_budget = args.cpu_budget;
     config.max_connections = args.max_connections;
     config.hello_timeout = args.hello_timeout;
     config.room_idle = args.room_idle;
