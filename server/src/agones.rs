@@ -216,6 +216,7 @@ async fn serve<R: NetRules>(
             let updated = async {
                 let count = beta.get_counter_count(AgonesConfig::ROOMS).await?;
                 let diff = book.update(count, created, open, now);
+                cx.reserved.store(book.reserved(), Ordering::Relaxed);
                 if diff > 0 {
                     beta.increment_counter(AgonesConfig::ROOMS, diff).await?;
                 } else if diff < 0 {

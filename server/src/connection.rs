@@ -281,7 +281,18 @@ fn join_room<R: NetRules>(
     let room = match rooms.get(name) {
         Some(room) => room.clone(),
         None => {
-            if rooms.len() >= cx.capacity.load(Ordering::Relaxed).min(cx.max_rooms) {
+            if rooms.len() >= cx.max_rooms {
+                return Err(KickReason::TooManyRooms);
+            }
+            // Past the measured capacity (`--cpu-budget`), only a room an
+            // allocation reserved (on Agones) is opened: the allocator
+            // counted on it before the capacity fell.
+            if rooms.len() >= cx.capacity.load(Ordering::Relaxed)
+                && cx
+                    .reserved
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |r| r.checked_sub(1))
+                    .is_err()
+            {
                 return Err(KickReason::TooManyRooms);
             }
             // A spectator cannot be let into a new room that takes none.

@@ -32,6 +32,10 @@ pub(crate) struct Context<R> {
     /// Rooms the server takes now (see [`crate::capacity`]): `max_rooms`
     /// until measured.
     pub capacity: AtomicUsize,
+    /// Rooms an Agones allocation reserved and no player opened yet (the
+    /// `rooms` Counter's bookkeeping): opened even past `capacity`, which
+    /// may have fallen since the allocation counted on them.
+    pub reserved: AtomicUsize,
     pub room_idle: Duration,
     pub hello_timeout: Duration,
     /// The rooms' clock starts here ([`micros`]).

@@ -160,6 +160,7 @@ impl<R: NetRules> Server<R> {
             max_rooms: config.max_rooms,
             cpu_budget: config.cpu_budget,
             capacity: AtomicUsize::new(config.max_rooms),
+            reserved: AtomicUsize::new(0),
             room_idle: config.room_idle,
             hello_timeout: config.hello_timeout,
             base: Instant::now(),

@@ -251,7 +251,8 @@ mod with_agones {
     /// beyond those open: `rooms` capacity falls to its count (never below
     /// it, or Agones would cut the count), `players` to that × seats, a
     /// join that would open a room is refused, and the open room still
-    /// takes players.
+    /// takes players. A room an allocation reserved before the capacity
+    /// fell is still opened.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn measured_capacity_becomes_the_counters_capacity() {
         let sdk = FakeSdk::start("bitroom-fleet-c4p4c", &["rooms", "players"]).await;
@@ -274,7 +275,7 @@ mod with_agones {
             health_every: Duration::from_millis(100),
             stall: Duration::from_millis(500),
             idle_shutdown: None,
-            reservation_ttl: Duration::from_millis(1500),
+            reservation_ttl: 60 * SEC,
         });
         let server = Server::bind(config).unwrap();
         let addr = server.local_addr();
@@ -289,24 +290,34 @@ mod with_agones {
             (0, 4),
             "--max-rooms until measured"
         );
+        // Two rooms allocated before anything was measured; the first
+        // player opens one of them.
+        sdk.allocate(2);
         let a = connect(addr, "r1", client()).await.expect("join r1");
-        wait_for("rooms (1, 1) and players (1, 8)", 15 * SEC, || {
+        wait_for("rooms (2, 2) and players (1, 16)", 15 * SEC, || {
             let s = sdk.state();
-            s.counters["rooms"] == (1, 1) && s.counters["players"] == (1, 8)
+            s.counters["rooms"] == (2, 2) && s.counters["players"] == (1, 16)
         })
         .await;
-        match connect(addr, "r2", client()).await {
+        // The other reserved room opens past the measured capacity (the
+        // one room open then); after it, no room more.
+        let b = connect(addr, "r2", client())
+            .await
+            .expect("the reserved room opens");
+        match connect(addr, "r3", client()).await {
             Err(ConnectError::Refused(KickReason::TooManyRooms)) => {}
             other => panic!("a room past the measured capacity: {other:?}"),
         }
-        let b = connect(addr, "r1", client())
+        let c = connect(addr, "r1", client())
             .await
-            .expect("the open room still takes players");
-        assert_eq!(b.slot(), Some(1));
-        // An allocation cannot reserve a room past the capacity (the fake
-        // refuses a count over it, as Agones does).
-        assert_eq!(sdk.count("rooms"), 1);
-        drop((a, b));
+            .expect("an open room still takes players");
+        assert_eq!(c.slot(), Some(1));
+        wait_for("rooms (2, 2) and players (3, 16)", 15 * SEC, || {
+            let s = sdk.state();
+            s.counters["rooms"] == (2, 2) && s.counters["players"] == (3, 16)
+        })
+        .await;
+        drop((a, b, c));
         stop.shutdown();
         tokio::time::timeout(10 * SEC, serving)
             .await
