@@ -222,26 +222,30 @@ async fn serve<R: NetRules>(
                 } else if diff < 0 {
                     beta.decrement_counter(AgonesConfig::ROOMS, -diff).await?;
                 }
-                if players != players_sent {
-                    beta.set_counter_count(AgonesConfig::PLAYERS, players)
-                        .await?;
-                    players_sent = players;
-                }
                 // The measured capacity, never below what the Counter
-                // counts now (rooms open and reserved).
+                // counts now (rooms open and reserved; the difference is
+                // applied above), nor `players` below its counts: Agones
+                // would cut a count down to its capacity. Then the
+                // players' count, within the capacity just set.
                 let measured =
                     i64::try_from(cx.capacity.load(Ordering::Relaxed)).unwrap_or(i64::MAX);
                 let capacity = measured.min(max_rooms).max(count + diff);
                 if cx.cpu_budget.is_some() && capacity != capacity_sent {
                     beta.set_counter_capacity(AgonesConfig::ROOMS, capacity)
                         .await?;
-                    beta.set_counter_capacity(
-                        AgonesConfig::PLAYERS,
-                        capacity.saturating_mul(seats),
-                    )
-                    .await?;
+                    let seats_cap = capacity
+                        .saturating_mul(seats)
+                        .max(players)
+                        .max(players_sent);
+                    beta.set_counter_capacity(AgonesConfig::PLAYERS, seats_cap)
+                        .await?;
                     debug!("agones: rooms capacity {capacity}");
                     capacity_sent = capacity;
+                }
+                if players != players_sent {
+                    beta.set_counter_count(AgonesConfig::PLAYERS, players)
+                        .await?;
+                    players_sent = players;
                 }
                 Ok::<(), agones::errors::Error>(())
             }
