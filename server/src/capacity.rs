@@ -228,7 +228,7 @@ fn ratio_ppm(part: u64, whole: u64) -> u64 {
 
 /// The CPU time of the whole process (every thread, user and kernel);
 /// `None` where the platform has no such clock.
-pub(crate) fn process_cpu() -> Option<Duration> {
+pub fn process_cpu() -> Option<Duration> {
     #[cfg(unix)]
     {
         let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);

@@ -81,6 +81,7 @@ pub mod udp;
 pub mod web;
 mod writer;
 
+pub use capacity::process_cpu;
 pub use config::{
     AgonesConfig, Limits, RecordConfig, ServeError, ServerConfig, TokenConfig,
     DEFAULT_RECORD_QUOTA, SHED_FOR,

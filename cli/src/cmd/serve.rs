@@ -429,28 +429,29 @@ async fn status_lines(monitor: Arc<Monitor>, every: Duration) {
     }
 }
 
-/// Process CPU use between samples, from /proc (Linux).
+/// Process CPU use between samples ([`bitroom_server::process_cpu`]:
+/// every thread, user and kernel).
 #[derive(Debug)]
 pub struct CpuClock {
-    last: Option<(u64, std::time::Instant)>,
+    last: Option<(Duration, std::time::Instant)>,
 }
 
 impl CpuClock {
     /// Starts measuring.
     pub fn new() -> CpuClock {
         CpuClock {
-            last: process_cpu_ticks().map(|t| (t, std::time::Instant::now())),
+            last: bitroom_server::process_cpu().map(|t| (t, std::time::Instant::now())),
         }
     }
 
     /// CPU seconds per wall second since the previous sample (1.0 = one
-    /// core busy); `None` where /proc is not available.
+    /// core busy); `None` where the platform has no process CPU clock.
     pub fn sample(&mut self) -> Option<f64> {
-        let now = (process_cpu_ticks()?, std::time::Instant::now());
+        let now = (bitroom_server::process_cpu()?, std::time::Instant::now());
         let (t0, w0) = self.last.replace(now)?;
         let wall = now.1.duration_since(w0).as_secs_f64();
-        // /proc reports in USER_HZ, 100 on Linux.
-        Some((now.0.saturating_sub(t0)) as f64 / 100.0 / wall.max(1e-6))
+        // A share for a status line: a float, at the edge.
+        Some(now.0.saturating_sub(t0).as_secs_f64() / wall.max(1e-6))
     }
 }
 
@@ -458,15 +459,4 @@ impl Default for CpuClock {
     fn default() -> CpuClock {
         CpuClock::new()
     }
-}
-
-/// utime + stime of this process in clock ticks.
-fn process_cpu_ticks() -> Option<u64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the command name (which is in parentheses).
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split(' ').collect();
-    // utime and stime are fields 14 and 15 of the whole line: 11 and 12
-    // after the name.
-    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
 }
