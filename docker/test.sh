@@ -135,7 +135,7 @@ chmod 0777 "$WORK/data" # the image runs as uid 10001
 docker run -d --name "$NAME" \
   -p 127.0.0.1::4433/udp -p 127.0.0.1::9100/tcp \
   -v "$WORK/data:/var/lib/bitroom" \
-  "$IMAGE" serve --bind 0.0.0.0:4433 --metrics 0.0.0.0:9100 \
+  "$IMAGE" serve --bind 0.0.0.0:4433 --metrics 0.0.0.0:9100 --cpu-budget 70 \
   --cert-dir /var/lib/bitroom --record /var/lib/bitroom/rec --stats-every 2s >/dev/null
 UDP_PORT=$(docker port "$NAME" 4433/udp | head -1 | sed 's/.*://')
 HTTP_PORT=$(docker port "$NAME" 9100/tcp | head -1 | sed 's/.*://')
@@ -175,6 +175,19 @@ done
 TICKS=$(metric bitroom_ticks_total || echo 0)
 log "metrics while playing: bitroom_clients $CLIENTS, bitroom_ticks_total $TICKS"
 wait $BOTS || { cat "$WORK/bots.log"; echo "bots failed" >&2; exit 1; }
+# The capacity the server measured in the container (--cpu-budget, as the
+# Fleet runs it): the process CPU clock works there, and a room was
+# measured while the bots played.
+ROOM_CPU=0
+for _ in $(seq 50); do
+  ROOM_CPU=$(metric bitroom_room_cpu_cores || echo 0)
+  [[ -n $ROOM_CPU && $ROOM_CPU != 0 ]] && break
+  sleep 0.2
+done
+CAPACITY=$(metric bitroom_room_capacity || echo 0)
+log "measured: a room ${ROOM_CPU} cores, capacity ${CAPACITY} rooms"
+awk -v c="$ROOM_CPU" 'BEGIN { exit !(c > 0) }' || { echo "no room cost measured (bitroom_room_cpu_cores $ROOM_CPU)" >&2; exit 1; }
+[[ ${CAPACITY%.*} -ge 1 ]] 2>/dev/null || { echo "no room capacity exported (bitroom_room_capacity $CAPACITY)" >&2; exit 1; }
 tail -3 "$WORK/bots.log"
 [[ ${CLIENTS%.*} -ge 4 ]] || { echo "metrics never showed 4 clients (last: $CLIENTS)" >&2; exit 1; }
 [[ ${TICKS%.*} -gt 0 ]] || { echo "no ticks counted in the metrics" >&2; exit 1; }

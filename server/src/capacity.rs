@@ -8,9 +8,12 @@
 //! system calls), the rooms open, and how many ticks started later than
 //! [`LATE`]. Over the last [`WINDOW`] samples:
 //!
-//! - the cores in use, and a room's cost: the cores over the rooms open on
-//!   average (the server's idle cost is charged to its rooms, which errs
-//!   on the safe side), taken as the highest such figure of the last
+//! - the cores in use, and a room's cost: the CPU time of the intervals
+//!   with rooms open over their room time (rooms × seconds; at least 5
+//!   room-seconds, so that one join's burst is not taken for a room's
+//!   cost; the server's own idle cost in those intervals is charged to
+//!   its rooms, which errs on the safe side), taken as the highest such
+//!   figure of the last
 //!   [`PEAK_SPAN`]: a room costs more as players fill it, and rooms that
 //!   just emptied (or have not filled yet) would otherwise make room for
 //!   rooms that will cost what full ones do;
@@ -45,6 +48,9 @@ use tracing::{debug, info, warn};
 pub(crate) const LATE: Duration = Duration::from_millis(2);
 /// Samples in the window (one a second).
 pub(crate) const WINDOW: usize = 10;
+/// Room time (rooms × seconds open) a window needs to measure a room's
+/// cost.
+const MIN_ROOM_TIME: Duration = Duration::from_secs(5);
 /// How long a room's highest measured cost is kept.
 pub(crate) const PEAK_SPAN: Duration = Duration::from_secs(300);
 /// Late ticks (millionths of the window's ticks) past which the capacity
@@ -128,17 +134,21 @@ impl Estimator {
                 },
             )
         };
-        // A room's cost: the cores over the rooms open on average over
-        // the window's intervals (each sample's count stands for the
-        // interval it ends), once at least one was open on average.
-        if wall > 0 {
-            let intervals = self.samples.len() as u64 - 1;
-            let open: u64 = self.samples.iter().skip(1).map(|s| s.open).sum();
-            if open >= intervals {
-                let cost = u128::from(cores_ppm) * u128::from(intervals) / u128::from(open);
-                self.costs
-                    .push_back((s.wall_us, u64::try_from(cost).unwrap_or(u64::MAX).max(1)));
+        // A room's cost: the CPU time of the window's intervals in which
+        // rooms were open over the room time they add up to (each
+        // sample's count stands for the interval it ends), once that is
+        // at least MIN_ROOM_TIME (a join's burst is not a room's cost).
+        let (mut cpu, mut room_time) = (0u128, 0u128);
+        for (a, b) in self.samples.iter().zip(self.samples.iter().skip(1)) {
+            if b.open > 0 {
+                cpu += u128::from(b.cpu_us.saturating_sub(a.cpu_us));
+                room_time += u128::from(b.open) * u128::from(b.wall_us.saturating_sub(a.wall_us));
             }
+        }
+        if room_time >= MIN_ROOM_TIME.as_micros() {
+            let cost = cpu * 1_000_000 / room_time;
+            self.costs
+                .push_back((s.wall_us, u64::try_from(cost).unwrap_or(u64::MAX).max(1)));
         }
         let span = PEAK_SPAN.as_micros() as u64;
         while self.costs.len() > 1
@@ -342,6 +352,20 @@ mod tests {
         let est = run(&mut e, PEAK_SPAN.as_secs(), 100_000, 10, 0);
         assert_eq!(est.room_ppm, Some(10_000));
         assert_eq!(est.capacity, 10 + (800_000 - 100_000) / 10_000);
+    }
+
+    #[test]
+    fn idle_intervals_are_not_charged_and_a_short_burst_is_not_a_room() {
+        let mut e = Estimator::new(1, Some(80), 64);
+        // Five idle seconds at 2 %, then one room for two seconds at 30 %
+        // (its players joining): not enough room time to say.
+        run(&mut e, 5, 20_000, 0, 0);
+        let est = run(&mut e, 2, 300_000, 1, 0);
+        assert_eq!((est.room_ppm, est.capacity), (None, 64));
+        // Three more seconds at 3 %: five room-seconds, the idle ones
+        // left out: (2 × 30 % + 3 × 3 %) / 5 s.
+        let est = run(&mut e, 3, 30_000, 1, 0);
+        assert_eq!(est.room_ppm, Some((600_000 + 90_000) / 5));
     }
 
     #[test]

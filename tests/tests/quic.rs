@@ -721,7 +721,8 @@ async fn joins_are_refused_while_rooms_run_late() {
 /// With a CPU budget (`serve --cpu-budget`), the server measures what a
 /// room costs and refuses a room that would not fit: at a budget of 0 %
 /// (the library's; the CLI takes 1 to 100) no room beyond those open,
-/// once one has been measured (a sample a second). Before that the limit
+/// once a room has been measured (a sample a second, over at least five
+/// room-seconds). Before that the limit
 /// is `max_rooms`; an open room still takes players.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_room_past_the_measured_capacity_is_refused() {
@@ -733,8 +734,9 @@ async fn a_room_past_the_measured_capacity_is_refused() {
     let _b = join(&server, "second")
         .await
         .expect("no room measured yet: max_rooms decides");
-    // Two samples with both rooms open.
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // A sample a second; a room's cost is measured over at least five
+    // room-seconds.
+    tokio::time::sleep(Duration::from_secs(4)).await;
     match join(&server, "third").await {
         Err(ConnectError::Refused(KickReason::TooManyRooms)) => {}
         other => panic!("expected too many rooms, got {other:?}"),
