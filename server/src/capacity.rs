@@ -75,7 +75,8 @@ pub(crate) struct Sample {
 pub(crate) struct Estimate {
     /// Cores in use (millionths).
     pub cores_ppm: u64,
-    /// A room's cost (millionths of a core), the last one measured.
+    /// A room's cost (millionths of a core): the highest measured over
+    /// the last [`PEAK_SPAN`] (the last one measured, if older).
     pub room_ppm: Option<u64>,
     /// Late ticks (millionths of the window's ticks).
     pub late_ppm: u64,
@@ -106,7 +107,8 @@ impl Estimator {
             samples: VecDeque::with_capacity(WINDOW + 1),
             costs: VecDeque::new(),
             room_ppm: None,
-            budget_ppm: percent.map(|p| workers.saturating_mul(u64::from(p)) * 10_000),
+            budget_ppm: percent
+                .map(|p| workers.saturating_mul(u64::from(p)).saturating_mul(10_000)),
             max_rooms,
         }
     }
