@@ -92,7 +92,6 @@ pub(crate) struct Estimator {
     /// (wall µs, millionths of a core), oldest first; the newest is kept
     /// however old.
     costs: VecDeque<(u64, u64)>,
-    room_ppm: Option<u64>,
     /// `None`: no budget (`--cpu-budget` not given): the capacity is
     /// `max_rooms`.
     budget_ppm: Option<u64>,
@@ -106,7 +105,6 @@ impl Estimator {
         Estimator {
             samples: VecDeque::with_capacity(WINDOW + 1),
             costs: VecDeque::new(),
-            room_ppm: None,
             budget_ppm: percent
                 .map(|p| workers.saturating_mul(u64::from(p)).saturating_mul(10_000)),
             max_rooms,
@@ -161,8 +159,8 @@ impl Estimator {
         {
             self.costs.pop_front();
         }
-        self.room_ppm = self.costs.iter().map(|&(_, c)| c).max();
-        let capacity = match (self.budget_ppm, self.room_ppm) {
+        let room_ppm = self.costs.iter().map(|&(_, c)| c).max();
+        let capacity = match (self.budget_ppm, room_ppm) {
             (None, _) | (Some(_), None) => self.max_rooms,
             (Some(_), Some(_)) if late_ppm > LATE_LIMIT_PPM => s.open,
             (Some(budget), Some(room)) => {
@@ -173,7 +171,7 @@ impl Estimator {
         .max(s.open.min(self.max_rooms));
         Estimate {
             cores_ppm,
-            room_ppm: self.room_ppm,
+            room_ppm,
             late_ppm,
             capacity,
         }

@@ -96,6 +96,37 @@ mod with_agones {
         }
     }
 
+    /// A server as the Fleet runs it (4 rooms of 8 seats, no load
+    /// shedding), reporting to `sdk` fast enough for a test; never shuts
+    /// down on its own.
+    fn fleet_server(
+        sdk: &FakeSdk,
+        rules: Stalling,
+        reservation_ttl: Duration,
+    ) -> ServerConfig<Stalling> {
+        let mut config = ServerConfig::new(
+            "127.0.0.1:0".parse().unwrap(),
+            rules,
+            Identity::self_signed().unwrap(),
+        );
+        config.shed_lateness = None;
+        config.max_rooms = 4;
+        config.room = RoomConfig {
+            max_players: 8,
+            ..RoomConfig::default()
+        };
+        config.agones = Some(AgonesConfig {
+            port: Some(sdk.addr.port()),
+            connect_timeout: 30 * SEC,
+            server_id: None,
+            health_every: Duration::from_millis(100),
+            stall: Duration::from_millis(500),
+            idle_shutdown: None,
+            reservation_ttl,
+        });
+        config
+    }
+
     fn counter_diffs(sdk: &FakeSdk, counter: &str) -> Vec<i64> {
         sdk.state()
             .calls
@@ -117,27 +148,11 @@ mod with_agones {
         let sdk = FakeSdk::start("bitroom-fleet-x7k2p", &["rooms", "players"]).await;
         let rules = Stalling::new();
         let stall = rules.stall.clone();
-        let mut config = ServerConfig::new(
-            "127.0.0.1:0".parse().unwrap(),
-            rules,
-            Identity::self_signed().unwrap(),
-        );
-        config.shed_lateness = None;
-        config.max_rooms = 4;
-        config.room = RoomConfig {
-            max_players: 8,
-            ..RoomConfig::default()
-        };
+        let mut config = fleet_server(&sdk, rules, Duration::from_millis(1500));
         config.room_idle = Duration::from_millis(300);
-        config.agones = Some(AgonesConfig {
-            port: Some(sdk.addr.port()),
-            connect_timeout: 30 * SEC,
-            server_id: None,
-            health_every: Duration::from_millis(100),
-            stall: Duration::from_millis(500),
-            idle_shutdown: Some(Duration::from_millis(1500)),
-            reservation_ttl: Duration::from_millis(1500),
-        });
+        if let Some(agones) = &mut config.agones {
+            agones.idle_shutdown = Some(Duration::from_millis(1500));
+        }
         let server = Server::bind(config).unwrap();
         let addr = server.local_addr();
         let fingerprint = server.fingerprint();
@@ -256,27 +271,8 @@ mod with_agones {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn measured_capacity_becomes_the_counters_capacity() {
         let sdk = FakeSdk::start("bitroom-fleet-c4p4c", &["rooms", "players"]).await;
-        let mut config = ServerConfig::new(
-            "127.0.0.1:0".parse().unwrap(),
-            Stalling::new(),
-            Identity::self_signed().unwrap(),
-        );
-        config.shed_lateness = None;
-        config.max_rooms = 4;
+        let mut config = fleet_server(&sdk, Stalling::new(), 60 * SEC);
         config.cpu_budget = Some(0);
-        config.room = RoomConfig {
-            max_players: 8,
-            ..RoomConfig::default()
-        };
-        config.agones = Some(AgonesConfig {
-            port: Some(sdk.addr.port()),
-            connect_timeout: 30 * SEC,
-            server_id: None,
-            health_every: Duration::from_millis(100),
-            stall: Duration::from_millis(500),
-            idle_shutdown: None,
-            reservation_ttl: 60 * SEC,
-        });
         let server = Server::bind(config).unwrap();
         let addr = server.local_addr();
         let pin = CertPin::Sha256(server.fingerprint());
