@@ -151,3 +151,146 @@ pub(crate) fn sensor_pair_allowed(a: &Shape, b: &Shape) -> bool {
         (false, true) => a.def.enable_sensor_events,
     }
 }
+
+/// The world's contacts, sorted by key, with their keys beside them in a
+/// compact array (8 bytes a contact against a contact's 192).
+///
+/// The keys are derived (never encoded, never hashed) and kept in step by
+/// every method that changes the list; nothing else can change it, since
+/// the list gives out shared slices only and `iter_mut`, whose contacts'
+/// shape slots are never written. They let a question about one shape's
+/// contacts (the sandbox game asks it of every avatar on every tick) read
+/// a few kilobytes instead of a line of every contact, or of the contacts
+/// a binary search probes.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct ContactList {
+    items: Vec<Contact>,
+    keys: Vec<u64>,
+}
+
+impl ContactList {
+    /// The keys, in the contacts' order.
+    #[inline]
+    pub(crate) fn keys(&self) -> &[u64] {
+        &self.keys
+    }
+
+    /// The contacts, to update in place (their shape slots stay as they are).
+    #[inline]
+    pub(crate) fn iter_mut(&mut self) -> std::slice::IterMut<'_, Contact> {
+        self.items.iter_mut()
+    }
+
+    /// Contact `k`, to update in place (its shape slots stay as they are;
+    /// tests only, to craft states).
+    #[cfg(test)]
+    pub(crate) fn get_mut(&mut self, k: usize) -> Option<&mut Contact> {
+        self.items.get_mut(k)
+    }
+
+    /// Index of the contact with `key`, if any (a search of the keys).
+    #[inline]
+    pub(crate) fn find(&self, key: u64) -> Option<usize> {
+        self.keys.binary_search(&key).ok()
+    }
+
+    /// Removes contact `k`.
+    pub(crate) fn remove(&mut self, k: usize) {
+        self.items.remove(k);
+        self.keys.remove(k);
+    }
+
+    /// Keeps the contacts for which `keep` holds, in order.
+    pub(crate) fn retain(&mut self, keep: impl FnMut(&Contact) -> bool) {
+        self.items.retain(keep);
+        self.keys.clear();
+        self.keys.extend(self.items.iter().map(Contact::key));
+    }
+
+    /// Drops the contacts flagged in `remove` (one flag per contact), moving
+    /// each run of kept contacts once, as one block.
+    pub(crate) fn compact(&mut self, remove: &[bool]) {
+        fn run<T: Copy>(list: &mut Vec<T>, remove: &[bool]) {
+            let (mut write, mut read) = (0, 0);
+            while read < list.len() {
+                if remove.get(read).copied().unwrap_or(false) {
+                    read += 1;
+                    continue;
+                }
+                let start = read;
+                while read < list.len() && !remove.get(read).copied().unwrap_or(false) {
+                    read += 1;
+                }
+                if start != write {
+                    list.copy_within(start..read, write);
+                }
+                write += read - start;
+            }
+            list.truncate(write);
+        }
+        run(&mut self.items, remove);
+        run(&mut self.keys, remove);
+    }
+
+    /// Merges `new` (sorted by key, no key already in the list) into the
+    /// list in place, from the back: each run of old contacts moves once,
+    /// as one block, and the contacts before the first new key do not move.
+    pub(crate) fn merge(&mut self, new: &[Contact]) {
+        let old_len = self.items.len();
+        self.items.extend_from_slice(new);
+        self.keys.extend(new.iter().map(Contact::key));
+        let (items, keys) = (&mut self.items[..], &mut self.keys[..]);
+        let (mut i, mut j) = (old_len, new.len());
+        while j > 0 {
+            let key = new[j - 1].key();
+            // Old contacts [lo, i) with larger keys shift up by j.
+            let lo = keys[..i].partition_point(|&k| k < key);
+            items.copy_within(lo..i, lo + j);
+            keys.copy_within(lo..i, lo + j);
+            items[lo + j - 1] = new[j - 1];
+            keys[lo + j - 1] = key;
+            i = lo;
+            j -= 1;
+        }
+    }
+}
+
+impl Clone for ContactList {
+    fn clone(&self) -> ContactList {
+        ContactList {
+            items: self.items.clone(),
+            keys: self.keys.clone(),
+        }
+    }
+
+    /// Keeps both allocations (a rollback restore copies into them).
+    fn clone_from(&mut self, o: &ContactList) {
+        self.items.clone_from(&o.items);
+        self.keys.clone_from(&o.keys);
+    }
+}
+
+impl std::ops::Deref for ContactList {
+    type Target = [Contact];
+
+    #[inline]
+    fn deref(&self) -> &[Contact] {
+        &self.items
+    }
+}
+
+impl From<Vec<Contact>> for ContactList {
+    fn from(items: Vec<Contact>) -> ContactList {
+        let keys = items.iter().map(Contact::key).collect();
+        ContactList { items, keys }
+    }
+}
+
+impl<'a> IntoIterator for &'a ContactList {
+    type Item = &'a Contact;
+    type IntoIter = std::slice::Iter<'a, Contact>;
+
+    fn into_iter(self) -> std::slice::Iter<'a, Contact> {
+        self.items.iter()
+    }
+}
