@@ -163,7 +163,7 @@ impl Serialize for WorldState {
         st.serialize_field("free_bodies", &self.free_bodies)?;
         st.serialize_field("shapes", &ShapesOut(&self.shapes, &self.geometry))?;
         st.serialize_field("free_shapes", &self.free_shapes)?;
-        st.serialize_field("contacts", &self.contacts[..])?;
+        st.serialize_field("contacts", &self.contacts)?;
         st.serialize_field("moved", &self.moved)?;
         st.serialize_field("joints", &self.joints)?;
         st.serialize_field("free_joints", &self.free_joints)?;
@@ -202,7 +202,7 @@ impl<'de> Deserialize<'de> for WorldState {
             shapes,
             geometry: Arc::new(geometry),
             free_shapes: r.free_shapes,
-            contacts: r.contacts.into(),
+            contacts: r.contacts,
             moved: r.moved,
             joints: r.joints,
             free_joints: r.free_joints,

@@ -427,7 +427,7 @@ fn remove_contacts_between(st: &mut WorldState, a: u32, b: u32) {
         let mut sb = st.bodies[b as usize].first_shape;
         while sb != NONE {
             let key = pair_key(sa.min(sb), sa.max(sb));
-            if let Some(k) = st.contacts.find(key) {
+            if let Ok(k) = st.contacts.binary_search_by_key(&key, |c| c.key()) {
                 st.contacts.remove(k);
             }
             sb = st.shapes[sb as usize].next;

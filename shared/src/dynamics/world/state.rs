@@ -9,7 +9,7 @@
 use super::def::WorldDef;
 use crate::collision::DynamicTree;
 use crate::dynamics::body::{Body, BodyConfig};
-use crate::dynamics::contact::ContactList;
+use crate::dynamics::contact::Contact;
 use crate::dynamics::joint::{Joint, JointFilter};
 use crate::dynamics::shape::Shape;
 use crate::geometry::ShapeGeometry;
@@ -35,7 +35,7 @@ pub(crate) struct WorldState {
     pub geometry: Arc<Vec<ShapeGeometry>>,
     pub free_shapes: Vec<u32>,
     /// Sorted by `(shape_a, shape_b)`.
-    pub contacts: ContactList,
+    pub contacts: Vec<Contact>,
     /// Shape slots queued for the next pair search.
     pub moved: Vec<u32>,
     /// Joint slots, live or free.
@@ -61,7 +61,7 @@ impl WorldState {
             shapes: Vec::new(),
             geometry: Arc::new(Vec::new()),
             free_shapes: Vec::new(),
-            contacts: ContactList::default(),
+            contacts: Vec::new(),
             moved: Vec::new(),
             joints: Vec::new(),
             free_joints: Vec::new(),

@@ -126,7 +126,25 @@ impl World {
         // Nothing removes a contact between the solve and here.
         debug_assert_eq!(next, solved_cold.len(), "a solved contact was not stored");
         if any_removed {
-            st.contacts.compact(&sc.remove);
+            // Compact by runs: each run of kept contacts moves as one block.
+            let remove = &sc.remove;
+            let list = &mut st.contacts[..];
+            let (mut write, mut read) = (0, 0);
+            while read < list.len() {
+                if remove[read] {
+                    read += 1;
+                    continue;
+                }
+                let start = read;
+                while read < list.len() && !remove[read] {
+                    read += 1;
+                }
+                if start != write {
+                    list.copy_within(start..read, write);
+                }
+                write += read - start;
+            }
+            st.contacts.truncate(write);
         }
         if !sc.wake.is_empty() {
             sc.wake.sort_unstable();

@@ -84,13 +84,12 @@ impl World {
         let mut ci = 0;
         for &key in &sc.pairs {
             let exists = if walk {
-                let keys = st.contacts.keys();
-                while ci < keys.len() && keys[ci] < key {
+                while ci < st.contacts.len() && st.contacts[ci].key() < key {
                     ci += 1;
                 }
-                ci < keys.len() && keys[ci] == key
+                ci < st.contacts.len() && st.contacts[ci].key() == key
             } else {
-                st.contacts.find(key).is_some()
+                st.contacts.binary_search_by_key(&key, |c| c.key()).is_ok()
             };
             if exists {
                 continue;
@@ -108,6 +107,22 @@ impl World {
         if sc.new_contacts.is_empty() {
             return;
         }
-        st.contacts.merge(&sc.new_contacts);
+        // Merge the sorted new contacts into the sorted list in place, from
+        // the back: each run of old contacts moves once, as one block, and
+        // the contacts before the first new key do not move at all.
+        let old_len = st.contacts.len();
+        let new = &sc.new_contacts;
+        st.contacts.extend_from_slice(new);
+        let list = &mut st.contacts[..];
+        let (mut i, mut j) = (old_len, new.len());
+        while j > 0 {
+            let key = new[j - 1].key();
+            // Old contacts [lo, i) with larger keys shift up by j.
+            let lo = list[..i].partition_point(|c| c.key() < key);
+            list.copy_within(lo..i, lo + j);
+            list[lo + j - 1] = new[j - 1];
+            i = lo;
+            j -= 1;
+        }
     }
 }
