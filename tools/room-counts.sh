@@ -11,8 +11,8 @@
 # starts as cold as a server's do, where 20 or more rooms share a core.
 # Only `ServerRoom::tick` is counted. Each binary runs WARM rounds, then
 # A and B more; the difference divided by (B − A) × ROOMS is one room
-# tick. Instructions repeat exactly; misses depend on addresses too
-# (within about 1 %). A cold tick costs about its hot time plus 15-20 ns a
+# tick. Instructions repeat to 0.01 %; misses depend on addresses too
+# (within about 2 %). A cold tick costs about its hot time plus 15-20 ns a
 # miss here (an L2 miss that hits the L3).
 #
 # valgrind cannot run AVX-512: without arguments, room_load is built for
