@@ -12,8 +12,9 @@
 # Only `ServerRoom::tick` is counted. Each binary runs WARM rounds, then
 # A and B more; the difference divided by (B − A) × ROOMS is one room
 # tick. Instructions repeat to 0.01 %; misses depend on addresses too
-# (within about 2 %). A cold tick costs about its hot time plus 15-20 ns a
-# miss here (an L2 miss that hits the L3).
+# (within about 2 %). At the 15-20 ns an L2 miss that hits the L3 takes
+# on this kind of CPU (published, not measured here), the misses are most
+# of what a cold tick costs over a hot one (docs/fleet.md).
 #
 # valgrind cannot run AVX-512: without arguments, room_load is built for
 # x86-64-v3 (AVX2) into target/counts. Binaries given must be built so too
