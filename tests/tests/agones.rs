@@ -97,12 +97,13 @@ mod with_agones {
     }
 
     /// A server as the Fleet runs it (4 rooms of 8 seats, no load
-    /// shedding), reporting to `sdk` fast enough for a test; never shuts
-    /// down on its own.
+    /// shedding), reporting to `sdk` fast enough for a test; shut down
+    /// after `idle_shutdown` allocated and empty, if given.
     fn fleet_server(
         sdk: &FakeSdk,
         rules: Stalling,
         reservation_ttl: Duration,
+        idle_shutdown: Option<Duration>,
     ) -> ServerConfig<Stalling> {
         let mut config = ServerConfig::new(
             "127.0.0.1:0".parse().unwrap(),
@@ -121,7 +122,7 @@ mod with_agones {
             server_id: None,
             health_every: Duration::from_millis(100),
             stall: Duration::from_millis(500),
-            idle_shutdown: None,
+            idle_shutdown,
             reservation_ttl,
         });
         config
@@ -148,11 +149,9 @@ mod with_agones {
         let sdk = FakeSdk::start("bitroom-fleet-x7k2p", &["rooms", "players"]).await;
         let rules = Stalling::new();
         let stall = rules.stall.clone();
-        let mut config = fleet_server(&sdk, rules, Duration::from_millis(1500));
+        let after = Duration::from_millis(1500);
+        let mut config = fleet_server(&sdk, rules, after, Some(after));
         config.room_idle = Duration::from_millis(300);
-        if let Some(agones) = &mut config.agones {
-            agones.idle_shutdown = Some(Duration::from_millis(1500));
-        }
         let server = Server::bind(config).unwrap();
         let addr = server.local_addr();
         let fingerprint = server.fingerprint();
@@ -271,7 +270,7 @@ mod with_agones {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn measured_capacity_becomes_the_counters_capacity() {
         let sdk = FakeSdk::start("bitroom-fleet-c4p4c", &["rooms", "players"]).await;
-        let mut config = fleet_server(&sdk, Stalling::new(), 60 * SEC);
+        let mut config = fleet_server(&sdk, Stalling::new(), 60 * SEC, None);
         config.cpu_budget = Some(0);
         let server = Server::bind(config).unwrap();
         let addr = server.local_addr();
