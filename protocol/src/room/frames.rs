@@ -74,6 +74,8 @@ impl<R: NetRules> ServerRoom<R> {
     /// Steps the game one tick and sends every client its frame. Call it
     /// when [`ServerRoom::deadline`] of the next tick has come.
     pub fn tick(&mut self, now: Micros) {
+        // A server ticks each room after the others: its memory is cold.
+        self.game.world().prefetch_state();
         self.expire(now);
         self.measure_state();
         // The last snapshot job is of the previous tick: never reused, so

@@ -148,7 +148,16 @@ impl Clone for DynamicTree {
     }
 }
 
+/// temp
 impl DynamicTree {
+    /// Asks the CPU to start loading every node (a node is a line: see
+    /// [`World::prefetch_state`](crate::dynamics::world::World::prefetch_state)).
+    pub(crate) fn prefetch(&self) {
+        for n in &self.nodes {
+            crate::math::prefetch(n);
+        }
+    }
+
     /// An empty tree.
     pub fn new() -> DynamicTree {
         DynamicTree {
@@ -637,6 +646,16 @@ impl DynamicTree {
 mod tests {
     use super::*;
     use crate::math::fx;
+
+    /// `prefetch` asks for each node's start only: a node must fit a line.
+    #[test]
+    fn prefetch_covers_every_line() {
+        let (size, align) = (core::mem::size_of::<Node>(), core::mem::align_of::<Node>());
+        assert!(
+            crate::math::covers_lines(size, align, &[0]),
+            "a node of {size} bytes"
+        );
+    }
 
     #[test]
     fn query_finds_exactly_the_overlaps_and_stays_balanced() {

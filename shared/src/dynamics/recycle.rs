@@ -44,7 +44,7 @@ use super::body::Body;
 use super::contact::Contact;
 use crate::collision::{collide_into, Manifold};
 use crate::geometry::ShapeGeometry;
-use crate::math::{Rot, Scalar, Transform, Vec2};
+use crate::math::{prefetch, Rot, Scalar, Transform, Vec2};
 
 /// Raw bits of the position grid, 2⁻⁵ m.
 const GRID_SHIFT: u32 = 27;
@@ -384,6 +384,20 @@ impl Recycler {
         if r.pass != self.pass {
             r.update(b);
             r.pass = self.pass;
+        }
+    }
+
+    /// Asks the CPU to start loading the caches (see
+    /// [`World::prefetch_state`](crate::dynamics::world::World::prefetch_state);
+    /// the places asked for cover every line, `prefetch_covers_every_line`).
+    pub(crate) fn prefetch(&self) {
+        for r in &self.refs {
+            prefetch(&r.key);
+            prefetch(&r.pass);
+        }
+        for b in &self.bases.list {
+            prefetch(&b.points);
+            prefetch(&b.normal);
         }
     }
 
@@ -752,6 +766,24 @@ mod tests {
                 model.retain(|p, _| p % 8 == 0);
             }
         }
+    }
+
+    #[test]
+    fn prefetch_covers_every_line() {
+        use crate::math::covers_lines;
+        use core::mem::{align_of, offset_of, size_of};
+        let basis = [offset_of!(Basis, points), offset_of!(Basis, normal)];
+        assert!(
+            covers_lines(size_of::<Basis>(), align_of::<Basis>(), &basis),
+            "Basis: {} bytes, asked at {basis:?}",
+            size_of::<Basis>()
+        );
+        let body = [offset_of!(BodyRef, key), offset_of!(BodyRef, pass)];
+        assert!(
+            covers_lines(size_of::<BodyRef>(), align_of::<BodyRef>(), &body),
+            "BodyRef: {} bytes, asked at {body:?}",
+            size_of::<BodyRef>()
+        );
     }
 
     #[test]

@@ -11,4 +11,6 @@ pub use scalar::{fx, Scalar, WORLD_BOUND};
 pub use sqrt::sqrt;
 pub use trig::{atan2, normalize_angle, sin_cos};
 pub use vec2::{Aabb, Rot, Transform, Vec2};
+#[cfg(test)]
+pub(crate) use wide::covers_lines;
 pub(crate) use wide::{prefetch, Coef, CoefV, Mask, Wide, LANES};

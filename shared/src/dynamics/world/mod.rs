@@ -17,6 +17,7 @@ mod def;
 mod derived;
 mod event_api;
 mod joint_api;
+mod prefetch;
 mod query;
 mod shape_api;
 mod state;

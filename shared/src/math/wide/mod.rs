@@ -59,6 +59,24 @@ pub(crate) fn prefetch<T>(r: &T) {
     let _ = r;
 }
 
+/// Whether asking for the places at `offsets` (ascending, in bytes) of
+/// every element of a list of `size`-byte elements aligned to `align`
+/// asks for every line the list spans: each line of an element aligned to
+/// whole lines holds one of them; otherwise they are at most a line apart,
+/// from the start to the last line of the element, so that every line has
+/// the start of one of them, whatever the element's alignment.
+#[cfg(test)]
+pub(crate) fn covers_lines(size: usize, align: usize, offsets: &[usize]) -> bool {
+    const LINE: usize = 64;
+    if align >= LINE {
+        return (0..size.div_ceil(LINE)).all(|l| offsets.iter().any(|o| o / LINE == l));
+    }
+    let ends = offsets.first() == Some(&0) && offsets.last().is_some_and(|&o| size - o <= LINE);
+    ends && offsets
+        .windows(2)
+        .all(|w| w[0] < w[1] && w[1] - w[0] <= LINE)
+}
+
 /// Lanes per [`Wide`] in this build (8, 4 or 1; see the module docs).
 pub(crate) const LANES: usize = imp::LANES;
 
