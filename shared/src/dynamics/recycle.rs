@@ -198,10 +198,13 @@ struct Basis {
 /// is (a contact the pass leaves alone costs a comparison of keys, not a
 /// copy); a dropped contact's basis is skipped, and the bases after it move
 /// down into the gap; a new contact takes a place in the gap. A new contact
-/// with no gap before it opens one of [`Bases::GAP`] places, moving the
-/// bases not yet read up the list (in place: an earlier version rebuilt
-/// the rest of the pass into a second list, which in a busy room was
-/// nearly every pass, and doubled the memory the bases touch in a tick).
+/// with no gap before it opens one, moving the bases not yet read up the
+/// list: [`Bases::GAP`] places the first time in a pass, twice as many as
+/// the last time after that, so a pass that adds `n` contacts in one
+/// stretch moves the rest of the list about log₂(n / GAP) times. (An
+/// earlier version rebuilt the rest of the pass into a second list, which
+/// in a busy room was nearly every pass, and doubled the memory the bases
+/// touch in a tick.)
 /// Kept out of the contacts so that snapshots (copies of the state) do not
 /// carry it; emptied when a state is decoded, and on a restore kept only
 /// for pairs of unchanged shapes.
@@ -214,12 +217,15 @@ struct Bases {
     read: usize,
     /// Where this pass's next basis goes (at most `read`).
     write: usize,
+    /// The places the next gap this pass opens will have (0: [`Bases::GAP`]).
+    gap: usize,
+    /// Gaps opened so far (for the tests).
+    #[cfg(test)]
+    opened: usize,
 }
 
 impl Bases {
-    /// The places a new contact with no gap before it opens: a pass that
-    /// adds `n` contacts in one stretch moves the rest of the list
-    /// `n / GAP` times.
+    /// The places of the first gap a pass opens.
     const GAP: usize = 16;
 
     /// Starts a pass over the contacts in key order.
@@ -227,6 +233,7 @@ impl Bases {
         self.settle();
         self.read = 0;
         self.write = 0;
+        self.gap = Self::GAP;
     }
 
     /// Makes `list` the bases the last pass kept (and only those).
@@ -257,10 +264,15 @@ impl Bases {
             self.read += 1;
         } else if self.write == self.read {
             // A new contact with no gap before the next basis: open one.
-            let len = self.list.len();
-            self.list.resize(len + Self::GAP, Basis::default());
-            self.list.copy_within(self.read..len, self.read + Self::GAP);
-            self.read += Self::GAP;
+            let (len, gap) = (self.list.len(), self.gap.max(Self::GAP));
+            self.list.resize(len + gap, Basis::default());
+            self.list.copy_within(self.read..len, self.read + gap);
+            self.read += gap;
+            self.gap = gap * 2;
+            #[cfg(test)]
+            {
+                self.opened += 1;
+            }
         }
         self.write += 1;
         let b = &mut self.list[self.write - 1];
@@ -287,6 +299,7 @@ impl Bases {
         self.list.clear();
         self.read = 0;
         self.write = 0;
+        self.gap = Self::GAP;
     }
 }
 
@@ -766,6 +779,35 @@ mod tests {
                 model.retain(|p, _| p % 8 == 0);
             }
         }
+    }
+
+    /// A pass that adds many contacts in one stretch before the others
+    /// (a crowd spawned into reused low slots) moves the rest of the list
+    /// a few times, not once per 16 contacts, and keeps every basis.
+    #[test]
+    fn a_burst_of_new_contacts_opens_few_gaps() {
+        let mut bases = Bases::default();
+        let old: Vec<u64> = (0..1000).map(|i| 100_000 + i).collect();
+        bases.begin();
+        for &p in &old {
+            let b = bases.entry(p, false);
+            b.valid = true;
+            b.key = p;
+        }
+        bases.begin();
+        bases.opened = 0;
+        for p in 0..10_000u64 {
+            assert!(!bases.entry(p, false).valid);
+        }
+        for &p in &old {
+            let b = bases.entry(p, false);
+            assert!(b.valid && b.key == p, "pair {p} lost its basis");
+        }
+        // 16 + 32 + … ≥ 10,000 after 10 gaps.
+        assert!(bases.opened <= 10, "{} gaps opened", bases.opened);
+        assert!(bases.list.len() <= 2 * 11_000 + Bases::GAP);
+        bases.settle();
+        assert_eq!(bases.list.len(), 11_000);
     }
 
     #[test]
