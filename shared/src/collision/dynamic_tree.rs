@@ -148,7 +148,6 @@ impl Clone for DynamicTree {
     }
 }
 
-/// temp
 impl DynamicTree {
     /// Asks the CPU to start loading every node (a node is a line: see
     /// [`World::prefetch_state`](crate::dynamics::world::World::prefetch_state)).
