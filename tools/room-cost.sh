@@ -7,8 +7,10 @@
 # Each BUILD is a directory holding bitroom-server and bitroom-client (e.g.
 # target/release, or a copy of an older build's), optionally followed by
 # ':' and more `serve` arguments for that run (e.g. "target/release:--threads
-# 1"). With several builds the runs alternate (A B A B ...), so they share
-# the machine's mood. Per run
+# 1"; a `--scene S` there is given to the load clients too, e.g.
+# "target/release:--scene arena:0" for rooms of avatars only). With
+# several builds the runs alternate (A B A B ...), so they share the
+# machine's mood. Per run
 # it prints the server's CPU (utime+stime from /proc/PID/stat over the
 # window, after the ramp and a settling pause) as % of one core (and the
 # kernel's part of it, stime: on loopback that includes delivering each
@@ -53,7 +55,12 @@ trap stop_run EXIT
 
 run_one() { # build_dir[:server args]
   local dir=${1%%:*} label=$1 extra=() work port fp t0 c0 t1 c1 l0 l1
+  local scene=()
   if [[ $1 == *:* ]]; then read -r -a extra <<<"${1#*:}"; fi
+  # The load clients must build the server's scene.
+  for ((j = 0; j + 1 < ${#extra[@]}; j++)); do
+    [[ ${extra[j]} == --scene ]] && scene=(--scene "${extra[j + 1]}")
+  done
   work=$(mktemp -d /tmp/room-cost.XXXXXX)
   port=$((20000 + RANDOM % 20000))
   "$dir/bitroom-server" serve --bind "127.0.0.1:$port" --max-rooms $((ROOMS + 10)) \
@@ -71,7 +78,7 @@ run_one() { # build_dir[:server args]
   local settle=5
   "$dir/bitroom-client" bots --server "127.0.0.1:$port" --cert-sha256 "$fp" \
     --room cost --rooms "$ROOMS" --count "$clients" --load --spawn-rate 100 \
-    --duration $((ramp + settle + SECS + 5))s >"$work/load.out" 2>&1 &
+    --duration $((ramp + settle + SECS + 5))s "${scene[@]}" >"$work/load.out" 2>&1 &
   load=$!
   sleep $((ramp + settle))
   t0=$(date +%s.%N); c0=$(cpu_ticks $server); l0=$(cpu_ticks $load); k0=$(sys_ticks $server)
