@@ -55,11 +55,11 @@ trap stop_run EXIT
 
 run_one() { # build_dir[:server args]
   local dir=${1%%:*} label=$1 extra=() work port fp t0 c0 t1 c1 l0 l1
-  local scene=()
+  local scene=() j
   if [[ $1 == *:* ]]; then read -r -a extra <<<"${1#*:}"; fi
   # The load clients must build the server's scene.
   for ((j = 0; j + 1 < ${#extra[@]}; j++)); do
-    [[ ${extra[j]} == --scene ]] && scene=(--scene "${extra[j + 1]}")
+    if [[ ${extra[j]} == --scene ]]; then scene=(--scene "${extra[j + 1]}"); fi
   done
   work=$(mktemp -d /tmp/room-cost.XXXXXX)
   port=$((20000 + RANDOM % 20000))
