@@ -25,21 +25,142 @@ use crate::math::{Aabb, Scalar, Vec2};
 
 const NULL: u32 = u32::MAX;
 
+/// Low bits of a Q32.32 coordinate a tree box drops: its unit is 2⁻¹⁶ m
+/// (about 15 µm), and an `i32` of them spans ±32 768 m, well past
+/// [`WORLD_BOUND`](crate::math::WORLD_BOUND).
+const DROP: u32 = 16;
+
+/// A box as the tree keeps it: the caller's box rounded outward (lower
+/// corner down, upper corner up) to 2⁻¹⁶ m, saturating at ±(2³¹ − 1)
+/// units, and stored as `[lx, ly, −ux, −uy]`. Half the bytes of an
+/// [`Aabb`], so that a node is 32 bytes and two share a cache line (the
+/// tree's walks are chains of dependent loads, and a smaller node is fewer
+/// of them missed); with the upper corner negated, every test is four
+/// `<=` between lanes and a union is four `min`s, which the compiler does
+/// in one vector instruction each.
+///
+/// Rounding is monotone, so boxes that overlap (or nest) still do after it:
+/// a query misses no leaf, and may also return leaves whose exact boxes lie
+/// up to 2⁻¹⁶ m from the box asked about. Callers whose answer must be exact
+/// test their own exact boxes (the shapes' fat boxes) after the query.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct TreeBox([i32; 4]);
+
+/// The largest tree coordinate (so that negating one never overflows).
+const LIMIT: i64 = i32::MAX as i64;
+
+/// A coordinate rounded down to the tree's unit.
+#[inline(always)]
+fn down(v: Scalar) -> i32 {
+    (v.to_bits() >> DROP).clamp(-LIMIT, LIMIT) as i32
+}
+
+/// A coordinate rounded up to the tree's unit.
+#[inline(always)]
+fn up(v: Scalar) -> i32 {
+    let r = v.to_bits();
+    let q = (r >> DROP) + i64::from(r & ((1 << DROP) - 1) != 0);
+    q.clamp(-LIMIT, LIMIT) as i32
+}
+
+/// A tree coordinate in Q32.32 bits, widened for the ray test's products.
+#[inline(always)]
+fn raw(q: i32) -> i128 {
+    i128::from(q) << DROP
+}
+
+/// What a query compares the nodes' boxes with: its box's upper corner and
+/// negated lower corner, so that a node overlaps it exactly when every lane
+/// of the node's box is at most the probe's.
 #[derive(Clone, Copy, Debug)]
+struct Probe([i32; 4]);
+
+impl TreeBox {
+    /// The smallest tree box holding `b`.
+    #[inline(always)]
+    fn around(b: &Aabb) -> TreeBox {
+        TreeBox([
+            down(b.lower.x),
+            down(b.lower.y),
+            -up(b.upper.x),
+            -up(b.upper.y),
+        ])
+    }
+
+    #[inline(always)]
+    fn lower(&self) -> (i32, i32) {
+        (self.0[0], self.0[1])
+    }
+
+    #[inline(always)]
+    fn upper(&self) -> (i32, i32) {
+        (-self.0[2], -self.0[3])
+    }
+
+    /// The probe that finds the boxes overlapping this one.
+    #[inline(always)]
+    fn probe(&self) -> Probe {
+        let [lx, ly, nux, nuy] = self.0;
+        Probe([-nux, -nuy, -lx, -ly])
+    }
+
+    /// Whether this box overlaps the probe's (touching counts):
+    /// `lx ≤ p.ux`, `ly ≤ p.uy`, `p.lx ≤ ux`, `p.ly ≤ uy`.
+    #[inline(always)]
+    fn overlaps(&self, p: &Probe) -> bool {
+        let (a, b) = (&self.0, &p.0);
+        // Without short cuts: four compares and no branch but the caller's.
+        (a[0] <= b[0]) & (a[1] <= b[1]) & (a[2] <= b[2]) & (a[3] <= b[3])
+    }
+
+    /// Whether `o` lies inside `self`.
+    #[inline(always)]
+    fn contains(&self, o: &TreeBox) -> bool {
+        let (a, b) = (&self.0, &o.0);
+        (a[0] <= b[0]) & (a[1] <= b[1]) & (a[2] <= b[2]) & (a[3] <= b[3])
+    }
+
+    /// Smallest box containing both.
+    #[inline(always)]
+    fn union(&self, o: &TreeBox) -> TreeBox {
+        let (a, b) = (&self.0, &o.0);
+        TreeBox([
+            a[0].min(b[0]),
+            a[1].min(b[1]),
+            a[2].min(b[2]),
+            a[3].min(b[3]),
+        ])
+    }
+
+    /// Perimeter (the surface-area heuristic in 2D), in tree units.
+    #[inline(always)]
+    fn perimeter(&self) -> i64 {
+        let [lx, ly, nux, nuy] = self.0.map(i64::from);
+        2 * ((-nux - lx) + (-nuy - ly))
+    }
+
+    /// Centre, doubled (so exact), in tree units.
+    #[inline(always)]
+    fn centre2(&self) -> (i64, i64) {
+        let [lx, ly, nux, nuy] = self.0.map(i64::from);
+        (lx - nux, ly - nuy)
+    }
+}
+
+/// What a query reads of a node: its box, children, leaf value and
+/// categories, 32 bytes on a 32-byte boundary (two nodes to a line; Box2D
+/// v3's node, with `f32` boxes, is 40). The rest of a node, which only
+/// changing the tree's shape reads, is its [`Link`].
+#[derive(Clone, Copy, Debug)]
+#[repr(align(32))]
 struct Node {
-    aabb: Aabb,
-    parent: u32,
+    bx: TreeBox,
     child1: u32,
     child2: u32,
     /// Leaf: user value (shape id); internal: unused.
     user: u32,
-    /// Leaf = 0; free = -1.
-    height: i32,
     /// Leaf: its category bits; internal: the union of its leaves'.
     category: u32,
-    /// Grown by [`DynamicTree::enlarge_proxy`] since the last rebuild
-    /// (a leaf, or an ancestor of one).
-    enlarged: bool,
 }
 
 impl Node {
@@ -47,6 +168,18 @@ impl Node {
     fn is_leaf(&self) -> bool {
         self.child1 == NULL
     }
+}
+
+/// A node's place in the tree's shape (same index as its [`Node`]).
+#[derive(Clone, Copy, Debug)]
+#[repr(align(16))]
+struct Link {
+    parent: u32,
+    /// Leaf = 0; free = -1.
+    height: i32,
+    /// Grown by [`DynamicTree::enlarge_proxy`] since the last rebuild
+    /// (a leaf, or an ancestor of one).
+    enlarged: bool,
 }
 
 /// The traversal stack of a query on a shared tree: its first [`INLINE`]
@@ -102,6 +235,8 @@ impl QueryStack {
 #[derive(Debug, Default)]
 pub struct DynamicTree {
     nodes: Vec<Node>,
+    /// One per node, same index.
+    links: Vec<Link>,
     root: u32,
     free: Vec<u32>,
     stack: Vec<u32>,
@@ -116,11 +251,12 @@ pub struct DynamicTree {
 }
 
 /// A piece of a rebuild (a leaf, or the root of a subtree kept as it is)
-/// and its centre (doubled), for rebuilding without touching nodes.
+/// and its centre (doubled, in tree units), for rebuilding without touching
+/// nodes.
 #[derive(Clone, Copy, Debug)]
 struct LeafKey {
-    cx: Scalar,
-    cy: Scalar,
+    cx: i64,
+    cy: i64,
     leaf: u32,
 }
 
@@ -128,6 +264,7 @@ impl Clone for DynamicTree {
     fn clone(&self) -> DynamicTree {
         DynamicTree {
             nodes: self.nodes.clone(),
+            links: self.links.clone(),
             root: self.root,
             free: self.free.clone(),
             stack: Vec::new(),
@@ -141,6 +278,7 @@ impl Clone for DynamicTree {
 
     fn clone_from(&mut self, o: &DynamicTree) {
         self.nodes.clone_from(&o.nodes);
+        self.links.clone_from(&o.links);
         self.root = o.root;
         self.free.clone_from(&o.free);
         self.dirty = o.dirty;
@@ -149,11 +287,14 @@ impl Clone for DynamicTree {
 }
 
 impl DynamicTree {
-    /// Asks the CPU to start loading every node (a node is a line: see
-    /// [`World::prefetch_state`](crate::dynamics::world::World::prefetch_state)).
+    /// Asks the CPU to start loading every node and link (each fits a line:
+    /// see [`World::prefetch_state`](crate::dynamics::world::World::prefetch_state)).
     pub(crate) fn prefetch(&self) {
         for n in &self.nodes {
             crate::math::prefetch(n);
+        }
+        for l in &self.links {
+            crate::math::prefetch(l);
         }
     }
 
@@ -161,6 +302,7 @@ impl DynamicTree {
     pub fn new() -> DynamicTree {
         DynamicTree {
             nodes: Vec::new(),
+            links: Vec::new(),
             root: NULL,
             free: Vec::new(),
             stack: Vec::new(),
@@ -174,20 +316,24 @@ impl DynamicTree {
 
     fn alloc(&mut self) -> u32 {
         let node = Node {
-            aabb: Aabb::default(),
-            parent: NULL,
+            bx: TreeBox::default(),
             child1: NULL,
             child2: NULL,
             user: NULL,
-            height: 0,
             category: 0,
+        };
+        let link = Link {
+            parent: NULL,
+            height: 0,
             enlarged: false,
         };
         if let Some(i) = self.free.pop() {
             self.nodes[i as usize] = node;
+            self.links[i as usize] = link;
             i
         } else {
             self.nodes.push(node);
+            self.links.push(link);
             (self.nodes.len() - 1) as u32
         }
     }
@@ -200,9 +346,10 @@ impl DynamicTree {
     /// Inserts a leaf with collision `category` bits and returns its proxy id.
     pub fn create_filtered_proxy(&mut self, aabb: Aabb, user: u32, category: u32) -> u32 {
         let leaf = self.alloc();
-        self.nodes[leaf as usize].aabb = aabb;
-        self.nodes[leaf as usize].user = user;
-        self.nodes[leaf as usize].category = category;
+        let n = &mut self.nodes[leaf as usize];
+        n.bx = TreeBox::around(&aabb);
+        n.user = user;
+        n.category = category;
         self.dirty += 1;
         self.new_leaves += 1;
         self.insert_leaf(leaf);
@@ -212,14 +359,14 @@ impl DynamicTree {
     /// Removes a leaf.
     pub fn destroy_proxy(&mut self, proxy: u32) {
         self.remove_leaf(proxy);
-        self.nodes[proxy as usize].height = -1;
+        self.links[proxy as usize].height = -1;
         self.free.push(proxy);
     }
 
     /// Replaces a leaf's box.
     pub fn move_proxy(&mut self, proxy: u32, aabb: Aabb) {
         self.remove_leaf(proxy);
-        self.nodes[proxy as usize].aabb = aabb;
+        self.nodes[proxy as usize].bx = TreeBox::around(&aabb);
         self.insert_leaf(proxy);
     }
 
@@ -227,31 +374,34 @@ impl DynamicTree {
     /// its ancestors as needed without restructuring; call
     /// [`DynamicTree::rebuild`] once after a batch of these.
     pub fn enlarge_proxy(&mut self, proxy: u32, aabb: Aabb) {
-        let leaf = &mut self.nodes[proxy as usize];
-        leaf.aabb = aabb;
+        let bx = TreeBox::around(&aabb);
+        self.nodes[proxy as usize].bx = bx;
+        let leaf = &mut self.links[proxy as usize];
         leaf.enlarged = true;
         self.dirty += 1;
         let mut i = leaf.parent;
         // Grow the ancestors that do not contain the new box yet...
         while i != NULL {
-            let n = &mut self.nodes[i as usize];
-            n.enlarged = true;
-            i = n.parent;
-            if n.aabb.contains(&aabb) {
+            let at = i as usize;
+            let l = &mut self.links[at];
+            l.enlarged = true;
+            i = l.parent;
+            let n = &mut self.nodes[at];
+            if n.bx.contains(&bx) {
                 break;
             }
-            n.aabb = n.aabb.union(&aabb);
+            n.bx = n.bx.union(&bx);
         }
         // ...and mark the rest of the path up to the root for the rebuild,
         // stopping at the first marked node: every ancestor of a marked
         // node is marked (inserts and rotations keep that true).
         while i != NULL {
-            let n = &mut self.nodes[i as usize];
-            if n.enlarged {
+            let l = &mut self.links[i as usize];
+            if l.enlarged {
                 break;
             }
-            n.enlarged = true;
-            i = n.parent;
+            l.enlarged = true;
+            i = l.parent;
         }
     }
 
@@ -285,15 +435,13 @@ impl DynamicTree {
         let first_freed = self.free.len();
         while let Some(i) = stack.pop() {
             let n = self.nodes[i as usize];
-            self.nodes[i as usize].enlarged = false;
-            if n.is_leaf() || !(full || n.enlarged) {
-                leaves.push(LeafKey {
-                    cx: n.aabb.lower.x + n.aabb.upper.x,
-                    cy: n.aabb.lower.y + n.aabb.upper.y,
-                    leaf: i,
-                });
+            let l = &mut self.links[i as usize];
+            let enlarged = core::mem::replace(&mut l.enlarged, false);
+            if n.is_leaf() || !(full || enlarged) {
+                let (cx, cy) = n.bx.centre2();
+                leaves.push(LeafKey { cx, cy, leaf: i });
             } else {
-                self.nodes[i as usize].height = -1;
+                l.height = -1;
                 self.free.push(i);
                 stack.push(n.child1);
                 stack.push(n.child2);
@@ -342,7 +490,7 @@ impl DynamicTree {
                 tasks.push((start as u32, (start + mid) as u32, node, false));
                 node
             };
-            self.nodes[node as usize].parent = up;
+            self.links[node as usize].parent = up;
             if up == parent {
                 root = node;
             } else if second {
@@ -353,36 +501,40 @@ impl DynamicTree {
         }
         for &node in created.iter().rev() {
             let n = self.nodes[node as usize];
-            let (n1, n2) = (self.nodes[n.child1 as usize], self.nodes[n.child2 as usize]);
+            let (c1, c2) = (n.child1 as usize, n.child2 as usize);
+            let (n1, n2) = (self.nodes[c1], self.nodes[c2]);
             let m = &mut self.nodes[node as usize];
-            m.aabb = n1.aabb.union(&n2.aabb);
-            m.height = 1 + n1.height.max(n2.height);
+            m.bx = n1.bx.union(&n2.bx);
             m.category = n1.category | n2.category;
+            self.links[node as usize].height = 1 + self.links[c1].height.max(self.links[c2].height);
         }
         self.tasks = tasks;
         self.created = created;
         root
     }
 
-    /// Calls `f(user)` for every leaf whose box overlaps `aabb`.
+    /// Calls `f(user)` for every leaf whose box overlaps `aabb` (and maybe
+    /// for leaves up to 2⁻¹⁶ m from it: see [`TreeBox`]).
     #[inline]
     pub fn query(&mut self, aabb: &Aabb, f: impl FnMut(u32)) {
         self.query_masked(aabb, u32::MAX, f);
     }
 
-    /// Calls `f(user)` for every leaf whose box overlaps `aabb` and whose
-    /// category shares a bit with `mask`.
+    /// Calls `f(user)` for every leaf whose box overlaps `aabb` (and maybe
+    /// for leaves up to 2⁻¹⁶ m from it: see [`TreeBox`]) and whose category
+    /// shares a bit with `mask`.
     #[inline]
     pub fn query_masked(&mut self, aabb: &Aabb, mask: u32, mut f: impl FnMut(u32)) {
         if self.root == NULL {
             return;
         }
+        let probe = TreeBox::around(aabb).probe();
         let mut stack = core::mem::take(&mut self.stack);
         stack.clear();
         stack.push(self.root);
         while let Some(i) = stack.pop() {
             let n = &self.nodes[i as usize];
-            if n.category & mask == 0 || !n.aabb.overlaps(aabb) {
+            if n.category & mask == 0 || !n.bx.overlaps(&probe) {
                 continue;
             }
             if n.is_leaf() {
@@ -401,10 +553,11 @@ impl DynamicTree {
         if self.root == NULL {
             return;
         }
+        let probe = TreeBox::around(aabb).probe();
         let mut stack = QueryStack::new(self.root);
         while let Some(i) = stack.pop() {
             let n = &self.nodes[i as usize];
-            if !n.aabb.overlaps(aabb) {
+            if !n.bx.overlaps(&probe) {
                 continue;
             }
             if n.is_leaf() {
@@ -418,29 +571,30 @@ impl DynamicTree {
 
     /// Calls `f(user)` for every leaf whose box the segment `p1`–`p2` may
     /// touch: boxes overlapping the segment's bounding box and not separated
-    /// from it along the segment's normal (exact 128-bit test).
+    /// from it along the segment's normal (exact 128-bit test on the
+    /// tree's boxes, which hold the leaves' boxes).
     pub fn query_ray(&self, p1: Vec2, p2: Vec2, mut f: impl FnMut(u32)) {
         if self.root == NULL {
             return;
         }
-        let seg_box = Aabb::new(p1.min(p2), p1.max(p2));
+        let seg_box = TreeBox::around(&Aabb::new(p1.min(p2), p1.max(p2))).probe();
         let d = p2 - p1;
         // Normal of the segment (not normalised: only the sign matters).
-        let (vx, vy) = (-(d.y.to_bits() as i128), d.x.to_bits() as i128);
+        let (vx, vy) = (-i128::from(d.y.to_bits()), i128::from(d.x.to_bits()));
+        let (px, py) = (i128::from(p1.x.to_bits()), i128::from(p1.y.to_bits()));
         let mut stack = QueryStack::new(self.root);
         while let Some(i) = stack.pop() {
             let n = &self.nodes[i as usize];
-            if !n.aabb.overlaps(&seg_box) {
+            if !n.bx.overlaps(&seg_box) {
                 continue;
             }
             // Separating axis |v · (c − p1)| > |v|·h, with the box centre c
-            // and half-extents h, doubled to stay in integers.
-            let cx =
-                (n.aabb.lower.x + n.aabb.upper.x).to_bits() as i128 - 2 * p1.x.to_bits() as i128;
-            let cy =
-                (n.aabb.lower.y + n.aabb.upper.y).to_bits() as i128 - 2 * p1.y.to_bits() as i128;
-            let hx = (n.aabb.upper.x - n.aabb.lower.x).to_bits() as i128;
-            let hy = (n.aabb.upper.y - n.aabb.lower.y).to_bits() as i128;
+            // and half-extents h, doubled to stay in integers (Q32.32 bits).
+            let ((lx, ly), (ux, uy)) = (n.bx.lower(), n.bx.upper());
+            let cx = raw(lx) + raw(ux) - 2 * px;
+            let cy = raw(ly) + raw(uy) - 2 * py;
+            let hx = raw(ux) - raw(lx);
+            let hy = raw(uy) - raw(ly);
             let sep = (vx * cx + vy * cy).abs();
             if sep > vx.abs() * hx + vy.abs() * hy {
                 continue;
@@ -457,28 +611,28 @@ impl DynamicTree {
     fn insert_leaf(&mut self, leaf: u32) {
         // A re-inserted leaf's box is exact in its new place: not enlarged
         // (and no marked node under an unmarked parent).
-        self.nodes[leaf as usize].enlarged = false;
+        self.links[leaf as usize].enlarged = false;
         if self.root == NULL {
             self.root = leaf;
-            self.nodes[leaf as usize].parent = NULL;
+            self.links[leaf as usize].parent = NULL;
             return;
         }
         // Find the best sibling by the perimeter heuristic.
-        let leaf_aabb = self.nodes[leaf as usize].aabb;
+        let leaf_box = self.nodes[leaf as usize].bx;
         let mut index = self.root;
         while !self.nodes[index as usize].is_leaf() {
             let n = self.nodes[index as usize];
-            let area = n.aabb.perimeter();
-            let combined = n.aabb.union(&leaf_aabb).perimeter();
-            let cost = combined.shl(1);
-            let inheritance = (combined - area).shl(1);
-            let child_cost = |c: u32| -> Scalar {
+            let area = n.bx.perimeter();
+            let combined = n.bx.union(&leaf_box).perimeter();
+            let cost = 2 * combined;
+            let inheritance = 2 * (combined - area);
+            let child_cost = |c: u32| -> i64 {
                 let cn = &self.nodes[c as usize];
-                let u = leaf_aabb.union(&cn.aabb).perimeter();
+                let u = leaf_box.union(&cn.bx).perimeter();
                 if cn.is_leaf() {
                     u + inheritance
                 } else {
-                    u - cn.aabb.perimeter() + inheritance
+                    u - cn.bx.perimeter() + inheritance
                 }
             };
             let cost1 = child_cost(n.child1);
@@ -489,24 +643,25 @@ impl DynamicTree {
             index = if cost1 <= cost2 { n.child1 } else { n.child2 };
         }
         let sibling = index;
-        let old_parent = self.nodes[sibling as usize].parent;
+        let old_parent = self.links[sibling as usize].parent;
         let new_parent = self.alloc();
-        {
-            let sib_aabb = self.nodes[sibling as usize].aabb;
-            let sib_height = self.nodes[sibling as usize].height;
-            let category =
-                self.nodes[sibling as usize].category | self.nodes[leaf as usize].category;
-            let np = &mut self.nodes[new_parent as usize];
-            np.parent = old_parent;
-            np.category = category;
-            np.aabb = leaf_aabb.union(&sib_aabb);
-            np.height = sib_height + 1;
-            np.child1 = sibling;
-            np.child2 = leaf;
-        }
+        let sib = self.nodes[sibling as usize];
+        let category = sib.category | self.nodes[leaf as usize].category;
+        self.nodes[new_parent as usize] = Node {
+            bx: leaf_box.union(&sib.bx),
+            child1: sibling,
+            child2: leaf,
+            user: NULL,
+            category,
+        };
         // Keep "every ancestor of a marked node is marked": the old parent
         // is marked if the sibling is.
-        self.nodes[new_parent as usize].enlarged = self.nodes[sibling as usize].enlarged;
+        let sib_link = self.links[sibling as usize];
+        self.links[new_parent as usize] = Link {
+            parent: old_parent,
+            height: sib_link.height + 1,
+            enlarged: sib_link.enlarged,
+        };
         if old_parent != NULL {
             let op = &mut self.nodes[old_parent as usize];
             if op.child1 == sibling {
@@ -517,9 +672,9 @@ impl DynamicTree {
         } else {
             self.root = new_parent;
         }
-        self.nodes[sibling as usize].parent = new_parent;
-        self.nodes[leaf as usize].parent = new_parent;
-        self.refit(self.nodes[leaf as usize].parent);
+        self.links[sibling as usize].parent = new_parent;
+        self.links[leaf as usize].parent = new_parent;
+        self.refit(new_parent);
     }
 
     fn remove_leaf(&mut self, leaf: u32) {
@@ -527,10 +682,13 @@ impl DynamicTree {
             self.root = NULL;
             return;
         }
-        let parent = self.nodes[leaf as usize].parent;
-        let grand = self.nodes[parent as usize].parent;
+        let parent = self.links[leaf as usize].parent;
+        let grand = self.links[parent as usize].parent;
         let p = self.nodes[parent as usize];
         let sibling = if p.child1 == leaf { p.child2 } else { p.child1 };
+        self.links[parent as usize].height = -1;
+        self.free.push(parent);
+        self.links[sibling as usize].parent = grand;
         if grand != NULL {
             let g = &mut self.nodes[grand as usize];
             if g.child1 == parent {
@@ -538,15 +696,9 @@ impl DynamicTree {
             } else {
                 g.child2 = sibling;
             }
-            self.nodes[sibling as usize].parent = grand;
-            self.nodes[parent as usize].height = -1;
-            self.free.push(parent);
             self.refit(grand);
         } else {
             self.root = sibling;
-            self.nodes[sibling as usize].parent = NULL;
-            self.nodes[parent as usize].height = -1;
-            self.free.push(parent);
         }
     }
 
@@ -554,24 +706,28 @@ impl DynamicTree {
     fn refit(&mut self, mut index: u32) {
         while index != NULL {
             index = self.balance(index);
-            let n = self.nodes[index as usize];
-            let (c1, c2) = (self.nodes[n.child1 as usize], self.nodes[n.child2 as usize]);
-            let node = &mut self.nodes[index as usize];
-            node.height = 1 + c1.height.max(c2.height);
-            node.aabb = c1.aabb.union(&c2.aabb);
-            node.category = c1.category | c2.category;
-            index = node.parent;
+            let at = index as usize;
+            let n = self.nodes[at];
+            let (c1, c2) = (n.child1 as usize, n.child2 as usize);
+            let (n1, n2) = (self.nodes[c1], self.nodes[c2]);
+            let node = &mut self.nodes[at];
+            node.bx = n1.bx.union(&n2.bx);
+            node.category = n1.category | n2.category;
+            let height = 1 + self.links[c1].height.max(self.links[c2].height);
+            let link = &mut self.links[at];
+            link.height = height;
+            index = link.parent;
         }
     }
 
     /// One AVL rotation if `a` is unbalanced; returns the subtree's new root.
     fn balance(&mut self, a: u32) -> u32 {
         let na = self.nodes[a as usize];
-        if na.is_leaf() || na.height < 2 {
+        if na.is_leaf() || self.links[a as usize].height < 2 {
             return a;
         }
         let (b, c) = (na.child1, na.child2);
-        let balance = self.nodes[c as usize].height - self.nodes[b as usize].height;
+        let balance = self.links[c as usize].height - self.links[b as usize].height;
         if balance > 1 {
             self.rotate(a, c, b, true)
         } else if balance < -1 {
@@ -583,52 +739,52 @@ impl DynamicTree {
 
     /// Lifts `up` (a child of `a`) above `a`; `other` is `a`'s other child.
     fn rotate(&mut self, a: u32, up: u32, other: u32, up_is_child2: bool) -> u32 {
-        let nu = self.nodes[up as usize];
-        let (f, g) = (nu.child1, nu.child2);
+        let (a, up, other) = (a as usize, up as usize, other as usize);
+        let nu = self.nodes[up];
+        let (f, g) = (nu.child1 as usize, nu.child2 as usize);
         // Swap a and up.
-        let a_parent = self.nodes[a as usize].parent;
-        self.nodes[up as usize].child1 = a;
-        self.nodes[up as usize].parent = a_parent;
-        self.nodes[a as usize].parent = up;
+        let a_parent = self.links[a].parent;
+        self.nodes[up].child1 = a as u32;
+        self.links[up].parent = a_parent;
+        self.links[a].parent = up as u32;
         if a_parent != NULL {
             let p = &mut self.nodes[a_parent as usize];
-            if p.child1 == a {
-                p.child1 = up;
+            if p.child1 == a as u32 {
+                p.child1 = up as u32;
             } else {
-                p.child2 = up;
+                p.child2 = up as u32;
             }
         } else {
-            self.root = up;
+            self.root = up as u32;
         }
         // The taller grandchild stays under `up`; the other goes to `a`.
-        let (keep, give) = if self.nodes[f as usize].height > self.nodes[g as usize].height {
+        let (keep, give) = if self.links[f].height > self.links[g].height {
             (f, g)
         } else {
             (g, f)
         };
-        self.nodes[up as usize].child2 = keep;
+        self.nodes[up].child2 = keep as u32;
         if up_is_child2 {
-            self.nodes[a as usize].child2 = give;
+            self.nodes[a].child2 = give as u32;
         } else {
-            self.nodes[a as usize].child1 = give;
+            self.nodes[a].child1 = give as u32;
         }
-        self.nodes[give as usize].parent = a;
+        self.links[give].parent = a as u32;
         // `a` moved under `up`: keep every ancestor of a marked node marked
         // (`up`'s new parent was `a`'s, marked if `a` is).
-        self.nodes[up as usize].enlarged |= self.nodes[a as usize].enlarged;
-        let other_n = self.nodes[other as usize];
-        let give_n = self.nodes[give as usize];
-        let keep_n = self.nodes[keep as usize];
-        let na = &mut self.nodes[a as usize];
-        na.aabb = other_n.aabb.union(&give_n.aabb);
-        na.height = 1 + other_n.height.max(give_n.height);
+        self.links[up].enlarged |= self.links[a].enlarged;
+        let (other_n, give_n, keep_n) = (self.nodes[other], self.nodes[give], self.nodes[keep]);
+        let na = &mut self.nodes[a];
+        na.bx = other_n.bx.union(&give_n.bx);
         na.category = other_n.category | give_n.category;
         let na = *na;
-        let nu = &mut self.nodes[up as usize];
-        nu.aabb = na.aabb.union(&keep_n.aabb);
-        nu.height = 1 + na.height.max(keep_n.height);
+        let nu = &mut self.nodes[up];
+        nu.bx = na.bx.union(&keep_n.bx);
         nu.category = na.category | keep_n.category;
-        up
+        let a_height = 1 + self.links[other].height.max(self.links[give].height);
+        self.links[a].height = a_height;
+        self.links[up].height = 1 + a_height.max(self.links[keep].height);
+        up as u32
     }
 
     /// Height of the tree (0 for a single leaf).
@@ -636,7 +792,7 @@ impl DynamicTree {
         if self.root == NULL {
             0
         } else {
-            self.nodes[self.root as usize].height
+            self.links[self.root as usize].height
         }
     }
 }
@@ -646,13 +802,20 @@ mod tests {
     use super::*;
     use crate::math::fx;
 
-    /// `prefetch` asks for each node's start only: a node must fit a line.
+    /// `prefetch` asks for each node's and link's start only: each must
+    /// fit a line, and a node is the 32 bytes the layout is for.
     #[test]
     fn prefetch_covers_every_line() {
         let (size, align) = (core::mem::size_of::<Node>(), core::mem::align_of::<Node>());
+        assert_eq!((size, align), (32, 32));
         assert!(
             crate::math::covers_lines(size, align, &[0]),
             "a node of {size} bytes"
+        );
+        let (size, align) = (core::mem::size_of::<Link>(), core::mem::align_of::<Link>());
+        assert!(
+            crate::math::covers_lines(size, align, &[0]),
+            "a link of {size} bytes"
         );
     }
 
@@ -692,6 +855,109 @@ mod tests {
             .map(|(i, _)| i as u32)
             .collect();
         assert_eq!(got, want);
+    }
+
+    /// Boxes at arbitrary Q32.32 coordinates (not on the tree's 2⁻¹⁶ m
+    /// grid, either sign, some past the `i32` range of the tree's units):
+    /// every leaf whose exact box overlaps the query is found, through
+    /// inserts, enlargements, rebuilds and rotations, and a leaf found
+    /// without overlapping lies within one tree unit of the query; a ray
+    /// along a box's edge finds it.
+    #[test]
+    fn rounded_boxes_miss_nothing_and_add_only_neighbours() {
+        fn next(rng: &mut u64) -> u64 {
+            *rng ^= *rng << 13;
+            *rng ^= *rng >> 7;
+            *rng ^= *rng << 17;
+            *rng
+        }
+        // Coordinates within ±2⁴ m, in raw bits (most not on the grid); a
+        // far one is moved out to ±40 000 m, past what an i32 of tree units
+        // holds (it saturates).
+        fn coord(rng: &mut u64, far: bool) -> Scalar {
+            let bits = (next(rng) as i64) >> 27;
+            let far_off = if far { 40_000i64 << 32 } else { 0 };
+            Scalar::from_bits(if bits < 0 {
+                bits - far_off
+            } else {
+                bits + far_off
+            })
+        }
+        let rng = &mut 0x2545_f491_4f6c_dd1du64;
+        let unit = Scalar::from_bits(1 << DROP);
+        let mut t = DynamicTree::new();
+        let mut live: Vec<(u32, Aabb)> = Vec::new();
+        for round in 0..30u32 {
+            for k in 0..40u32 {
+                let far = k % 8 == 0;
+                let (x, y) = (coord(rng, far), coord(rng, far));
+                let (w, h) = (coord(rng, false).abs(), coord(rng, false).abs());
+                let b = Aabb::new(Vec2::new(x, y), Vec2::new(x + w, y + h));
+                if k % 3 == 0 && !live.is_empty() {
+                    let i = (k as usize * 7 + round as usize) % live.len();
+                    let grown = live[i].1.union(&b);
+                    t.enlarge_proxy(live[i].0, grown);
+                    live[i].1 = grown;
+                } else if k % 5 == 1 && !live.is_empty() {
+                    let i = (k as usize * 11 + round as usize) % live.len();
+                    t.move_proxy(live[i].0, b);
+                    live[i].1 = b;
+                } else {
+                    let p = t.create_proxy(b, 0);
+                    t.nodes[p as usize].user = p;
+                    live.push((p, b));
+                }
+            }
+            if round % 2 == 0 {
+                t.rebuild();
+            }
+            for _ in 0..20 {
+                let far = next(rng).is_multiple_of(4);
+                let (x, y) = (coord(rng, far), coord(rng, far));
+                let (w, h) = (coord(rng, false).abs(), coord(rng, false).abs());
+                let q = Aabb::new(Vec2::new(x, y), Vec2::new(x + w, y + h));
+                let mut got = Vec::new();
+                t.query(&q, |u| got.push(u));
+                got.sort_unstable();
+                let mut got_shared = Vec::new();
+                t.query_shared(&q, |u| got_shared.push(u));
+                got_shared.sort_unstable();
+                assert_eq!(got, got_shared);
+                for (p, b) in &live {
+                    let found = got.binary_search(p).is_ok();
+                    if b.overlaps(&q) {
+                        assert!(found, "round {round}: leaf {p} {b:?} missed by {q:?}");
+                    } else if found {
+                        let near = q.expand(unit);
+                        let saturated = !b.within_world() || !q.within_world();
+                        assert!(
+                            saturated || b.overlaps(&near),
+                            "round {round}: leaf {p} {b:?} is far from {q:?}"
+                        );
+                    }
+                }
+            }
+        }
+        // Rays along a box's own edges (as exact as a ray can be) still
+        // find it: the tree's boxes hold the exact ones.
+        for (p, b) in live.iter().filter(|(_, b)| b.within_world()).take(200) {
+            let above = b.upper.y + Scalar::ONE;
+            let below = b.lower.y - Scalar::ONE;
+            for x in [b.lower.x, b.upper.x] {
+                let mut got = Vec::new();
+                t.query_ray(Vec2::new(x, above), Vec2::new(x, below), |u| got.push(u));
+                assert!(got.contains(p), "a ray down x = {x:?} misses {b:?}");
+            }
+            let right = b.upper.x + Scalar::ONE;
+            for y in [b.lower.y, b.upper.y] {
+                let mut got = Vec::new();
+                t.query_ray(Vec2::new(right, y), Vec2::new(b.lower.x, y), |u| {
+                    got.push(u)
+                });
+                assert!(got.contains(p), "a ray along y = {y:?} misses {b:?}");
+            }
+        }
+        assert!(live.len() > 500);
     }
 
     #[test]
@@ -759,12 +1025,12 @@ mod tests {
     /// Every ancestor of a marked node is marked (what lets
     /// `enlarge_proxy` stop at the first marked ancestor).
     fn assert_marks_closed(t: &DynamicTree) {
-        for (i, n) in t.nodes.iter().enumerate() {
+        for (i, n) in t.links.iter().enumerate() {
             if n.height < 0 || !n.enlarged || n.parent == NULL {
                 continue;
             }
             assert!(
-                t.nodes[n.parent as usize].enlarged,
+                t.links[n.parent as usize].enlarged,
                 "node {i} marked under an unmarked parent"
             );
         }
@@ -829,7 +1095,7 @@ mod tests {
             t.rebuild();
             // A rebuild reaches every marked node and clears it.
             assert!(
-                t.nodes.iter().all(|n| n.height < 0 || !n.enlarged),
+                t.links.iter().all(|n| n.height < 0 || !n.enlarged),
                 "round {round}"
             );
             let mut got = Vec::new();
@@ -934,7 +1200,7 @@ mod tests {
             rebuilt >= 1 && rebuilt <= t.height() as usize,
             "{rebuilt} nodes rebuilt"
         );
-        assert!(t.nodes.iter().all(|n| !n.enlarged || n.height < 0));
+        assert!(t.links.iter().all(|n| !n.enlarged || n.height < 0));
         let mut got = Vec::new();
         t.query(
             &Aabb::new(Vec2::from_ints(41, 13), Vec2::from_ints(41, 13)),

@@ -282,7 +282,8 @@ fn solve_body(
         let proxy = DistanceProxy::from_geometry(geometry);
         for &o in &sc.candidates {
             let other = &st.shapes[o as usize];
-            if other.body == bi || other.def.is_sensor {
+            // The trees round boxes outward: the exact fat boxes decide.
+            if other.body == bi || other.def.is_sensor || !other.fat_aabb.overlaps(&swept) {
                 continue;
             }
             if !shape.def.filter.should_collide(&other.def.filter) {

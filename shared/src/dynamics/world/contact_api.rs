@@ -89,7 +89,8 @@ impl World {
         // A shape has a few contacts: room for them without regrowing.
         let mut found = Vec::with_capacity(8);
         let mut pair_with = |j: u32| {
-            if j == i {
+            // The trees round boxes outward: only exact overlaps count.
+            if j == i || !st.shapes[j as usize].fat_aabb.overlaps(&shape.fat_aabb) {
                 return;
             }
             let key = pair_key(i.min(j), i.max(j));

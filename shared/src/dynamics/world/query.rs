@@ -77,6 +77,8 @@ impl World {
         let mut out = Vec::new();
         self.state.static_tree.query_shared(aabb, |s| out.push(s));
         self.state.dynamic_tree.query_shared(aabb, |s| out.push(s));
+        // The trees round boxes outward: keep the exact overlaps only.
+        out.retain(|&s| self.state.shapes[s as usize].fat_aabb.overlaps(aabb));
         self.finish_candidates(out, filter)
     }
 

@@ -57,6 +57,11 @@ impl World {
                 if body.kind != BodyKind::Dynamic && ob.kind != BodyKind::Dynamic {
                     continue;
                 }
+                // The trees round boxes outward: a pair is made where the
+                // exact fat boxes overlap, as it always was.
+                if !shape.fat_aabb.overlaps(&other.fat_aabb) {
+                    continue;
+                }
                 if !shape.def.filter.should_collide(&other.def.filter)
                     || !sensor_pair_allowed(shape, other)
                 {
