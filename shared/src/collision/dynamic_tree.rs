@@ -260,6 +260,34 @@ struct LeafKey {
     leaf: u32,
 }
 
+/// Moves the pieces whose centre's `key` is below `pivot` to the front
+/// (one Hoare pass, as Box2D v3's rebuild does) and returns how many there
+/// are; half the pieces, as they lie, when one side would be empty (all
+/// centres equal). Which pieces land on which side depends on the pieces'
+/// order, which is the old tree's: derived data, like the tree itself.
+fn split_at_middle(part: &mut [LeafKey], key: impl Fn(&LeafKey) -> i64, pivot: i64) -> usize {
+    let (mut i, mut j) = (0, part.len());
+    loop {
+        while i < j && key(&part[i]) < pivot {
+            i += 1;
+        }
+        while i < j && key(&part[j - 1]) >= pivot {
+            j -= 1;
+        }
+        if i >= j {
+            break;
+        }
+        part.swap(i, j - 1);
+        i += 1;
+        j -= 1;
+    }
+    if i == 0 || i == part.len() {
+        part.len() / 2
+    } else {
+        i
+    }
+}
+
 impl Clone for DynamicTree {
     fn clone(&self) -> DynamicTree {
         DynamicTree {
@@ -412,9 +440,9 @@ impl DynamicTree {
 
     /// Rebuilds the enlarged internal nodes (every internal node after
     /// many leaves were created) top-down: each new node splits its pieces —
-    /// leaves and kept subtrees — at the median of their centres along the
-    /// longer axis (ties broken by node index, so the result depends only
-    /// on the pieces). Leaf indices are kept.
+    /// leaves and kept subtrees — at the middle of their centres' bounds
+    /// along the longer axis (Box2D v3's split: one pass per level, where a
+    /// median needs a selection). Leaf indices are kept.
     pub fn rebuild(&mut self) {
         self.dirty = 0;
         // Many new leaves (a scene being built): rebuild everything. A few
@@ -478,12 +506,11 @@ impl DynamicTree {
                     y0 = y0.min(k.cy);
                     y1 = y1.max(k.cy);
                 }
-                let mid = part.len() / 2;
-                if x1 - x0 >= y1 - y0 {
-                    part.select_nth_unstable_by(mid, |a, b| (a.cx, a.leaf).cmp(&(b.cx, b.leaf)));
+                let mid = if x1 - x0 >= y1 - y0 {
+                    split_at_middle(part, |k| k.cx, x0 + (x1 - x0) / 2)
                 } else {
-                    part.select_nth_unstable_by(mid, |a, b| (a.cy, a.leaf).cmp(&(b.cy, b.leaf)));
-                }
+                    split_at_middle(part, |k| k.cy, y0 + (y1 - y0) / 2)
+                };
                 let node = self.alloc();
                 created.push(node);
                 tasks.push(((start + mid) as u32, end as u32, node, true));
@@ -1150,7 +1177,9 @@ mod tests {
             check(&mut t, &boxes);
             t.rebuild();
             assert!(!t.needs_rebuild());
-            assert!(t.height() <= 10, "height {}", t.height());
+            // A balanced tree of 300 leaves is 9 high; the middle split
+            // (Box2D's) trades some balance for a cheaper rebuild.
+            assert!(t.height() <= 2 * 9, "height {}", t.height());
             check(&mut t, &boxes);
         }
         // Incremental changes still work on a rebuilt tree.
@@ -1172,6 +1201,54 @@ mod tests {
             })
             .collect();
         check(&mut t, &kept);
+    }
+
+    /// The middle split's worst case: centres spaced geometrically, so that
+    /// each split peels off one piece. Every split at least halves the
+    /// spread of centres along the longer axis (2³³ units at most) or, when
+    /// all centres are equal, halves the pieces: the height stays bounded
+    /// whatever a scene file holds, and queries stay exact.
+    #[test]
+    fn geometric_layouts_keep_the_rebuilt_tree_bounded_and_exact() {
+        let mut t = DynamicTree::new();
+        let mut boxes = Vec::new();
+        // Centres at ±2^k units (2^-16 m) for k up to 30 on both axes, plus
+        // a pile of identical boxes at the origin.
+        let unit = |k: u32| Scalar::from_bits(1i64 << (16 + k));
+        let mut user = 0u32;
+        for k in 0..31u32 {
+            for (sx, sy) in [(1, 1), (-1, 1), (1, -1), (-1, -1)] {
+                let c = Vec2::new(unit(k) * fx(sx), unit((k * 7) % 31) * fx(sy));
+                let b = Aabb::new(
+                    c,
+                    c + Vec2::new(Scalar::from_bits(1 << 16), Scalar::from_bits(1 << 16)),
+                );
+                boxes.push((t.create_proxy(b, user), b));
+                user += 1;
+            }
+        }
+        for _ in 0..64 {
+            let b = Aabb::new(Vec2::from_ints(0, 0), Vec2::from_ints(1, 1));
+            boxes.push((t.create_proxy(b, user), b));
+            user += 1;
+        }
+        t.rebuild();
+        let n = boxes.len() as u32; // 188
+        let bound = 2 * 34 + (32 - (n - 1).leading_zeros()) as i32;
+        assert!(t.height() <= bound, "height {} > {bound}", t.height());
+        for q in [
+            Aabb::new(Vec2::from_ints(-1, -1), Vec2::from_ints(1, 1)),
+            Aabb::new(Vec2::from_ints(0, 0), Vec2::from_ints(20_000, 20_000)),
+            Aabb::new(Vec2::from_ints(-20_000, -3), Vec2::from_ints(-2, 3)),
+        ] {
+            let mut got = Vec::new();
+            t.query(&q, |u| got.push(u));
+            got.sort();
+            let want: Vec<u32> = (0..n)
+                .filter(|&i| boxes[i as usize].1.overlaps(&q))
+                .collect();
+            assert_eq!(got, want);
+        }
     }
 
     #[test]
