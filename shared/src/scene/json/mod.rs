@@ -64,8 +64,8 @@ pub const MAX_SCENE_BYTES: usize = 16 << 20;
 pub const MAX_BODIES: usize = 100_000;
 /// Most shapes a scene may have in total.
 pub const MAX_SHAPES: usize = 400_000;
-/// Most shapes one body may have (creating a shape is linear in the body's
-/// shape count, so this keeps loading time bounded).
+/// Most shapes one body may have (creating a shape on a dynamic body is
+/// linear in the body's shape count, so this keeps loading time bounded).
 pub const MAX_SHAPES_PER_BODY: usize = 1024;
 /// Longest body or joint `id`, in bytes.
 pub const MAX_ID_BYTES: usize = 256;
