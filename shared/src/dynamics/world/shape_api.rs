@@ -85,7 +85,13 @@ impl World {
     ) -> Result<ShapeId, WorldError> {
         let id = self.attach_shape(body, def, geometry)?;
         let bi = self.body_index(body)?;
-        if self.state.bodies[bi as usize].kind == BodyKind::Dynamic {
+        let c = &self.state.body_config[bi as usize];
+        // A state restored from crafted bytes may hold a static body with
+        // a centre off its origin: the full recompute makes it whole.
+        if self.state.bodies[bi as usize].kind == BodyKind::Dynamic
+            || !c.mass.is_zero()
+            || c.local_center != Vec2::ZERO
+        {
             self.update_mass(bi);
         } else {
             self.extend_extents(bi, id.index);
@@ -107,7 +113,6 @@ impl World {
         // The new shape heads the body's list; alone, it sets the smallest.
         let alone = self.state.shapes[si as usize].next == NONE;
         let bc = self.state.config_mut(bi);
-        debug_assert!(bc.mass.is_zero() && bc.local_center == Vec2::ZERO);
         bc.max_extent = bc.max_extent.max(far);
         bc.min_extent = if alone { near } else { bc.min_extent.min(near) };
         let b = &mut self.state.bodies[bi as usize];
@@ -462,6 +467,12 @@ mod tests {
                 shape(&mut w, i);
             }
             check(&mut w, "more after");
+            // A crafted state (a static body's centre off its origin, as
+            // restored bytes may hold): the next shape recomputes it all.
+            w.state.config_mut(bi).local_center = Vec2::new(fx(1), fx(2));
+            shape(&mut w, 60);
+            check(&mut w, "after a crafted centre");
+            assert_eq!(w.state.body_config[bi as usize].local_center, Vec2::ZERO);
         }
     }
 }
