@@ -102,7 +102,7 @@ impl World {
     /// What [`World::update_mass`] gives after shape `si` was attached to a
     /// static or kinematic body, in constant time where that walks all the
     /// body's shapes (a static ground of n tiles, made one `create_shape`
-    /// at a time, cost n² extents: two thirds of building `rain`). Such a
+    /// at a time, cost n² extents and copies: 3/4 of building `rain`). Such a
     /// body has no mass and its centre is its origin, so its extents are
     /// the largest and smallest of its shapes' own, and a new shape can
     /// only extend them. (Box2D leaves a static body's extents at zero; a
