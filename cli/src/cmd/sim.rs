@@ -49,6 +49,11 @@ pub struct SimArgs {
     /// Seed of the bots' inputs in --synctest mode.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Step on N threads (the parts of a step that are independent; the
+    /// same bits for any N). Not with --synctest.
+    #[arg(long, default_value_t = 1, value_name = "N",
+          value_parser = clap::value_parser!(u8).range(1..=64))]
+    threads: u8,
 }
 
 /// Runs `sim`.
@@ -69,6 +74,9 @@ pub fn run(args: SimArgs) -> ExitCode {
     };
     if let Some(k) = args.synctest {
         return synctest(&args, scene.world, k);
+    }
+    if let Err(e) = scene.world.set_threads(usize::from(args.threads)) {
+        return bad_input(e);
     }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

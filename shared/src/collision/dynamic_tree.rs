@@ -551,12 +551,26 @@ impl DynamicTree {
     /// for leaves up to 2⁻¹⁶ m from it: see [`TreeBox`]) and whose category
     /// shares a bit with `mask`.
     #[inline]
-    pub fn query_masked(&mut self, aabb: &Aabb, mask: u32, mut f: impl FnMut(u32)) {
+    pub fn query_masked(&mut self, aabb: &Aabb, mask: u32, f: impl FnMut(u32)) {
+        let mut stack = core::mem::take(&mut self.stack);
+        self.query_masked_in(&mut stack, aabb, mask, f);
+        self.stack = stack;
+    }
+
+    /// [`DynamicTree::query_masked`] on a shared tree, with `stack` as its
+    /// scratch (one per thread querying).
+    #[inline]
+    pub fn query_masked_in(
+        &self,
+        stack: &mut Vec<u32>,
+        aabb: &Aabb,
+        mask: u32,
+        mut f: impl FnMut(u32),
+    ) {
         if self.root == NULL {
             return;
         }
         let probe = TreeBox::around(aabb).probe();
-        let mut stack = core::mem::take(&mut self.stack);
         stack.clear();
         stack.push(self.root);
         while let Some(i) = stack.pop() {
@@ -571,7 +585,6 @@ impl DynamicTree {
                 stack.push(n.child2);
             }
         }
-        self.stack = stack;
     }
 
     /// Like [`DynamicTree::query`], for a shared tree (with its own stack,

@@ -437,6 +437,9 @@ pub(crate) struct Graph {
     cold: Vec<BundleCold>,
     /// How many of `bundles` this step uses.
     used: usize,
+    /// Each window laid out this step: its first contact (place in key
+    /// order) and its first bundle.
+    windows: Vec<(u32, u32)>,
     /// This step gives contacts between two moving bodies the highest free
     /// colour instead of the lowest (odd ticks; see the module docs).
     reverse: bool,
@@ -452,6 +455,7 @@ impl Graph {
         self.masks.resize(slots, (u32::MAX, 0));
         self.colors.clear();
         self.lane_of.clear();
+        self.windows.clear();
         self.used = 0;
     }
 
@@ -516,28 +520,16 @@ impl Graph {
         !self.colors.is_empty() && self.colors.len().is_multiple_of(WINDOW)
     }
 
-    /// Lays out and prepares the last window of contacts added (up to
-    /// [`WINDOW`] of them, since the previous call): each colour's contacts
-    /// fill whole bundles in key order, colours in order, after the
-    /// bundles of the windows before. Done while the window's contacts are
-    /// fresh in cache from colouring. `order` holds the contact index of
-    /// each contact added, `cold` its key-ordered entry (which gets the
-    /// approach speeds hit events read).
-    #[allow(clippy::too_many_arguments)]
-    #[inline(never)]
-    pub(crate) fn finish_window(
-        &mut self,
-        contacts: &[Contact],
-        bodies: &[Body],
-        states: &[BodyState],
-        slot_of: &[u32],
-        order: &[u32],
-        cold: &mut [ContactCold],
-    ) {
+    /// Lays out the last window of contacts added (up to [`WINDOW`] of
+    /// them, since the previous call): each colour's contacts fill whole
+    /// bundles in key order, colours in order, after the bundles of the
+    /// windows before. Returns the window's first bundle, or `None` when
+    /// nothing was added since.
+    fn layout_window(&mut self) -> Option<usize> {
         let first = self.colors.len().saturating_sub(1) / WINDOW * WINDOW;
         let window = &self.colors[first..];
         if window.is_empty() {
-            return;
+            return None;
         }
         let mut next = [0usize; COLORS as usize];
         for &c in window {
@@ -564,73 +556,92 @@ impl Graph {
         }
         let (from, to) = (start / LANES, self.lane_of.len() / LANES);
         // Kept from step to step: every field of every lane is written
-        // below, so nothing is cleared.
+        // when the window is prepared, so nothing is cleared.
         if self.bundles.len() < to {
             self.bundles.resize_with(to, Bundle::empty);
             self.cold.resize_with(to, BundleCold::empty);
         }
         self.used = to;
-        let lane_of = &self.lane_of[start..];
-        let bundles = &mut self.bundles[from..to];
-        let colds = &mut self.cold[from..to];
-        // Every lane of `inp` is rewritten for each bundle.
-        let mut inp = Inputs::default();
-        // Contacts are read in colour order, all over the list: their
-        // cache lines are asked for a few bundles ahead.
-        const AHEAD: usize = 3 * LANES;
-        for (j, ((bundle, bcold), ks)) in bundles
-            .iter_mut()
-            .zip(colds.iter_mut())
-            .zip(lane_of.chunks_exact(LANES))
-            .enumerate()
-        {
-            for &k in lane_of.iter().skip((j * LANES) + AHEAD).take(LANES) {
-                if let Some(c) = order
-                    .get(k as usize)
-                    .and_then(|&ci| contacts.get(ci as usize))
-                {
-                    // The three lines of a contact (`Contact` is
-                    // aligned to them).
-                    prefetch(c);
-                    prefetch(&c.manifold.points[1]);
-                    prefetch(&c.body_a);
-                }
-            }
-            let mut any_velocity = false;
-            for (i, &k) in ks.iter().enumerate() {
-                bcold.index[i] = k;
-                let Some(&ci) = order.get(k as usize) else {
-                    bundle.a[i] = 0;
-                    bundle.b[i] = 0;
-                    inp.clear(i);
-                    continue;
-                };
-                let c = &contacts[ci as usize];
-                any_velocity |= c.hit_events || !c.restitution.is_zero();
-                let (a, b) = (slot_of[c.body_a as usize], slot_of[c.body_b as usize]);
-                bundle.a[i] = a;
-                bundle.b[i] = b;
-                inp.set(
-                    i,
-                    c,
-                    (&bodies[c.body_a as usize], &bodies[c.body_b as usize]),
-                    (&states[a as usize], &states[b as usize]),
-                );
-            }
-            prepare_bundle(bundle, bcold, &inp, any_velocity);
-            if any_velocity {
-                let rv = bcold.relative_velocity.map(Wide::to_array);
-                for (i, &k) in ks.iter().enumerate() {
-                    let Some(&ci) = order.get(k as usize) else {
-                        continue;
-                    };
-                    let c = &contacts[ci as usize];
-                    if let (true, Some(cold)) = (c.hit_events, cold.get_mut(k as usize)) {
-                        cold.relative_velocity = [rv[0][i], rv[1][i]];
-                    }
-                }
+        self.windows.push((first as u32, from as u32));
+        Some(from)
+    }
+
+    /// Lays out and prepares the last window of contacts added (see
+    /// [`Graph::layout_window`]), while its contacts are fresh in cache
+    /// from colouring. `cold` holds the key-ordered entries of the
+    /// contacts added (which get the approach speeds hit events read).
+    pub(crate) fn finish_window(&mut self, inp: PrepareInputs<'_>, cold: &mut [ContactCold]) {
+        let Some(from) = self.layout_window() else {
+            return;
+        };
+        let to = self.used;
+        prepare_bundles(
+            &mut self.bundles[from..to],
+            &mut self.cold[from..to],
+            &self.lane_of[from * LANES..to * LANES],
+            inp,
+            (cold, 0),
+        );
+    }
+
+    /// Lays out the last window of contacts added, to be prepared with
+    /// the others by [`Graph::prepare_windows`].
+    pub(crate) fn lay_out_window(&mut self) {
+        self.layout_window();
+    }
+
+    /// Prepares every window laid out this step, in `groups` ranges of
+    /// whole windows of about as many bundles each, the first on this
+    /// thread and the others on `pool`'s workers, with `beside` (more work
+    /// of the step) on a worker too. Each bundle is prepared by the same
+    /// function as [`Graph::finish_window`]'s, from the same inputs, into
+    /// its own place: the same bits as preparing window after window.
+    pub(crate) fn prepare_windows(
+        &mut self,
+        pool: &rayon::ThreadPool,
+        groups: usize,
+        inp: PrepareInputs<'_>,
+        cold: &mut [ContactCold],
+        beside: impl FnOnce() + Send,
+    ) {
+        let used = self.used;
+        // Where each range of windows begins: (first key, first bundle).
+        let mut cuts = Vec::with_capacity(groups + 1);
+        let per = used.div_ceil(groups.max(1)).max(1);
+        for &(key, bundle) in &self.windows {
+            let (key, bundle) = (key as usize, bundle as usize);
+            let last = cuts.last().map_or(usize::MAX, |&(_, b)| b);
+            if cuts.is_empty() || (bundle >= last + per && cuts.len() < groups) {
+                cuts.push((key, bundle));
             }
         }
+        let lane_of = &self.lane_of[..];
+        let mut bundles = &mut self.bundles[..used];
+        let mut colds = &mut self.cold[..used];
+        let mut cold = cold;
+        let mut parts = Vec::with_capacity(cuts.len());
+        for (g, &(key, bundle)) in cuts.iter().enumerate() {
+            let (end_key, end) = cuts.get(g + 1).copied().unwrap_or((usize::MAX, used));
+            let (b, rest) = core::mem::take(&mut bundles).split_at_mut(end - bundle);
+            bundles = rest;
+            let (c, rest) = core::mem::take(&mut colds).split_at_mut(end - bundle);
+            colds = rest;
+            let split = end_key.min(key + cold.len()) - key;
+            let (k, rest) = core::mem::take(&mut cold).split_at_mut(split);
+            cold = rest;
+            parts.push((b, c, &lane_of[bundle * LANES..end * LANES], (k, key)));
+        }
+        let mut parts = parts.into_iter();
+        let first = parts.next();
+        pool.in_place_scope(|s| {
+            s.spawn(|_| beside());
+            for (b, c, lanes, cold) in parts {
+                s.spawn(move |_| prepare_bundles(b, c, lanes, inp, cold));
+            }
+            if let Some((b, c, lanes, cold)) = first {
+                prepare_bundles(b, c, lanes, inp, cold);
+            }
+        });
     }
 
     /// Copies the accumulated impulses of every lane into the key-ordered
@@ -669,6 +680,98 @@ impl Graph {
                         assert!(!seen.contains(&s), "two lanes of a bundle move slot {s}");
                         seen[2 * i + k] = s;
                     }
+                }
+            }
+        }
+    }
+}
+
+/// What preparing the bundles reads: the contacts, the bodies, this
+/// step's solver states and slots, and the contacts to solve in key order
+/// (indices into `contacts`).
+#[derive(Clone, Copy)]
+pub(crate) struct PrepareInputs<'a> {
+    pub(crate) contacts: &'a [Contact],
+    pub(crate) bodies: &'a [Body],
+    pub(crate) states: &'a [BodyState],
+    pub(crate) slot_of: &'a [u32],
+    pub(crate) order: &'a [u32],
+}
+
+/// Prepares `bundles` (with their `colds`) from the contacts of `lane_of`,
+/// [`LANES`] a bundle: places in key order. `cold` is the key-ordered list
+/// from key `cold.1` on (the approach speeds of contacts with hit events go
+/// there).
+#[inline(never)]
+fn prepare_bundles(
+    bundles: &mut [Bundle],
+    colds: &mut [BundleCold],
+    lane_of: &[u32],
+    inp: PrepareInputs<'_>,
+    (cold, base): (&mut [ContactCold], usize),
+) {
+    let PrepareInputs {
+        contacts,
+        bodies,
+        states,
+        slot_of,
+        order,
+    } = inp;
+    // Every lane of `lanes` is rewritten for each bundle.
+    let mut lanes = Inputs::default();
+    // Contacts are read in colour order, all over the list: their cache
+    // lines are asked for a few bundles ahead.
+    const AHEAD: usize = 3 * LANES;
+    for (j, ((bundle, bcold), ks)) in bundles
+        .iter_mut()
+        .zip(colds.iter_mut())
+        .zip(lane_of.chunks_exact(LANES))
+        .enumerate()
+    {
+        for &k in lane_of.iter().skip((j * LANES) + AHEAD).take(LANES) {
+            if let Some(c) = order
+                .get(k as usize)
+                .and_then(|&ci| contacts.get(ci as usize))
+            {
+                // The three lines of a contact (`Contact` is aligned to
+                // them).
+                prefetch(c);
+                prefetch(&c.manifold.points[1]);
+                prefetch(&c.body_a);
+            }
+        }
+        let mut any_velocity = false;
+        for (i, &k) in ks.iter().enumerate() {
+            bcold.index[i] = k;
+            let Some(&ci) = order.get(k as usize) else {
+                bundle.a[i] = 0;
+                bundle.b[i] = 0;
+                lanes.clear(i);
+                continue;
+            };
+            let c = &contacts[ci as usize];
+            any_velocity |= c.hit_events || !c.restitution.is_zero();
+            let (a, b) = (slot_of[c.body_a as usize], slot_of[c.body_b as usize]);
+            bundle.a[i] = a;
+            bundle.b[i] = b;
+            lanes.set(
+                i,
+                c,
+                (&bodies[c.body_a as usize], &bodies[c.body_b as usize]),
+                (&states[a as usize], &states[b as usize]),
+            );
+        }
+        prepare_bundle(bundle, bcold, &lanes, any_velocity);
+        if any_velocity {
+            let rv = bcold.relative_velocity.map(Wide::to_array);
+            for (i, &k) in ks.iter().enumerate() {
+                let Some(&ci) = order.get(k as usize) else {
+                    continue;
+                };
+                let c = &contacts[ci as usize];
+                let entry = (k as usize).checked_sub(base).and_then(|k| cold.get_mut(k));
+                if let (true, Some(cold)) = (c.hit_events, entry) {
+                    cold.relative_velocity = [rv[0][i], rv[1][i]];
                 }
             }
         }

@@ -32,6 +32,7 @@ pub use step::Stage;
 use crate::dynamics::events::Events;
 use crate::dynamics::joint::BrokenJoint;
 use crate::math::Scalar;
+use std::sync::Arc;
 use step::Scratch;
 
 /// A deterministic 2D physics world.
@@ -43,6 +44,9 @@ pub struct World {
     pub(crate) events: Events,
     /// Joints broken in the last step (output, not state).
     pub(crate) broken_joints: Vec<BrokenJoint>,
+    /// The workers that take the step's parallel parts, with the stepping
+    /// thread (see [`World::set_threads`]); not state.
+    pub(crate) pool: Option<Arc<rayon::ThreadPool>>,
 }
 
 impl Default for World {
@@ -77,7 +81,48 @@ impl World {
             scratch: Scratch::default(),
             events: Events::default(),
             broken_joints: Vec::new(),
+            pool: None,
         }
+    }
+
+    /// Steps on `threads` threads: the calling one and `threads − 1`
+    /// workers of a pool this world keeps, which take the parts of a step
+    /// that are independent (the contacts' preparation in ranges of whole
+    /// windows, the joints' beside them; the pair search in ranges of the
+    /// shapes that moved). Each part is a function of what it reads,
+    /// written to places of its own, so the world's bits are the same for
+    /// any count (`shared/tests/threads.rs`). A world too small to share
+    /// out steps on the calling thread alone. One (the default) never
+    /// touches a pool.
+    ///
+    /// Rooms on a server step on one thread each: their parallelism is
+    /// across rooms. This is for one big world with cores to spare.
+    ///
+    /// # Errors
+    /// `threads` outside `1..=64`, or the platform cannot start threads
+    /// (then the world keeps stepping as before).
+    pub fn set_threads(&mut self, threads: usize) -> Result<(), WorldError> {
+        if !(1..=64).contains(&threads) {
+            return Err(WorldError::BadSettings("threads must be 1..=64"));
+        }
+        if threads == 1 {
+            self.pool = None;
+            return Ok(());
+        }
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads - 1)
+            .thread_name(|i| format!("bitroom-step-{i}"))
+            .build()
+            .map_err(|_| WorldError::BadSettings("threads could not be started"))?;
+        self.pool = Some(Arc::new(pool));
+        Ok(())
+    }
+
+    /// The threads a step runs on (see [`World::set_threads`]).
+    pub fn threads(&self) -> usize {
+        self.pool
+            .as_ref()
+            .map_or(1, |p| p.current_num_threads() + 1)
     }
 
     /// The settings the world was made with.

@@ -4,7 +4,7 @@
 
 use crate::dynamics::body::BodyKind;
 use crate::dynamics::contact::{pair_key, sensor_pair_allowed, Contact};
-use crate::dynamics::world::World;
+use crate::dynamics::world::{World, WorldState};
 
 impl World {
     /// New pairs for shapes whose fat box moved.
@@ -27,50 +27,53 @@ impl World {
         // Flags stay set until every moved shape has queried: a pair of two
         // moved shapes is then found once, from its lower shape (the higher
         // one skips it), so there are half as many duplicates to sort.
-        for &si in &moved {
-            let shape = &st.shapes[si as usize];
-            let body = &st.bodies[shape.body as usize];
-            sc.candidates.clear();
-            let cands = &mut sc.candidates;
-            // Skip subtrees of categories this shape never collides with; a
-            // positive group may override the masks, so it sees everything.
-            let f = &shape.def.filter;
-            let mask = if f.group > 0 { u32::MAX } else { f.mask };
-            if body.kind != BodyKind::Static {
-                st.static_tree
-                    .query_masked(&shape.fat_aabb, mask, |o| cands.push(o));
+        // With workers, ranges of the moved shapes query at once, each
+        // into its own list; the lists are sorted together below, so
+        // neither the ranges nor their order change the pairs.
+        let groups = self
+            .pool
+            .as_deref()
+            .map(|p| (p, p.current_num_threads() + 1))
+            .filter(|&(_, threads)| moved.len() >= threads * PARALLEL_MOVED);
+        let st = &*st;
+        match groups {
+            None => {
+                for &si in &moved {
+                    query(
+                        st,
+                        si,
+                        &mut sc.candidates,
+                        &mut sc.query_stack,
+                        &mut sc.pairs,
+                    );
+                }
             }
-            st.dynamic_tree
-                .query_masked(&shape.fat_aabb, mask, |o| cands.push(o));
-            for &o in sc.candidates.iter() {
-                if o == si {
-                    continue;
+            Some((pool, threads)) => {
+                sc.par_pairs.resize_with(threads - 1, Default::default);
+                let per = moved.len().div_ceil(threads);
+                let mut ranges = moved.chunks(per);
+                let first = ranges.next().unwrap_or(&[]);
+                let (cands, stack, pairs) =
+                    (&mut sc.candidates, &mut sc.query_stack, &mut sc.pairs);
+                pool.in_place_scope(|s| {
+                    for (range, (cands, stack, pairs)) in ranges.zip(sc.par_pairs.iter_mut()) {
+                        pairs.clear();
+                        s.spawn(move |_| {
+                            for &si in range {
+                                query(st, si, cands, stack, pairs);
+                            }
+                        });
+                    }
+                    for &si in first {
+                        query(st, si, cands, stack, pairs);
+                    }
+                });
+                for (_, _, pairs) in &sc.par_pairs {
+                    sc.pairs.extend_from_slice(pairs);
                 }
-                let other = &st.shapes[o as usize];
-                if o < si && other.moved {
-                    continue;
-                }
-                if other.body == shape.body {
-                    continue;
-                }
-                let ob = &st.bodies[other.body as usize];
-                if body.kind != BodyKind::Dynamic && ob.kind != BodyKind::Dynamic {
-                    continue;
-                }
-                // The trees round boxes outward: a pair is made where the
-                // exact fat boxes overlap, as it always was.
-                if !shape.fat_aabb.overlaps(&other.fat_aabb) {
-                    continue;
-                }
-                if !shape.def.filter.should_collide(&other.def.filter)
-                    || !sensor_pair_allowed(shape, other)
-                {
-                    continue;
-                }
-                let (a, b) = if si < o { (si, o) } else { (o, si) };
-                sc.pairs.push(pair_key(a, b));
             }
         }
+        let st = &mut self.state;
         for &si in &moved {
             st.shapes[si as usize].moved = false;
         }
@@ -129,5 +132,60 @@ impl World {
             i = lo;
             j -= 1;
         }
+    }
+}
+
+/// Shapes moved per thread below which the pair search runs on one thread.
+const PARALLEL_MOVED: usize = 256;
+
+/// The new pairs of moved shape `si`, appended to `pairs` as keys
+/// (`cands`, `stack`: scratch).
+#[inline]
+fn query(
+    st: &WorldState,
+    si: u32,
+    cands: &mut Vec<u32>,
+    stack: &mut Vec<u32>,
+    pairs: &mut Vec<u64>,
+) {
+    let shape = &st.shapes[si as usize];
+    let body = &st.bodies[shape.body as usize];
+    cands.clear();
+    // Skip subtrees of categories this shape never collides with; a
+    // positive group may override the masks, so it sees everything.
+    let f = &shape.def.filter;
+    let mask = if f.group > 0 { u32::MAX } else { f.mask };
+    if body.kind != BodyKind::Static {
+        st.static_tree
+            .query_masked_in(stack, &shape.fat_aabb, mask, |o| cands.push(o));
+    }
+    st.dynamic_tree
+        .query_masked_in(stack, &shape.fat_aabb, mask, |o| cands.push(o));
+    for &o in cands.iter() {
+        if o == si {
+            continue;
+        }
+        let other = &st.shapes[o as usize];
+        if o < si && other.moved {
+            continue;
+        }
+        if other.body == shape.body {
+            continue;
+        }
+        let ob = &st.bodies[other.body as usize];
+        if body.kind != BodyKind::Dynamic && ob.kind != BodyKind::Dynamic {
+            continue;
+        }
+        // The trees round boxes outward: a pair is made where the exact fat
+        // boxes overlap, as it always was.
+        if !shape.fat_aabb.overlaps(&other.fat_aabb) {
+            continue;
+        }
+        if !shape.def.filter.should_collide(&other.def.filter) || !sensor_pair_allowed(shape, other)
+        {
+            continue;
+        }
+        let (a, b) = if si < o { (si, o) } else { (o, si) };
+        pairs.push(pair_key(a, b));
     }
 }

@@ -5,7 +5,7 @@
 use super::Solve;
 use crate::dynamics::body::{Body, BodyKind, NO_ISLAND};
 use crate::dynamics::contact::Contact;
-use crate::dynamics::graph::OVERFLOW;
+use crate::dynamics::graph::{PrepareInputs, OVERFLOW};
 use crate::dynamics::island;
 use crate::dynamics::joint::{self, JointContext};
 use crate::dynamics::solver::{self, BodyState, ConstraintPoint, ContactCold, ContactConstraint};
@@ -16,9 +16,14 @@ use crate::math::{prefetch, Rot, Scalar, Vec2};
 /// line.
 const PREFETCH_AHEAD: usize = 16;
 
+/// Contacts per thread below which a step prepares them on its own thread
+/// (handing out less work costs more than it saves).
+const PARALLEL_CONTACTS: usize = 1024;
+
 impl World {
     /// Prepares the solve; `None` when no body is awake (nothing to solve).
     pub(super) fn prepare(&mut self) -> Option<Solve> {
+        let pool = self.pool.as_deref();
         let st = &mut self.state;
         let sc = &mut self.scratch;
         let set = st.settings;
@@ -79,6 +84,14 @@ impl World {
         sc.links.clear();
         sc.solve_order.clear();
         sc.graph.begin(sc.states.len(), st.tick & 1 == 1);
+        // With workers and more contacts than a window: colour and lay out
+        // every window first, then prepare them in ranges on the workers
+        // (the same bits: `Graph::prepare_windows`). Alone: prepare each
+        // window as soon as it is coloured, while its contacts are in cache.
+        let pool = pool.filter(|p| {
+            let threads = p.current_num_threads() + 1;
+            st.contacts.len() >= threads * PARALLEL_CONTACTS
+        });
         // The key-ordered list, with the overflow's constraints prepared
         // one at a time, and the bundles a window at a time.
         let mut any_hit_events = false;
@@ -129,11 +142,19 @@ impl World {
                 sc.constraints_cold.push(ContactCold::new(ci as u32, c));
             }
             if sc.graph.window_full() {
-                sc.finish_window(st);
+                if pool.is_some() {
+                    sc.graph.lay_out_window();
+                } else {
+                    sc.finish_window(st);
+                }
             }
         }
         if !sc.graph.window_full() {
-            sc.finish_window(st);
+            if pool.is_some() {
+                sc.graph.lay_out_window();
+            } else {
+                sc.finish_window(st);
+            }
         }
         #[cfg(debug_assertions)]
         sc.graph.check(|s| {
@@ -153,14 +174,36 @@ impl World {
                 h,
             ),
         };
-        joint::prepare(
-            (&st.joints, &st.bodies, &st.body_config),
-            &sc.slot_of,
-            &sc.states,
-            &jctx,
-            &mut sc.joints,
-            &mut sc.links,
-        );
+        let joints = |out: &mut joint::JointSolver, links: &mut Vec<(u32, u32)>| {
+            joint::prepare(
+                (&st.joints, &st.bodies, &st.body_config),
+                &sc.slot_of,
+                &sc.states,
+                &jctx,
+                out,
+                links,
+            );
+        };
+        match pool {
+            Some(pool) => {
+                let inp = PrepareInputs {
+                    contacts: &st.contacts,
+                    bodies: &st.bodies,
+                    states: &sc.states,
+                    slot_of: &sc.slot_of,
+                    order: &sc.solve_order,
+                };
+                let (out, links) = (&mut sc.joints, &mut sc.links);
+                sc.graph.prepare_windows(
+                    pool,
+                    pool.current_num_threads() + 1,
+                    inp,
+                    &mut sc.constraints_cold,
+                    || joints(out, links),
+                );
+            }
+            None => joints(&mut sc.joints, &mut sc.links),
+        }
         Some(Solve {
             dt,
             h,

@@ -14,7 +14,7 @@
 
 use crate::dynamics::ccd::CcdScratch;
 use crate::dynamics::contact::Contact;
-use crate::dynamics::graph::Graph;
+use crate::dynamics::graph::{Graph, PrepareInputs};
 use crate::dynamics::joint::JointSolver;
 use crate::dynamics::recycle::Recycler;
 use crate::dynamics::solver::{BodyState, ContactCold, ContactConstraint};
@@ -43,6 +43,11 @@ pub(crate) struct Scratch {
     pub(crate) graph: Graph,
     pub(crate) candidates: Vec<u32>,
     pub(crate) pairs: Vec<u64>,
+    /// The pair search's candidates and pairs on each worker (see
+    /// `World::set_threads`).
+    pub(crate) par_pairs: Vec<(Vec<u32>, Vec<u32>, Vec<u64>)>,
+    /// The pair search's stack for walking the trees.
+    pub(crate) query_stack: Vec<u32>,
     pub(crate) new_contacts: Vec<Contact>,
     pub(crate) remove: Vec<bool>,
     pub(crate) wake: Vec<u32>,
@@ -64,13 +69,13 @@ impl Scratch {
     /// Lays out and prepares the contacts coloured since the last call
     /// ([`Graph::finish_window`]) from this step's solver slots and order.
     pub(super) fn finish_window(&mut self, st: &WorldState) {
-        self.graph.finish_window(
-            &st.contacts,
-            &st.bodies,
-            &self.states,
-            &self.slot_of,
-            &self.solve_order,
-            &mut self.constraints_cold,
-        );
+        let inp = PrepareInputs {
+            contacts: &st.contacts,
+            bodies: &st.bodies,
+            states: &self.states,
+            slot_of: &self.slot_of,
+            order: &self.solve_order,
+        };
+        self.graph.finish_window(inp, &mut self.constraints_cold);
     }
 }

@@ -1,0 +1,148 @@
+//! A step on several threads (`World::set_threads`) gives the same bits as
+//! a step on one: every step's state hash and event digest, for scenes
+//! whose contacts fill several windows of the colouring (the contacts'
+//! preparation is shared out), whose shapes move (the pair search is
+//! shared out), with joints (prepared beside the contacts), and with hit
+//! events and restitution (approach speeds written by every range).
+
+use bitroom_sim::scene::{build_scene, Scene};
+use bitroom_sim::{fx, BodyDef, Polygon, Scalar, ShapeDef, ShapeGeometry, Vec2, World, WorldDef};
+
+/// Each step's (state hash, event hash) over `steps` steps of a world made
+/// by `make`, stepped on `threads` threads (`step_fn` before each step).
+fn trace(make: &dyn Fn() -> Scene, threads: usize, steps: u32) -> Vec<(u64, u64)> {
+    let mut sc = make();
+    sc.world.set_threads(threads).expect("threads start");
+    assert_eq!(sc.world.threads(), threads);
+    (0..steps)
+        .map(|_| {
+            sc.step();
+            (sc.world.state_hash(), sc.world.event_hash())
+        })
+        .collect()
+}
+
+/// Asserts that 2 and 3 threads trace as 1 does, step by step.
+fn same_for_any_count(name: &str, make: &dyn Fn() -> Scene, steps: u32) {
+    let one = trace(make, 1, steps);
+    for threads in [2, 3] {
+        let many = trace(make, threads, steps);
+        for (step, (a, b)) in one.iter().zip(&many).enumerate() {
+            assert_eq!(
+                a, b,
+                "{name}: step {step} on {threads} threads differs from one thread"
+            );
+        }
+    }
+}
+
+fn named(scene: &'static str) -> impl Fn() -> Scene {
+    move || build_scene(scene).expect("named scene")
+}
+
+/// Contacts at the end of `steps` steps of `make` on one thread.
+fn contacts_after(make: &dyn Fn() -> Scene, steps: u32) -> usize {
+    let mut sc = make();
+    for _ in 0..steps {
+        sc.step();
+    }
+    sc.world.touching_contact_count()
+}
+
+#[test]
+fn a_big_pyramid_steps_the_same_on_any_thread_count() {
+    let make = named("large_pyramid");
+    // Enough touching contacts for three threads' ranges of windows.
+    assert!(contacts_after(&make, 1) > 3 * 1024);
+    same_for_any_count("large_pyramid", &make, 12);
+}
+
+#[test]
+fn rain_steps_the_same_on_any_thread_count() {
+    // Bodies created every step, shapes moving: the pair search.
+    same_for_any_count("rain", &named("rain"), 40);
+}
+
+#[test]
+fn joints_step_the_same_on_any_thread_count() {
+    same_for_any_count("joint_grid", &named("joint_grid"), 10);
+    same_for_any_count("ragdoll", &named("ragdoll"), 120);
+}
+
+#[test]
+fn tumbling_and_smashing_step_the_same_on_any_thread_count() {
+    same_for_any_count("tumbler", &named("tumbler"), 30);
+    same_for_any_count("smash", &named("smash"), 30);
+}
+
+/// A bed of bouncy boxes that report hits, dropped on the ground: many
+/// windows of contacts with hit events and restitution.
+fn bouncy_bed() -> Scene {
+    let mut w = World::new(WorldDef::default()).unwrap();
+    let g = w
+        .create_body(&BodyDef::fixed(Vec2::from_ints(0, -1)))
+        .unwrap();
+    w.create_shape(
+        g,
+        &ShapeDef::default(),
+        ShapeGeometry::Polygon(Polygon::make_box(fx(110), fx(1))),
+    )
+    .unwrap();
+    let def = ShapeDef {
+        restitution: Scalar::ratio(1, 2),
+        enable_hit_events: true,
+        ..ShapeDef::default()
+    };
+    let half = Scalar::ratio(1, 4);
+    for row in 0..20 {
+        for col in 0..200 {
+            // Staggered rows, a little apart: they land one on another.
+            let x = Scalar::ratio(col * 2 - 200, 2) + Scalar::ratio(row % 2, 4);
+            let y = Scalar::ratio(row * 11 + 2, 20);
+            let b = w.create_body(&BodyDef::dynamic(Vec2::new(x, y))).unwrap();
+            w.create_shape(
+                b,
+                &def,
+                ShapeGeometry::Polygon(Polygon::make_box(half, half)),
+            )
+            .unwrap();
+        }
+    }
+    Scene {
+        world: w,
+        step_fn: None,
+    }
+}
+
+#[test]
+fn hits_and_bounces_are_the_same_on_any_thread_count() {
+    let touching = contacts_after(&bouncy_bed, 30);
+    assert!(touching > 3 * 1024, "{touching} contacts");
+    same_for_any_count("bouncy bed", &bouncy_bed, 45);
+    // The hits themselves, not only their digest, on one thread and two.
+    let hits = |threads| {
+        let mut w = bouncy_bed().world;
+        w.set_threads(threads).unwrap();
+        let mut hits = 0;
+        for _ in 0..45 {
+            w.step();
+            hits += w.contact_events().hit.len();
+        }
+        hits
+    };
+    let one = hits(1);
+    assert!(one > 100, "the bed reports hits ({one})");
+    assert_eq!(hits(2), one);
+}
+
+#[test]
+fn thread_counts_outside_the_range_are_refused() {
+    let mut w = World::default();
+    assert!(w.set_threads(0).is_err());
+    assert!(w.set_threads(65).is_err());
+    assert_eq!(w.threads(), 1);
+    w.set_threads(2).unwrap();
+    assert_eq!(w.threads(), 2);
+    w.set_threads(1).unwrap();
+    assert_eq!(w.threads(), 1);
+}
