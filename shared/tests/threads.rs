@@ -1,9 +1,11 @@
 //! A step on several threads (`World::set_threads`) gives the same bits as
 //! a step on one: every step's state hash and event digest, for scenes
 //! whose contacts fill several windows of the colouring (the contacts'
-//! preparation is shared out), whose shapes move (the pair search is
-//! shared out), with joints (prepared beside the contacts), and with hit
-//! events and restitution (approach speeds written by every range).
+//! preparation is shared out), where hundreds of shapes move at once (the
+//! pair search is shared out: the pyramid's first steps, the falling
+//! bed), with joints (prepared beside the contacts), and with hit events
+//! and restitution (approach speeds written by every range). Dropping
+//! part of any range's work fails these (tried for both parts).
 
 use bitroom_sim::scene::{build_scene, Scene};
 use bitroom_sim::{fx, BodyDef, Polygon, Scalar, ShapeDef, ShapeGeometry, Vec2, World, WorldDef};
@@ -55,12 +57,6 @@ fn a_big_pyramid_steps_the_same_on_any_thread_count() {
     // Enough touching contacts for three threads' ranges of windows.
     assert!(contacts_after(&make, 1) > 3 * 1024);
     same_for_any_count("large_pyramid", &make, 12);
-}
-
-#[test]
-fn rain_steps_the_same_on_any_thread_count() {
-    // Bodies created every step, shapes moving: the pair search.
-    same_for_any_count("rain", &named("rain"), 40);
 }
 
 #[test]

@@ -6,6 +6,8 @@
 // timed: for s = 1..STEPS-1 { per-step fn(s); b2World_Step(1/60, 4) }.
 // Prints wall mean ms/step over the STEPS-1 timed steps (CLOCK_MONOTONIC).
 // Single-threaded: workerCount = 1, no enqueueTask (built-in single-thread path).
+// B2BENCH_WORKERS=N (2..64): N workers on Box2D's own built-in scheduler
+// (no enqueueTask given), to set beside bitroom's `sim --threads N`.
 // The world is intentionally not destroyed (process exit frees memory), so that
 // process CPU time differences between STEPS values contain only stepping work.
 
@@ -687,6 +689,9 @@ int main( int argc, char** argv )
 	b2WorldDef worldDef = b2DefaultWorldDef();
 	worldDef.enableContinuous = true;
 	worldDef.workerCount = 1; // no enqueueTask/finishTask -> built-in single-thread path
+	const char* workers = getenv( "B2BENCH_WORKERS" );
+	if ( workers != NULL && atoi( workers ) > 1 && atoi( workers ) <= 64 )
+		worldDef.workerCount = atoi( workers ); // Box2D's built-in scheduler
 	b2WorldId worldId = b2CreateWorld( &worldDef );
 
 	scene->createFcn( worldId );

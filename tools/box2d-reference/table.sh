@@ -8,8 +8,10 @@
 # `bitroom-server sim --bench`'s mean. ROUNDS (default 3) rounds, the engines
 # alternating scene by scene within each round; the table shows each one's
 # median. Several bitroom binaries (e.g. a build of another commit) get a
-# column each, the first one's ratio to Box2D last. Builds Box2D first if
-# build.sh has not. Prints a markdown table.
+# column each, the first one's ratio to Box2D last. A binary given as
+# BIN:ARGS runs with ARGS added (e.g. `target/release/bitroom-server:--threads 2`);
+# B2BENCH_WORKERS=N runs Box2D on N workers (its own scheduler). Builds
+# Box2D first if build.sh has not. Prints a markdown table.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -31,7 +33,10 @@ for r in $(seq "$rounds"); do
     ms=$("$b2" "$scene" "$steps" | sed -n 's/.*wall_mean_ms_per_step=\([0-9.]*\).*/\1/p')
     echo "box2d $scene $ms"
     for i in "${!bins[@]}"; do
-      ms=$("${bins[$i]}" sim --scene "$scene" --steps "$steps" --bench |
+      bin=${bins[$i]%%:*}; args=""
+      case ${bins[$i]} in *:*) args=${bins[$i]#*:} ;; esac
+      # shellcheck disable=SC2086 # ARGS split into words on purpose
+      ms=$("$bin" sim --scene "$scene" --steps "$steps" --bench $args |
         sed -n 's/.* mean \([0-9.]*\) ms.*/\1/p')
       echo "bitroom$i $scene $ms"
     done
@@ -47,7 +52,9 @@ for line in sys.stdin:
         order.append(scene)
     runs.setdefault((engine, scene), []).append(float(ms))
 cols = ["box2d"] + [f"bitroom{i}" for i in range(len(bins))]
-names = ["Box2D v3 (SSE2)"] + [f"bitroom ({b})" for b in bins]
+import os
+workers = os.environ.get("B2BENCH_WORKERS", "1")
+names = ["Box2D v3 (SSE2)" + (f", {workers} workers" if workers not in ("", "1") else "")] + [f"bitroom ({b})" for b in bins]
 print("| scene | " + " | ".join(names) + " | bitroom / Box2D |")
 print("|---|" + "---:|" * (len(cols) + 1))
 med = {c: {} for c in cols}

@@ -524,8 +524,10 @@ impl Graph {
     /// them, since the previous call): each colour's contacts fill whole
     /// bundles in key order, colours in order, after the bundles of the
     /// windows before. Returns the window's first bundle, or `None` when
-    /// nothing was added since.
-    fn layout_window(&mut self) -> Option<usize> {
+    /// nothing was added since. (Prepared as it is laid out by
+    /// [`Graph::finish_window`], or with every other window by
+    /// [`Graph::prepare_windows`].)
+    pub(crate) fn layout_window(&mut self) -> Option<usize> {
         let first = self.colors.len().saturating_sub(1) / WINDOW * WINDOW;
         let window = &self.colors[first..];
         if window.is_empty() {
@@ -584,12 +586,6 @@ impl Graph {
         );
     }
 
-    /// Lays out the last window of contacts added, to be prepared with
-    /// the others by [`Graph::prepare_windows`].
-    pub(crate) fn lay_out_window(&mut self) {
-        self.layout_window();
-    }
-
     /// Prepares every window laid out this step, in `groups` ranges of
     /// whole windows of about as many bundles each, the first on this
     /// thread and the others on `pool`'s workers, with `beside` (more work
@@ -606,12 +602,14 @@ impl Graph {
     ) {
         let used = self.used;
         // Where each range of windows begins: (first key, first bundle).
-        let mut cuts = Vec::with_capacity(groups + 1);
+        // The first window begins at key 0 and bundle 0; a range ends at
+        // the first window at least `per` bundles further on.
+        let mut cuts: Vec<(usize, usize)> = Vec::with_capacity(groups);
         let per = used.div_ceil(groups.max(1)).max(1);
         for &(key, bundle) in &self.windows {
             let (key, bundle) = (key as usize, bundle as usize);
-            let last = cuts.last().map_or(usize::MAX, |&(_, b)| b);
-            if cuts.is_empty() || (bundle >= last + per && cuts.len() < groups) {
+            let due = cuts.last().is_none_or(|&(_, b)| bundle >= b + per);
+            if due && cuts.len() < groups {
                 cuts.push((key, bundle));
             }
         }

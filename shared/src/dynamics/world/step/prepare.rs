@@ -143,7 +143,7 @@ impl World {
             }
             if sc.graph.window_full() {
                 if pool.is_some() {
-                    sc.graph.lay_out_window();
+                    sc.graph.layout_window();
                 } else {
                     sc.finish_window(st);
                 }
@@ -151,7 +151,7 @@ impl World {
         }
         if !sc.graph.window_full() {
             if pool.is_some() {
-                sc.graph.lay_out_window();
+                sc.graph.layout_window();
             } else {
                 sc.finish_window(st);
             }
