@@ -84,7 +84,7 @@ impl World {
         sc.links.clear();
         sc.solve_order.clear();
         sc.graph.begin(sc.states.len(), st.tick & 1 == 1);
-        // With workers and more contacts than a window: colour and lay out
+        // With workers and a window of contacts per thread: colour and lay out
         // every window first, then prepare them in ranges on the workers
         // (the same bits: `Graph::prepare_windows`). Alone: prepare each
         // window as soon as it is coloured, while its contacts are in cache.
