@@ -586,26 +586,26 @@ impl Graph {
         );
     }
 
-    /// Prepares every window laid out this step, in `groups` ranges of
-    /// whole windows of about as many bundles each, the first on this
-    /// thread and the others on `pool`'s workers, with `beside` (more work
-    /// of the step) on a worker too. Each bundle is prepared by the same
+    /// Prepares every window laid out this step, in ranges of whole
+    /// windows of about as many bundles each, one per thread (`pool`'s
+    /// workers and this one): the first on this thread and the others on
+    /// the workers, with `beside` (more work of the step) on a worker too. Each bundle is prepared by the same
     /// function as [`Graph::finish_window`]'s, from the same inputs, into
     /// its own place: the same bits as preparing window after window.
     pub(crate) fn prepare_windows(
         &mut self,
         pool: &rayon::ThreadPool,
-        groups: usize,
         inp: PrepareInputs<'_>,
         cold: &mut [ContactCold],
         beside: impl FnOnce() + Send,
     ) {
         let used = self.used;
+        let groups = pool.current_num_threads() + 1;
         // Where each range of windows begins: (first key, first bundle).
         // The first window begins at key 0 and bundle 0; a range ends at
         // the first window at least `per` bundles further on.
         let mut cuts: Vec<(usize, usize)> = Vec::with_capacity(groups);
-        let per = used.div_ceil(groups.max(1)).max(1);
+        let per = used.div_ceil(groups).max(1);
         for &(key, bundle) in &self.windows {
             let (key, bundle) = (key as usize, bundle as usize);
             let due = cuts.last().is_none_or(|&(_, b)| bundle >= b + per);

@@ -355,6 +355,7 @@ fn body_in_range(b: &crate::dynamics::Body, c: &crate::dynamics::BodyConfig) -> 
         && non_negative(&b.sleep_time)
         && within(c.local_center, FAR)
         && in_range(c.max_extent, Scalar::ZERO, FAR)
+        && in_range(c.min_extent, Scalar::ZERO, FAR)
         && [
             c.mass,
             c.inv_mass,
@@ -464,5 +465,46 @@ mod tests {
             }),
             "contact touching flag",
         );
+    }
+
+    /// A body's smallest extent (what decides whether a step of the body
+    /// is swept for tunnelling, and the core radius of that sweep) is held
+    /// to the range of its largest, as every decoded quantity is held to
+    /// what the API can give. Before, a negative or huge one decoded, and a
+    /// body with it was swept with a negative core, or never.
+    #[test]
+    fn a_crafted_smallest_extent_is_refused() {
+        let dynamic = |st: &WorldState| {
+            st.bodies
+                .iter()
+                .position(|b| b.alive && b.kind == crate::dynamics::BodyKind::Dynamic)
+                .expect("a dynamic body")
+        };
+        for bad in [
+            Scalar::from_int(-1),
+            Scalar::MIN,
+            FAR + Scalar::ONE,
+            Scalar::MAX,
+        ] {
+            match edited(|st| {
+                let i = dynamic(st);
+                std::sync::Arc::make_mut(&mut st.body_config)[i].min_extent = bad;
+            }) {
+                Err(SnapshotError::Invalid(m)) => assert_eq!(m, "body value out of range"),
+                other => panic!("min_extent {bad:?} decoded: {:?}", other.map(|s| s.tick())),
+            }
+        }
+        // The edges of the range still decode and step.
+        for fine in [Scalar::ZERO, FAR] {
+            let snap = edited(|st| {
+                let i = dynamic(st);
+                std::sync::Arc::make_mut(&mut st.body_config)[i].min_extent = fine;
+            })
+            .expect("in range");
+            let mut w = World::from_snapshot(&snap);
+            for _ in 0..10 {
+                w.step();
+            }
+        }
     }
 }

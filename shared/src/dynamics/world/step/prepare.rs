@@ -194,13 +194,8 @@ impl World {
                     order: &sc.solve_order,
                 };
                 let (out, links) = (&mut sc.joints, &mut sc.links);
-                sc.graph.prepare_windows(
-                    pool,
-                    pool.current_num_threads() + 1,
-                    inp,
-                    &mut sc.constraints_cold,
-                    || joints(out, links),
-                );
+                sc.graph
+                    .prepare_windows(pool, inp, &mut sc.constraints_cold, || joints(out, links));
             }
             None => joints(&mut sc.joints, &mut sc.links),
         }
