@@ -142,6 +142,31 @@ fn sim_profile_reports_every_stage_and_bench_the_step_times() {
     assert!(text.contains("bench stack: steps 19 min"), "{text}");
 }
 
+/// `--threads` does not reach the sync test's game (its rooms step on
+/// one thread), so asking for both is refused rather than ignored.
+#[test]
+fn sim_threads_with_synctest_is_refused() {
+    let out = server()
+        .args([
+            "sim",
+            "--scene",
+            "stack",
+            "--synctest",
+            "2",
+            "--threads",
+            "2",
+        ])
+        .output()
+        .expect("run");
+    assert!(!out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--threads") && err.contains("--synctest"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "nothing run: {out:?}");
+}
+
 /// Reads stdout lines until one starts with `prefix`; returns the rest.
 fn line_after(lines: &mut impl Iterator<Item = String>, prefix: &str) -> String {
     for l in lines.by_ref() {

@@ -52,7 +52,7 @@ pub struct SimArgs {
     /// Step on N threads (the parts of a step that are independent; the
     /// same bits for any N). Not with --synctest.
     #[arg(long, default_value_t = 1, value_name = "N",
-          value_parser = clap::value_parser!(u8).range(1..=64))]
+          value_parser = clap::value_parser!(u8).range(1..=64), conflicts_with = "synctest")]
     threads: u8,
 }
 
