@@ -21,6 +21,16 @@
 #                          [bitroom-protocol:replay_fixture]
 #   BITROOM_CROSS_TARGETS  space-separated targets (may be empty)
 #                          [i686-unknown-linux-musl aarch64-unknown-linux-musl wasm32-wasip1]
+#   BITROOM_DEBUG_SELECT   how the x86_64 debug lane builds its tests:
+#                          "package" (cargo test -p PKG --test T) or
+#                          "workspace": the test binaries of
+#                          `cargo test --workspace` with
+#                          BITROOM_WORKSPACE_FEATURES (found with --no-run),
+#                          run directly. After that command has run (as in
+#                          .ci/run) nothing is compiled again; `-p PKG`
+#                          unifies the dependencies' features differently
+#                          and builds the sim anew                [package]
+#   BITROOM_WORKSPACE_FEATURES  --features for the "workspace" build    []
 #   BITROOM_MIRI           1 = run the s390x Miri step, 0 = skip          [1]
 #   BITROOM_MIRI_TIMEOUT   seconds cap for building+running under Miri    [900]
 #   BITROOM_MIRI_FILTER    libtest filter for the Miri run                [miri]
@@ -37,6 +47,8 @@ PKG=${BITROOM_SIM_PKG:-bitroom-sim}
 GOLDEN_TEST=${BITROOM_GOLDEN_TEST:-golden}
 read -r -a EXTRA_GOLDEN <<<"${BITROOM_EXTRA_GOLDEN-bitroom-protocol:replay_fixture}"
 read -r -a CROSS_TARGETS <<<"${BITROOM_CROSS_TARGETS-i686-unknown-linux-musl aarch64-unknown-linux-musl wasm32-wasip1}"
+DEBUG_SELECT=${BITROOM_DEBUG_SELECT:-package}
+WORKSPACE_FEATURES=${BITROOM_WORKSPACE_FEATURES:-}
 MIRI=${BITROOM_MIRI:-1}
 MIRI_TIMEOUT=${BITROOM_MIRI_TIMEOUT:-900}
 MIRI_FILTER=${BITROOM_MIRI_FILTER:-miri}
@@ -131,17 +143,63 @@ compare_golden() { # label mode
   return 1
 }
 
-# Run one golden test configuration. Extra cargo args follow the label.
+# The test binaries of `cargo test --workspace` (with WORKSPACE_FEATURES)
+# named in the arguments, one "package:test executable package-dir" line
+# each, building whatever is not built yet.
+workspace_tests() { # package:test...
+  local feats=()
+  [[ -n $WORKSPACE_FEATURES ]] && feats=(--features "$WORKSPACE_FEATURES")
+  (cd "$ROOT" && cargo test --workspace "${feats[@]}" --no-run --message-format=json-render-diagnostics) |
+    python3 -c '
+import json, os, sys
+want = set(sys.argv[1:])
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    t = m.get("target") or {}
+    if m.get("reason") != "compiler-artifact" or not m.get("executable") or "test" not in t.get("kind", []):
+        continue
+    # The package name, out of its id: "path+file:///dir#name@1.0",
+    # "path+file:///name#1.0" (a directory of its name) or "name 1.0 (...)".
+    pid = m["package_id"]
+    if "#" in pid:
+        url, frag = pid.split("#", 1)
+        pkg = frag.split("@")[0] if "@" in frag else url.rstrip("/").split("/")[-1]
+    else:
+        pkg = pid.split()[0]
+    if pkg + ":" + t["name"] in want:
+        print(pkg + ":" + t["name"], m["executable"], os.path.dirname(m["manifest_path"]))
+' "$@"
+}
+
+# Run one golden test configuration. Extra cargo args follow the label;
+# SELECT=workspace (in the environment of the call) runs the workspace's
+# test binaries instead (see BITROOM_DEBUG_SELECT; no extra args then).
 run_target() { # label cargo-args...
   local label=$1; shift
-  local start=$SECONDS rc=0 logf="$OUT/$label.log" note
-  log "[$label] cargo test -p $PKG --test $GOLDEN_TEST $*"
-  (cd "$ROOT" && cargo test -p "$PKG" --test "$GOLDEN_TEST" "$@" -- "${TEST_ARGS[@]}") 2>&1 | tee "$logf" || rc=$?
-  local extra
-  for extra in "${EXTRA_GOLDEN[@]}"; do
-    log "[$label] cargo test -p ${extra%%:*} --test ${extra#*:} $*"
-    (cd "$ROOT" && cargo test -p "${extra%%:*}" --test "${extra#*:}" "$@" -- "${TEST_ARGS[@]}") 2>&1 | tee -a "$logf" || rc=$?
-  done
+  local start=$SECONDS rc=0 logf="$OUT/$label.log" note pair
+  : >"$logf"
+  if [[ ${SELECT:-package} == workspace ]]; then
+    local found name exe dir
+    log "[$label] cargo test --workspace ${WORKSPACE_FEATURES:+--features $WORKSPACE_FEATURES} --no-run"
+    found=$(workspace_tests "$PKG:$GOLDEN_TEST" "${EXTRA_GOLDEN[@]}" 2> >(tee -a "$logf" >&2)) || rc=$?
+    for pair in "$PKG:$GOLDEN_TEST" "${EXTRA_GOLDEN[@]}"; do
+      if ! read -r name exe dir < <(grep "^$pair " <<<"$found"); then
+        echo "no test binary $pair in the workspace build" | tee -a "$logf"
+        rc=1
+        continue
+      fi
+      log "[$label] $pair: $exe (in $dir)"
+      (cd "$dir" && "$exe" "${TEST_ARGS[@]}") 2>&1 | tee -a "$logf" || rc=$?
+    done
+  else
+    for pair in "$PKG:$GOLDEN_TEST" "${EXTRA_GOLDEN[@]}"; do
+      log "[$label] cargo test -p ${pair%%:*} --test ${pair#*:} $*"
+      (cd "$ROOT" && cargo test -p "${pair%%:*}" --test "${pair#*:}" "$@" -- "${TEST_ARGS[@]}") 2>&1 | tee -a "$logf" || rc=$?
+    done
+  fi
   extract_golden "$logf" >"$OUT/$label.golden"
   local n secs
   n=$(wc -l <"$OUT/$label.golden")
@@ -262,7 +320,7 @@ summary() {
 
 # -------------------------------------------------------------------- main --
 
-log "cross-check: root=$ROOT pkg=$PKG test=$GOLDEN_TEST extra=${EXTRA_GOLDEN[*]:-} targets=${CROSS_TARGETS[*]} miri=$MIRI"
+log "cross-check: root=$ROOT pkg=$PKG test=$GOLDEN_TEST extra=${EXTRA_GOLDEN[*]:-} targets=${CROSS_TARGETS[*]} miri=$MIRI debug-select=$DEBUG_SELECT"
 TOTAL_START=$SECONDS
 
 run_target "$REF_LABEL" --release
@@ -272,7 +330,7 @@ if [[ ! -s $OUT/$REF_LABEL.golden ]]; then
     record "$t" SKIP 0 "no x86_64 reference"
   done
 else
-  run_target x86_64-debug
+  SELECT=$DEBUG_SELECT run_target x86_64-debug
   if [[ $(uname -m) == x86_64 ]]; then
     run_x86_level x86_64-avx2 x86-64-v3
     run_x86_level x86_64-scalar x86-64
