@@ -586,12 +586,12 @@ impl Graph {
         );
     }
 
-    /// Prepares every window laid out this step, in ranges of whole
-    /// windows of about as many bundles each, one per thread (`pool`'s
-    /// workers and this one): the first on this thread and the others on
-    /// the workers, with `beside` (more work of the step) on a worker too. Each bundle is prepared by the same
-    /// function as [`Graph::finish_window`]'s, from the same inputs, into
-    /// its own place: the same bits as preparing window after window.
+    /// Prepares every window laid out this step, in ranges of whole windows of about as
+    /// many bundles each, one per thread (`pool`'s workers and this one): the first on this
+    /// thread, the others on the workers, with `beside` (more work of the step) on a worker
+    /// too. Each bundle is prepared by the same function as [`Graph::finish_window`]'s,
+    /// from the same inputs, into its own place: the same bits as preparing window after
+    /// window.
     pub(crate) fn prepare_windows(
         &mut self,
         pool: &rayon::ThreadPool,
