@@ -474,11 +474,16 @@ mod tests {
     /// body with it was swept with a negative core, or never.
     #[test]
     fn a_crafted_smallest_extent_is_refused() {
-        let dynamic = |st: &WorldState| {
-            st.bodies
-                .iter()
-                .position(|b| b.alive && b.kind == crate::dynamics::BodyKind::Dynamic)
-                .expect("a dynamic body")
+        // The stack's first dynamic body, with its smallest extent set to `v`.
+        let with_min_extent = |v: Scalar| {
+            edited(|st| {
+                let i = st
+                    .bodies
+                    .iter()
+                    .position(|b| b.alive && b.kind == crate::dynamics::BodyKind::Dynamic)
+                    .expect("a dynamic body");
+                std::sync::Arc::make_mut(&mut st.body_config)[i].min_extent = v;
+            })
         };
         for bad in [
             Scalar::from_int(-1),
@@ -486,21 +491,14 @@ mod tests {
             FAR + Scalar::ONE,
             Scalar::MAX,
         ] {
-            match edited(|st| {
-                let i = dynamic(st);
-                std::sync::Arc::make_mut(&mut st.body_config)[i].min_extent = bad;
-            }) {
+            match with_min_extent(bad) {
                 Err(SnapshotError::Invalid(m)) => assert_eq!(m, "body value out of range"),
                 other => panic!("min_extent {bad:?} decoded: {:?}", other.map(|s| s.tick())),
             }
         }
         // The edges of the range still decode and step.
         for fine in [Scalar::ZERO, FAR] {
-            let snap = edited(|st| {
-                let i = dynamic(st);
-                std::sync::Arc::make_mut(&mut st.body_config)[i].min_extent = fine;
-            })
-            .expect("in range");
+            let snap = with_min_extent(fine).expect("in range");
             let mut w = World::from_snapshot(&snap);
             for _ in 0..10 {
                 w.step();
