@@ -26,12 +26,15 @@
 //! steps, as in a symmetric Gauss-Seidel sweep. The tick is state, so the
 //! order stays a function of the state.
 //!
-//! Within a window, each colour's contacts fill bundles in key order, and
-//! every pass walks the bundles in order: window by window, colour by
-//! colour. No two contacts of a colour move the same body, so how they are
-//! grouped into bundles changes nothing: the result is that of solving the
-//! contacts one by one in (window, colour, key) order, whatever the lane
-//! count. The order is a function of the state, recomputed every step, so
+//! Within a window, each colour's contacts fill bundles in key order, those
+//! whose manifold has two points first, then those with one, and every
+//! pass walks the bundles in order: window by window, colour by colour. No
+//! two contacts of a colour move the same body, so how they are ordered
+//! and grouped into bundles within it changes nothing: the result is that
+//! of solving the contacts one by one in (window, colour, key) order,
+//! whatever the lane count. Keeping the one-point contacts together lets
+//! the passes skip the second point of their bundles (circles and capsules
+//! touch at one point; in the spinner scene four contacts in five do). The order is a function of the state, recomputed every step, so
 //! it needs no state of its own. (Box2D colours the whole world at once
 //! and keeps its colouring as state; windows keep each pass over the
 //! bundles local in memory, neighbours in the pile with neighbours.)
@@ -133,6 +136,10 @@ pub(crate) struct Bundle {
     against_static: Mask,
     /// Whether both bodies of every lane have the same inverse mass.
     same: bool,
+    /// Whether some lane's manifold has a second point. Where none has,
+    /// the second point is all zeros in every lane, every impulse it
+    /// would produce is zero, and the passes skip it.
+    two: bool,
     /// Whether some lane reports hit events or has restitution: only then
     /// do the passes track the largest normal impulse.
     track_max: bool,
@@ -164,6 +171,7 @@ impl Bundle {
             b: [0; LANES],
             against_static: Mask::from_array([false; LANES]),
             same: false,
+            two: false,
             track_max: false,
             normal_x: c,
             normal_y: c,
@@ -356,6 +364,7 @@ fn prepare_bundle(bundle: &mut Bundle, cold: &mut BundleCold, inp: &Inputs, any_
     bundle.m_n_b_y.pack_into(ny * mb);
     bundle.friction.pack_into(w(inp.friction));
     bundle.same = !ma.eq_lanes(mb).not().any();
+    bundle.two = inp.valid[1].iter().any(|&v| v);
     bundle.track_max = any_velocity;
     let restitution = w(inp.restitution);
     cold.restitution.pack_into(restitution);
@@ -366,6 +375,13 @@ fn prepare_bundle(bundle: &mut Bundle, cold: &mut BundleCold, inp: &Inputs, any_
     // The tangent t = right_perp(n) = (y, −x).
     let (tx, ty) = (ny, -nx);
     for (k, wp) in bundle.points.iter_mut().enumerate() {
+        if k == 1 && !bundle.two {
+            // No lane has a second point: what `keep` would make of it.
+            *wp = WidePoint::zero();
+            cold.max_normal_impulse[k] = zero;
+            cold.relative_velocity[k] = zero;
+            continue;
+        }
         let valid = Mask::from_array(inp.valid[k]);
         let (px, py) = (w(inp.px[k]), w(inp.py[k]));
         let (sx, sy) = (w(inp.sx[k]), w(inp.sy[k]));
@@ -429,6 +445,8 @@ pub(crate) struct Graph {
     masks: Vec<(u32, u64)>,
     /// The colour of each contact, in key order.
     colors: Vec<u8>,
+    /// Whether each contact's manifold has two points, in key order.
+    two: Vec<bool>,
     /// For each lane of each bundle, its contact's place in key order, or
     /// `EMPTY`.
     lane_of: Vec<u32>,
@@ -454,6 +472,7 @@ impl Graph {
         self.masks.clear();
         self.masks.resize(slots, (u32::MAX, 0));
         self.colors.clear();
+        self.two.clear();
         self.lane_of.clear();
         self.windows.clear();
         self.used = 0;
@@ -470,10 +489,17 @@ impl Graph {
     }
 
     /// Colours the next contact in key order, between slots `a` and `b`
-    /// (`moves_*`: whether that body moves in the contact solver), and
-    /// returns its colour or [`OVERFLOW`]. Colours are per window of
-    /// [`WINDOW`] contacts: a body's colours start empty in each window.
-    pub(crate) fn add(&mut self, a: u32, b: u32, moves_a: bool, moves_b: bool) -> u8 {
+    /// (`moves_*`: whether that body moves in the contact solver; `two`:
+    /// whether its manifold has two points), and returns its colour or
+    /// [`OVERFLOW`]. Colours are per window of [`WINDOW`] contacts: a
+    /// body's colours start empty in each window.
+    pub(crate) fn add(
+        &mut self,
+        a: u32,
+        b: u32,
+        (moves_a, moves_b): (bool, bool),
+        two: bool,
+    ) -> u8 {
         let window = (self.colors.len() / WINDOW) as u32;
         let mask = |m: (u32, u64)| if m.0 == window { m.1 } else { 0 };
         let (ma, mb) = (mask(self.masks[a as usize]), mask(self.masks[b as usize]));
@@ -511,6 +537,7 @@ impl Graph {
             }
         }
         self.colors.push(color);
+        self.two.push(two);
         color
     }
 
@@ -522,8 +549,8 @@ impl Graph {
 
     /// Lays out the last window of contacts added (up to [`WINDOW`] of
     /// them, since the previous call): each colour's contacts fill whole
-    /// bundles in key order, colours in order, after the bundles of the
-    /// windows before. Returns the window's first bundle, or `None` when
+    /// bundles in key order, two-point ones before one-point ones, colours
+    /// in order, after the bundles of the windows before. Returns the window's first bundle, or `None` when
     /// nothing was added since. (Prepared as it is laid out by
     /// [`Graph::finish_window`], or with every other window by
     /// [`Graph::prepare_windows`].)
@@ -533,26 +560,30 @@ impl Graph {
         if window.is_empty() {
             return None;
         }
-        let mut next = [0usize; COLORS as usize];
-        for &c in window {
+        // Per colour, the contacts with two points, then those with one:
+        // a colour's bundles after its first one-point contact have no
+        // second point (`Bundle::two`), and the passes skip it there.
+        let mut next = [[0usize; 2]; COLORS as usize];
+        let two = &self.two[first..];
+        for (&c, &t) in window.iter().zip(two) {
             if c != OVERFLOW {
-                next[usize::from(c)] += 1;
+                next[usize::from(c)][usize::from(!t)] += 1;
             }
         }
-        // Each colour's first lane.
+        // Each colour's first lane, and the first of its one-point contacts.
         let start = self.lane_of.len();
         let mut lanes = 0;
         for next in &mut next {
-            let count = *next;
-            *next = start + lanes;
-            lanes += count.div_ceil(LANES) * LANES;
+            let [twos, ones] = *next;
+            *next = [start + lanes, start + lanes + twos];
+            lanes += (twos + ones).div_ceil(LANES) * LANES;
         }
         self.lane_of.resize(start + lanes, EMPTY);
-        for (j, &c) in window.iter().enumerate() {
+        for (j, (&c, &t)) in window.iter().zip(two).enumerate() {
             if c == OVERFLOW {
                 continue;
             }
-            let place = &mut next[usize::from(c)];
+            let place = &mut next[usize::from(c)][usize::from(!t)];
             self.lane_of[*place] = (first + j) as u32;
             *place += 1;
         }
@@ -871,21 +902,33 @@ impl Pair {
     }
 }
 
+/// The points a pass works on: both, or only the first (see [`Bundle::two`]).
+#[inline(always)]
+const fn points<const TWO: bool>() -> usize {
+    if TWO {
+        2
+    } else {
+        1
+    }
+}
+
 /// Applies last step's impulses at the start of a substep.
 #[inline(never)]
 pub(crate) fn warm_start(bundles: &[Bundle], states: &mut [BodyState]) {
     for c in bundles {
-        if c.same {
-            warm_start_bundle::<true>(c, states);
-        } else {
-            warm_start_bundle::<false>(c, states);
+        match (c.same, c.two) {
+            (true, true) => warm_start_bundle::<true, true>(c, states),
+            (true, false) => warm_start_bundle::<true, false>(c, states),
+            (false, true) => warm_start_bundle::<false, true>(c, states),
+            (false, false) => warm_start_bundle::<false, false>(c, states),
         }
     }
 }
 
-/// [`warm_start`] for one bundle; `SAME` as in [`Pair::apply`].
+/// [`warm_start`] for one bundle; `SAME` as in [`Pair::apply`], `TWO` as
+/// [`Bundle::two`] (the points applied).
 #[inline(always)]
-fn warm_start_bundle<const SAME: bool>(c: &Bundle, states: &mut [BodyState]) {
+fn warm_start_bundle<const SAME: bool, const TWO: bool>(c: &Bundle, states: &mut [BodyState]) {
     let mut p = Pair {
         a: gather_v(states, &c.a),
         b: gather_v(states, &c.b),
@@ -893,7 +936,7 @@ fn warm_start_bundle<const SAME: bool>(c: &Bundle, states: &mut [BodyState]) {
     let (ma, mb) = c.responses();
     // Tangent responses: right_perp(m⁻¹ n) = (y, −x).
     let (ta, tb) = ((ma.1, ma.0.neg()), (mb.1, mb.0.neg()));
-    for cp in &c.points {
+    for cp in &c.points[..points::<TWO>()] {
         p.apply::<SAME>(cp.normal_impulse, ma, mb, (cp.wn_a, cp.wn_b));
         p.apply::<SAME>(cp.tangent_impulse, ta, tb, (cp.wt_a, cp.wt_b));
     }
@@ -917,23 +960,23 @@ pub(crate) fn solve<const USE_BIAS: bool>(
 ) {
     let neg_max_push = Wide::splat(-max_push);
     for (c, cold) in bundles.iter_mut().zip(cold.iter_mut()) {
-        if c.same {
-            solve_bundle::<USE_BIAS, true>(c, cold, states, soft, inv_h, neg_max_push);
-        } else {
-            solve_bundle::<USE_BIAS, false>(c, cold, states, soft, inv_h, neg_max_push);
+        let args = (&mut *states, soft, inv_h, neg_max_push);
+        match (c.same, c.two) {
+            (true, true) => solve_bundle::<USE_BIAS, true, true>(c, cold, args),
+            (true, false) => solve_bundle::<USE_BIAS, true, false>(c, cold, args),
+            (false, true) => solve_bundle::<USE_BIAS, false, true>(c, cold, args),
+            (false, false) => solve_bundle::<USE_BIAS, false, false>(c, cold, args),
         }
     }
 }
 
-/// [`solve`] for one bundle; `SAME` as in [`Pair::apply`].
+/// [`solve`] for one bundle; `SAME` as in [`Pair::apply`], `TWO` as
+/// [`Bundle::two`] (the points solved).
 #[inline(always)]
-fn solve_bundle<const USE_BIAS: bool, const SAME: bool>(
+fn solve_bundle<const USE_BIAS: bool, const SAME: bool, const TWO: bool>(
     c: &mut Bundle,
     cold: &mut BundleCold,
-    states: &mut [BodyState],
-    soft: &[Softness; 2],
-    inv_h: u32,
-    neg_max_push: Wide,
+    (states, soft, inv_h, neg_max_push): (&mut [BodyState], &[Softness; 2], u32, Wide),
 ) {
     let mut p = Pair {
         a: gather_v(states, &c.a),
@@ -960,7 +1003,7 @@ fn solve_bundle<const USE_BIAS: bool, const SAME: bool>(
         (CoefV::zero(), CoefV::zero(), CoefV::zero())
     };
     let one = CoefV::splat(Scalar::ONE);
-    for (k, cp) in c.points.iter_mut().enumerate() {
+    for (k, cp) in c.points[..points::<TWO>()].iter_mut().enumerate() {
         let s = match motion {
             None => cp.separation,
             Some((dpn, qac, qas, qbc, qbs)) => {
@@ -1007,7 +1050,7 @@ fn solve_bundle<const USE_BIAS: bool, const SAME: bool>(
     // Tangent t = right_perp(n) = (y, −x); r × t = −r·n.
     let (tx, ty) = (ny, nx.neg());
     let (ta, tb) = ((ma.1, ma.0.neg()), (mb.1, mb.0.neg()));
-    for cp in &mut c.points {
+    for cp in &mut c.points[..points::<TWO>()] {
         let vt = p.dv_dot(tx, ty) + p.a[2] * cp.an_a - p.b[2] * cp.an_b;
         let impulse = vt * cp.neg_tangent_mass;
         let max_friction = cp.normal_impulse * c.friction;
@@ -1071,6 +1114,53 @@ pub(crate) fn apply_restitution(
 mod tests {
     use super::*;
     use std::time::Instant;
+
+    /// Within each window's colour, the contacts with two points fill
+    /// bundles before those with one, so that only one bundle per colour
+    /// mixes them and the passes skip the second point of all the others
+    /// with one point; every bundle says whether a lane has a second point,
+    /// and where none has, that point is all zeros.
+    #[test]
+    fn one_point_contacts_fill_bundles_of_their_own() {
+        let mut w = crate::scene::build_named("spinner").expect("a named scene");
+        for _ in 0..60 {
+            w.step();
+        }
+        let (g, _) = w.solver_parts();
+        // Bundles with one point in every lane, at the least, if each
+        // window's colour keeps its one-point contacts together.
+        let mut at_least = 0;
+        for window in g.colors.chunks(WINDOW).zip(g.two.chunks(WINDOW)) {
+            let mut ones = [0usize; COLORS as usize];
+            for (&c, &t) in window.0.iter().zip(window.1) {
+                if c != OVERFLOW && !t {
+                    ones[usize::from(c)] += 1;
+                }
+            }
+            at_least += ones.iter().map(|n| n / LANES).sum::<usize>();
+        }
+        let mut one_point = 0;
+        for (bundle, bcold) in g.bundles().iter().zip(&g.cold) {
+            let lanes: Vec<usize> = (0..LANES).filter(|&i| bcold.index[i] != EMPTY).collect();
+            let two = lanes.iter().any(|&i| g.two[bcold.index[i] as usize]);
+            assert_eq!(bundle.two, two);
+            if !two {
+                one_point += 1;
+                let p = &bundle.points[1];
+                assert!(p.neg_normal_mass.values().iter().all(|v| v.is_zero()));
+                assert!(p.normal_impulse.to_array().iter().all(|v| v.is_zero()));
+            }
+        }
+        assert!(
+            at_least > 100,
+            "spinner has few one-point contacts: {at_least}"
+        );
+        assert!(
+            one_point >= at_least,
+            "{one_point} one-point bundles of {}, {at_least} expected",
+            g.bundles().len()
+        );
+    }
 
     /// Not a test: ns per bundle of each kernel on large_pyramid's
     /// bundles (or `BITROOM_SCENE`'s), all of them and the first 32 (in

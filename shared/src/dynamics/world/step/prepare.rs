@@ -126,9 +126,12 @@ impl World {
             }
             sc.links.push((a, b));
             let k = sc.solve_order.len() as u32;
-            let color = sc
-                .graph
-                .add(a, b, sc.moving[a as usize], sc.moving[b as usize]);
+            let color = sc.graph.add(
+                a,
+                b,
+                (sc.moving[a as usize], sc.moving[b as usize]),
+                c.manifold.count > 1,
+            );
             sc.solve_order.push(ci as u32);
             any_hit_events |= c.hit_events;
             if color == OVERFLOW {
