@@ -34,10 +34,11 @@
 //! of solving the contacts one by one in (window, colour, key) order,
 //! whatever the lane count. Keeping the one-point contacts together lets
 //! the passes skip the second point of their bundles (circles and capsules
-//! touch at one point; in the spinner scene four contacts in five do). The order is a function of the state, recomputed every step, so
-//! it needs no state of its own. (Box2D colours the whole world at once
-//! and keeps its colouring as state; windows keep each pass over the
-//! bundles local in memory, neighbours in the pile with neighbours.)
+//! touch at one point; in the spinner scene four contacts in five do). The
+//! order is a function of the state, recomputed every step, so it needs no
+//! state of its own. (Box2D colours the whole world at once and keeps its
+//! colouring as state; windows keep each pass over the bundles local in
+//! memory, neighbours in the pile with neighbours.)
 //!
 //! A body "moves" in the contact solver when its inverse mass or inverse
 //! inertia is non-zero. Static bodies (the dummy slot 0) and kinematic
@@ -550,10 +551,10 @@ impl Graph {
     /// Lays out the last window of contacts added (up to [`WINDOW`] of
     /// them, since the previous call): each colour's contacts fill whole
     /// bundles in key order, two-point ones before one-point ones, colours
-    /// in order, after the bundles of the windows before. Returns the window's first bundle, or `None` when
-    /// nothing was added since. (Prepared as it is laid out by
-    /// [`Graph::finish_window`], or with every other window by
-    /// [`Graph::prepare_windows`].)
+    /// in order, after the bundles of the windows before. Returns the
+    /// window's first bundle, or `None` when nothing was added since.
+    /// (Prepared as it is laid out by [`Graph::finish_window`], or with
+    /// every other window by [`Graph::prepare_windows`].)
     pub(crate) fn layout_window(&mut self) -> Option<usize> {
         let first = self.colors.len().saturating_sub(1) / WINDOW * WINDOW;
         let window = &self.colors[first..];
