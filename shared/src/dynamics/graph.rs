@@ -810,7 +810,7 @@ fn prepare_bundles(
 
 /// The velocities of the bodies at `slots`, lane by lane.
 #[inline(always)]
-fn gather_v(states: &[BodyState], slots: &[u32; LANES]) -> [Wide; 3] {
+pub(crate) fn gather_v(states: &[BodyState], slots: &[u32; LANES]) -> [Wide; 3] {
     let (mut x, mut y, mut w) = (
         [Scalar::ZERO; LANES],
         [Scalar::ZERO; LANES],
@@ -831,7 +831,7 @@ fn gather_v(states: &[BodyState], slots: &[u32; LANES]) -> [Wide; 3] {
 
 /// The motion so far this step (`dp`, `dq`) of the bodies at `slots`.
 #[inline(always)]
-fn gather_motion(states: &[BodyState], slots: &[u32; LANES]) -> [Wide; 4] {
+pub(crate) fn gather_motion(states: &[BodyState], slots: &[u32; LANES]) -> [Wide; 4] {
     let mut r = [[Scalar::ZERO; LANES]; 4];
     for i in 0..LANES {
         let st = &states[slots[i] as usize];
@@ -851,7 +851,7 @@ fn gather_motion(states: &[BodyState], slots: &[u32; LANES]) -> [Wide; 4] {
 /// Writes velocities back. Lanes against a body that does not move write
 /// its velocity back unchanged.
 #[inline(always)]
-fn scatter_v(states: &mut [BodyState], slots: &[u32; LANES], v: &[Wide; 3]) {
+pub(crate) fn scatter_v(states: &mut [BodyState], slots: &[u32; LANES], v: &[Wide; 3]) {
     let (x, y, w) = (v[0].to_array(), v[1].to_array(), v[2].to_array());
     for (i, &s) in slots.iter().enumerate() {
         let st = &mut states[s as usize];

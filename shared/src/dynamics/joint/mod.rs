@@ -26,6 +26,12 @@
 //! Accumulated impulses are per substep, so a joint's reaction force is its
 //! impulse times the substep rate.
 //!
+//! Each pass solves the joints in one order, a function of the joint list
+//! and of which bodies are awake: the plain revolutes (no limit, motor or
+//! spring) colour by colour, in bundles solved lane by lane at once (see
+//! `revolute::Revolutes`); then the other revolutes, then every other
+//! type, one at a time in joint order; all before the contacts.
+//!
 //! Point constraints rebuild their 2×2 effective mass from the current
 //! anchors in every iteration (as Box2D v3 does; a mass from the start of
 //! the step over-corrects fast-spinning bodies and lets strained joint nets
@@ -674,7 +680,7 @@ pub(crate) fn prepare(
     out: &mut JointSolver,
     links: &mut Vec<(u32, u32)>,
 ) {
-    out.revolutes.clear();
+    out.revolutes.begin(states.len());
     out.others.clear();
     out.breakable = false;
     for (ji, j) in joints.iter().enumerate() {
@@ -728,6 +734,7 @@ pub(crate) fn prepare(
             data,
         });
     }
+    out.revolutes.finish();
 }
 
 /// Warm start of the joints whose impulse is a point impulse plus an

@@ -5,17 +5,21 @@
 //! `upper` (all angular).
 //!
 //! Revolute joints are the bulk of most joint scenes (the benchmark's
-//! 19 800-joint grid, ragdolls, chains), so they are solved from their own
-//! compact list: the hot part every revolute needs (104 bytes) apart from
-//! the cold part only joints with a limit, motor or spring use.
+//! 19 800-joint grid, ragdolls, chains), so they are solved apart from the
+//! other types: plain ones (no limit, motor or spring) coloured into
+//! bundles of [`LANES`] solved lane by lane at once (see [`Revolutes`] for
+//! the order), the others from a compact list, the hot part every revolute
+//! needs (104 bytes) apart from the cold part only joints with a limit,
+//! motor or spring use.
 
 use super::spring::{validate_axis, Spring};
 use super::{
     apply_angular, apply_point, clamp_accumulate, inv_or_zero, limit_pair, rotation_angle, Frame,
     Joint, JointContext, Masses, Sym22,
 };
+use crate::dynamics::graph::{gather_motion, gather_v, scatter_v};
 use crate::dynamics::solver::{self, BodyState};
-use crate::math::{normalize_angle, Scalar, Vec2};
+use crate::math::{normalize_angle, Scalar, Vec2, Wide, LANES};
 use serde::{Deserialize, Serialize};
 
 /// Parameters of a revolute joint (a hinge at the anchors).
@@ -114,7 +118,75 @@ pub(crate) struct Cold {
     upper_impulse: Scalar,
 }
 
+/// [`LANES`] plain revolutes that move no body in common, solved lane by
+/// lane at once: each lane computes exactly what [`Revolutes::solve`]
+/// computes for its joint, product for product (`Wide * Wide` is the
+/// scalar product in every lane). Empty lanes have zero masses, anchors
+/// and impulses, so every impulse they produce is zero.
+#[derive(Clone, Copy, Debug)]
+struct Bundle {
+    /// Solver slots of the bodies (0 for empty lanes).
+    a: [u32; LANES],
+    b: [u32; LANES],
+    /// The joint of each lane, or [`EMPTY`].
+    joint: [u32; LANES],
+    /// Inverse masses and inertias of A and B.
+    ma: Wide,
+    ia: Wide,
+    mb: Wide,
+    ib: Wide,
+    /// As in [`Hot`]: `dc`, the current anchors, the inverse effective
+    /// mass, the accumulated impulse; and the anchors at the start of the
+    /// step.
+    dc: [Wide; 2],
+    ra: [Wide; 2],
+    rb: [Wide; 2],
+    k: [Wide; 3],
+    linear: [Wide; 2],
+    ra0: [Wide; 2],
+    rb0: [Wide; 2],
+}
+
+/// An empty lane.
+const EMPTY: u32 = u32::MAX;
+
+/// The colours a plain revolute may take (bits of a slot's mask); one that
+/// finds none is solved one at a time with the others.
+const COLORS: usize = 64;
+
+/// What a [`Bundle`] holds while its lanes are filled: the slots and
+/// joint, and each lane's 19 values (in the order of
+/// [`Bundle::from_lanes`]) side by side, written as each joint comes.
+#[derive(Clone, Copy, Debug)]
+struct Lanes {
+    used: usize,
+    slots: [[u32; LANES]; 3],
+    values: [[Scalar; 19]; LANES],
+}
+
+impl Lanes {
+    const EMPTY: Lanes = Lanes {
+        used: 0,
+        slots: [[0; LANES], [0; LANES], [EMPTY; LANES]],
+        values: [[Scalar::ZERO; 19]; LANES],
+    };
+}
+
 /// The prepared revolute joints of a step.
+///
+/// # Order
+///
+/// Plain revolutes (no limit, motor or spring) are coloured greedily in
+/// joint order, the lowest colour that neither of its moving bodies has yet
+/// (bodies that do not move in the solver, static or kinematic, never
+/// conflict), and solved colour by colour in bundles of [`LANES`], as Box2D
+/// v3 solves its joints colour by colour. No two joints of a colour move
+/// the same body, so the result is that of solving them one at a time in
+/// (colour, joint) order, whatever the lane count. The revolutes with a
+/// limit, motor or spring, and plain ones that found no free colour,
+/// follow one at a time in joint order. The colouring is a function of the
+/// joint list and of which bodies are awake, so it needs no state of its
+/// own.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Revolutes {
     hot: Vec<Hot>,
@@ -124,14 +196,87 @@ pub(crate) struct Revolutes {
     /// Index of each joint in the world's joint list, parallel to `hot`.
     index: Vec<u32>,
     cold: Vec<Cold>,
+    /// Per solver slot, the colours its plain revolutes hold.
+    masks: Vec<u64>,
+    /// Per colour, its full bundles in joint order, and the one being
+    /// filled.
+    bundles: Vec<Vec<Bundle>>,
+    filling: Vec<Lanes>,
 }
 
 impl Revolutes {
-    pub(super) fn clear(&mut self) {
+    /// Starts a step with `slots` solver slots.
+    pub(super) fn begin(&mut self, slots: usize) {
         self.hot.clear();
         self.anchors0.clear();
         self.index.clear();
         self.cold.clear();
+        self.masks.clear();
+        self.masks.resize(slots, 0);
+        self.bundles.resize_with(COLORS, Vec::new);
+        self.bundles.iter_mut().for_each(Vec::clear);
+        // Every colour's lanes are empty after `finish`; what a full bundle
+        // left in them is overwritten before it is read.
+        self.filling.resize(COLORS, Lanes::EMPTY);
+        self.filling.iter_mut().for_each(|l| l.used = 0);
+    }
+
+    /// Colours plain revolute `ji` and puts it in its colour's bundle;
+    /// `false` when it finds no free colour.
+    fn add_plain(&mut self, ji: u32, h: &Hot, anchors0: (Vec2, Vec2), m: &Masses) -> bool {
+        let (a, b) = (h.a as usize, h.b as usize);
+        let move_a = !(m.ma.is_zero() && m.ia.is_zero());
+        let move_b = !(m.mb.is_zero() && m.ib.is_zero());
+        let used = if move_a { self.masks[a] } else { 0 } | if move_b { self.masks[b] } else { 0 };
+        if used == u64::MAX {
+            return false;
+        }
+        let c = (!used).trailing_zeros();
+        if move_a {
+            self.masks[a] |= 1 << c;
+        }
+        if move_b {
+            self.masks[b] |= 1 << c;
+        }
+        let l = &mut self.filling[c as usize];
+        let i = l.used;
+        l.slots[0][i] = h.a;
+        l.slots[1][i] = h.b;
+        l.slots[2][i] = ji;
+        let (ra0, rb0) = anchors0;
+        l.values[i] = [
+            m.ma, m.ia, m.mb, m.ib, h.dc.x, h.dc.y, h.ra.x, h.ra.y, h.rb.x, h.rb.y, h.k.a11,
+            h.k.a12, h.k.a22, h.linear.x, h.linear.y, ra0.x, ra0.y, rb0.x, rb0.y,
+        ];
+        l.used += 1;
+        if l.used == LANES {
+            self.bundles[c as usize].push(Bundle::from_lanes(l));
+            l.used = 0;
+        }
+        true
+    }
+
+    /// Closes every colour's last bundle (after the last [`Revolutes::push`]).
+    pub(super) fn finish(&mut self) {
+        for (l, list) in self.filling.iter_mut().zip(&mut self.bundles) {
+            if l.used > 0 {
+                // The lanes left empty: zeros (what a full bundle wrote
+                // there before is stale).
+                for i in l.used..LANES {
+                    l.slots[0][i] = 0;
+                    l.slots[1][i] = 0;
+                    l.slots[2][i] = EMPTY;
+                    l.values[i] = [Scalar::ZERO; 19];
+                }
+                list.push(Bundle::from_lanes(l));
+                l.used = 0;
+            }
+        }
+    }
+
+    /// Every bundle, in solving order.
+    fn bundles(&self) -> impl Iterator<Item = &Bundle> {
+        self.bundles.iter().flatten()
     }
 
     /// Prepares joint `ji` (a revolute with parameters `p`).
@@ -174,9 +319,7 @@ impl Revolutes {
         } else {
             NO_COLD
         };
-        self.index.push(ji);
-        self.anchors0.push((f.ra, f.rb));
-        self.hot.push(Hot {
+        let hot = Hot {
             a,
             b,
             cold,
@@ -185,12 +328,24 @@ impl Revolutes {
             rb: f.rb,
             k: Sym22::point_mass(m.ma, m.ia, m.mb, m.ib, f.ra, f.rb).inverse(),
             linear: j.impulses.linear,
-        });
+        };
+        if cold == NO_COLD && self.add_plain(ji, &hot, (f.ra, f.rb), m) {
+            return;
+        }
+        self.index.push(ji);
+        self.anchors0.push((f.ra, f.rb));
+        self.hot.push(hot);
     }
 
     /// Starts a substep: the accumulated impulses, at this substep's
     /// anchors (those the last relax pass left, or the prepared ones).
     pub(super) fn warm_start(&mut self, states: &mut [BodyState]) {
+        for c in self.bundles() {
+            let (mut va, mut vb) = (gather_v(states, &c.a), gather_v(states, &c.b));
+            c.apply(&mut va, &mut vb, c.ra, c.rb, c.linear);
+            scatter_v(states, &c.a, &va);
+            scatter_v(states, &c.b, &vb);
+        }
         for h in self.hot.iter_mut() {
             let (mut sa, mut sb) = solver::two(states, h.a, h.b);
             apply_point(&mut sa, &mut sb, h.ra, h.rb, h.linear);
@@ -205,6 +360,15 @@ impl Revolutes {
 
     /// One iteration; `use_bias` corrects position errors.
     pub(super) fn solve(&mut self, states: &mut [BodyState], ctx: &JointContext, use_bias: bool) {
+        if use_bias {
+            for c in self.bundles.iter_mut().flatten() {
+                c.solve::<true>(states, ctx);
+            }
+        } else {
+            for c in self.bundles.iter_mut().flatten() {
+                c.solve::<false>(states, ctx);
+            }
+        }
         for (h, &(ra0, rb0)) in self.hot.iter_mut().zip(&self.anchors0) {
             let (mut sa, mut sb) = solver::two(states, h.a, h.b);
             if h.cold != NO_COLD {
@@ -252,6 +416,14 @@ impl Revolutes {
 
     /// Writes the accumulated impulses back into the joints.
     pub(super) fn store(&self, joints: &mut [Joint]) {
+        for c in self.bundles() {
+            let (x, y) = (c.linear[0].to_array(), c.linear[1].to_array());
+            for (i, &ji) in c.joint.iter().enumerate() {
+                if let Some(j) = joints.get_mut(ji as usize) {
+                    j.impulses.linear = Vec2::new(x[i], y[i]);
+                }
+            }
+        }
         for (h, &ji) in self.hot.iter().zip(&self.index) {
             let i = &mut joints[ji as usize].impulses;
             i.linear = h.linear;
@@ -267,7 +439,117 @@ impl Revolutes {
 
     /// Joint indices, in the order solved.
     pub(super) fn joints(&self) -> impl Iterator<Item = u32> + '_ {
-        self.index.iter().copied()
+        let bundled = self.bundles().flat_map(|c| c.joint);
+        bundled
+            .filter(|&j| j != EMPTY)
+            .chain(self.index.iter().copied())
+    }
+}
+
+impl Bundle {
+    /// The bundle of filled lanes `l` (the others empty).
+    fn from_lanes(l: &Lanes) -> Bundle {
+        let w: [Wide; 19] = core::array::from_fn(|f| Wide::from_fn(|i| l.values[i][f]));
+        let [a, b, joint] = l.slots;
+        Bundle {
+            a,
+            b,
+            joint,
+            ma: w[0],
+            ia: w[1],
+            mb: w[2],
+            ib: w[3],
+            dc: [w[4], w[5]],
+            ra: [w[6], w[7]],
+            rb: [w[8], w[9]],
+            k: [w[10], w[11], w[12]],
+            linear: [w[13], w[14]],
+            ra0: [w[15], w[16]],
+            rb0: [w[17], w[18]],
+        }
+    }
+
+    /// [`apply_point`] lane by lane: impulse `p` at anchors `ra`, `rb`.
+    #[inline(always)]
+    fn apply(
+        &self,
+        va: &mut [Wide; 3],
+        vb: &mut [Wide; 3],
+        ra: [Wide; 2],
+        rb: [Wide; 2],
+        p: [Wide; 2],
+    ) {
+        let la = ra[0] * p[1] - ra[1] * p[0];
+        let lb = rb[0] * p[1] - rb[1] * p[0];
+        va[0] -= self.ma * p[0];
+        va[1] -= self.ma * p[1];
+        va[2] -= self.ia * la;
+        vb[0] += self.mb * p[0];
+        vb[1] += self.mb * p[1];
+        vb[2] += self.ib * lb;
+    }
+
+    /// One iteration of [`Revolutes::solve`] for every lane; `USE_BIAS`
+    /// corrects position errors.
+    #[inline(always)]
+    fn solve<const USE_BIAS: bool>(&mut self, states: &mut [BodyState], ctx: &JointContext) {
+        let (mut va, mut vb) = (gather_v(states, &self.a), gather_v(states, &self.b));
+        let [dax, day, qac, qas] = gather_motion(states, &self.a);
+        let [dbx, dby, qbc, qbs] = gather_motion(states, &self.b);
+        if !USE_BIAS {
+            // The anchors turned to the current rotations (`Rot::rotate`)
+            // and their effective mass (`point_mass`).
+            let [x, y] = self.ra0;
+            self.ra = [qac * x - qas * y, qas * x + qac * y];
+            let [x, y] = self.rb0;
+            self.rb = [qbc * x - qbs * y, qbs * x + qbc * y];
+            let ([rax, ray], [rbx, rby]) = (self.ra, self.rb);
+            let m = self.ma + self.mb;
+            let (iay, iby) = (self.ia * ray, self.ib * rby);
+            let (iax, ibx) = (self.ia * rax, self.ib * rbx);
+            let a11 = (m + iay * ray + iby * rby).to_array();
+            let a12 = (-(iay * rax) - iby * rbx).to_array();
+            let a22 = (m + iax * rax + ibx * rbx).to_array();
+            // The inverse lane by lane (a division at double width).
+            let mut k = [[Scalar::ZERO; LANES]; 3];
+            for i in 0..LANES {
+                let inv = Sym22 {
+                    a11: a11[i],
+                    a12: a12[i],
+                    a22: a22[i],
+                }
+                .inverse();
+                k[0][i] = inv.a11;
+                k[1][i] = inv.a12;
+                k[2][i] = inv.a22;
+            }
+            self.k = k.map(Wide::from_array);
+        }
+        let ([rax, ray], [rbx, rby]) = (self.ra, self.rb);
+        // `sb.velocity_at(rb) − sa.velocity_at(ra)`: `v + (−w·r.y, w·r.x)`.
+        let cx = (vb[0] + (-vb[2]) * rby) - (va[0] + (-va[2]) * ray);
+        let cy = (vb[1] + vb[2] * rbx) - (va[1] + va[2] * rax);
+        let [k11, k12, k22] = self.k;
+        let impulse = if USE_BIAS {
+            let s = &ctx.soft;
+            let rate = Wide::splat(s.bias_rate);
+            let sx = ((dbx - dax) + self.dc[0]) + (rbx - rax);
+            let sy = ((dby - day) + self.dc[1]) + (rby - ray);
+            let (bx, by) = (cx + sx * rate, cy + sy * rate);
+            let (bx, by) = (k11 * bx + k12 * by, k12 * bx + k22 * by);
+            let (ms, is) = (Wide::splat(s.mass_scale), Wide::splat(s.impulse_scale));
+            [
+                -(ms * bx) - is * self.linear[0],
+                -(ms * by) - is * self.linear[1],
+            ]
+        } else {
+            [-(k11 * cx + k12 * cy), -(k12 * cx + k22 * cy)]
+        };
+        self.linear[0] += impulse[0];
+        self.linear[1] += impulse[1];
+        self.apply(&mut va, &mut vb, self.ra, self.rb, impulse);
+        scatter_v(states, &self.a, &va);
+        scatter_v(states, &self.b, &vb);
     }
 }
 
@@ -331,5 +613,169 @@ fn solve_angular(
             |sa, sb| sb.w - sa.w,
             apply_angular,
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dynamics::joint::{self, JointSolver};
+    use crate::math::Rot;
+
+    impl Revolutes {
+        /// The same joints, every one in the one-at-a-time list, in the
+        /// order this one solves them.
+        fn unbundled(&self) -> Revolutes {
+            let mut r = Revolutes {
+                cold: self.cold.clone(),
+                ..Revolutes::default()
+            };
+            for c in self.bundles() {
+                let w = |x: &Wide| x.to_array();
+                let (dc, ra, rb) = (
+                    c.dc.each_ref().map(w),
+                    c.ra.each_ref().map(w),
+                    c.rb.each_ref().map(w),
+                );
+                let (k, linear) = (c.k.each_ref().map(w), c.linear.each_ref().map(w));
+                let (ra0, rb0) = (c.ra0.each_ref().map(w), c.rb0.each_ref().map(w));
+                for (i, &ji) in c.joint.iter().enumerate() {
+                    if ji == EMPTY {
+                        continue;
+                    }
+                    let v = |x: &[[Scalar; LANES]; 2]| Vec2::new(x[0][i], x[1][i]);
+                    r.hot.push(Hot {
+                        a: c.a[i],
+                        b: c.b[i],
+                        cold: NO_COLD,
+                        dc: v(&dc),
+                        ra: v(&ra),
+                        rb: v(&rb),
+                        k: Sym22 {
+                            a11: k[0][i],
+                            a12: k[1][i],
+                            a22: k[2][i],
+                        },
+                        linear: v(&linear),
+                    });
+                    r.anchors0.push((v(&ra0), v(&rb0)));
+                    r.index.push(ji);
+                }
+            }
+            r.hot.extend_from_slice(&self.hot);
+            r.anchors0.extend_from_slice(&self.anchors0);
+            r.index.extend_from_slice(&self.index);
+            r
+        }
+    }
+
+    /// The bundles of plain revolutes compute exactly what the
+    /// one-at-a-time path computes for the same joints in their order
+    /// (colour, joint): warm start, biased pass and relax pass, on
+    /// `joint_grid`'s state after a few steps (bodies moving and turned,
+    /// every joint with impulses). Also: no two lanes of a bundle move the
+    /// same body, and every revolute is solved once.
+    #[test]
+    fn bundles_solve_as_one_at_a_time_in_colour_order() {
+        let mut w = crate::scene::build_named("joint_grid").expect("a named scene");
+        for _ in 0..3 {
+            w.step();
+        }
+        let st = &w.state;
+        // Solver states as a step's preparation makes them, with some
+        // motion so far (the relax pass turns the anchors by it).
+        let mut slot_of = vec![0u32; st.bodies.len()];
+        let mut states = vec![BodyState::STATIC];
+        for (i, b) in st.bodies.iter().enumerate() {
+            if b.is_simulated() {
+                slot_of[i] = states.len() as u32;
+                let c = &st.body_config[i];
+                let k = (i % 7) as i64 - 3;
+                states.push(BodyState {
+                    v: b.linear_velocity,
+                    w: b.angular_velocity,
+                    dp: Vec2::new(Scalar::from_bits(k << 20), Scalar::from_bits(-k << 19)),
+                    dq: Rot::IDENTITY.integrate(Scalar::from_bits(k << 22)),
+                    inv_mass: c.inv_mass,
+                    inv_inertia: c.inv_inertia,
+                });
+            }
+        }
+        let moves = |s: u32| {
+            let b = &states[s as usize];
+            !(b.inv_mass.is_zero() && b.inv_inertia.is_zero())
+        };
+        let h = Scalar::ONE / Scalar::from_int(240);
+        let ctx = JointContext {
+            h,
+            inv_h: Scalar::from_int(240),
+            soft: solver::make_soft(Scalar::from_int(60), Scalar::from_int(5), h),
+        };
+        let mut js = JointSolver::default();
+        let mut links = Vec::new();
+        joint::prepare(
+            (&st.joints, &st.bodies, &st.body_config),
+            &slot_of,
+            &states,
+            &ctx,
+            &mut js,
+            &mut links,
+        );
+        let bundled = &mut js.revolutes;
+        assert!(
+            bundled.hot.is_empty(),
+            "joint_grid's joints are all plain and bundled"
+        );
+        // Every joint with a simulated body (the grid hangs from a row of
+        // seven static bodies, joined to each other too), once.
+        let solved: Vec<u32> = (0..st.joints.len() as u32)
+            .filter(|&j| {
+                let j = &st.joints[j as usize];
+                slot_of[j.body_a as usize] != 0 || slot_of[j.body_b as usize] != 0
+            })
+            .collect();
+        let mut seen: Vec<u32> = bundled.joints().collect();
+        seen.sort_unstable();
+        assert!(
+            seen == solved,
+            "{} joints solved of {}",
+            seen.len(),
+            solved.len()
+        );
+        for c in bundled.bundles() {
+            let mut slots: Vec<u32> =
+                c.a.iter()
+                    .chain(&c.b)
+                    .copied()
+                    .filter(|&s| moves(s))
+                    .collect();
+            let n = slots.len();
+            slots.sort_unstable();
+            slots.dedup();
+            assert_eq!(slots.len(), n, "two lanes of a bundle move one body");
+        }
+        let mut one = bundled.unbundled();
+        let (mut s1, mut s2) = (states.clone(), states.clone());
+        for _ in 0..2 {
+            bundled.warm_start(&mut s1);
+            one.warm_start(&mut s2);
+            bundled.solve(&mut s1, &ctx, true);
+            one.solve(&mut s2, &ctx, true);
+            bundled.solve(&mut s1, &ctx, false);
+            one.solve(&mut s2, &ctx, false);
+        }
+        let same = s1.iter().zip(&s2).all(|(x, y)| x.v == y.v && x.w == y.w);
+        assert!(same, "the bundles' velocities differ from one at a time");
+        assert!(
+            s1.iter().zip(&states).any(|(x, y)| x.v != y.v),
+            "the passes moved nothing"
+        );
+        let (mut j1, mut j2) = (st.joints.clone(), st.joints.clone());
+        bundled.store(&mut j1);
+        one.store(&mut j2);
+        assert!(j1
+            .iter()
+            .zip(&j2)
+            .all(|(x, y)| x.impulses.linear == y.impulses.linear));
     }
 }
