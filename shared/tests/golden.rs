@@ -21,7 +21,7 @@ const GOLDEN: &[(&str, u64, u64)] = &[
     ("smash", 120, 0xc394ccdb28ccae50),
     ("large_pyramid", 40, 0xbd864383143189d0),
     ("many_pyramids", 10, 0x429749344f932d27),
-    ("joint_grid", 40, 0x0b65ee6ed71ae414),
+    ("joint_grid", 40, 0x5cf2a10692c77034),
     ("tumbler", 60, 0x0ee722aee9b854c9),
     ("rain", 120, 0xbd078ba579102916),
     ("spinner", 20, 0x616bc0bfa9b763e9),

@@ -28,7 +28,8 @@
 //!
 //! Each pass solves the joints in one order, a function of the joint list
 //! and of which bodies are awake: the plain revolutes (no limit, motor or
-//! spring) colour by colour, in bundles solved lane by lane at once (see
+//! spring) window by window and colour by colour, in bundles solved lane by
+//! lane at once (see
 //! `revolute::Revolutes`); then the other revolutes, then every other
 //! type, one at a time in joint order; all before the contacts.
 //!
