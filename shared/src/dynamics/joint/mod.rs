@@ -29,9 +29,8 @@
 //! Each pass solves the joints in one order, a function of the joint list
 //! and of which bodies are awake: the plain revolutes (no limit, motor or
 //! spring) window by window and colour by colour, in bundles solved lane by
-//! lane at once (see
-//! `revolute::Revolutes`); then the other revolutes, then every other
-//! type, one at a time in joint order; all before the contacts.
+//! lane at once (see `revolute::Revolutes`); then the other revolutes, then
+//! every other type, one at a time in joint order; all before the contacts.
 //!
 //! Point constraints rebuild their 2×2 effective mass from the current
 //! anchors in every iteration (as Box2D v3 does; a mass from the start of

@@ -159,21 +159,25 @@ const COLORS: usize = 64;
 /// its window (neighbours in the joint list), as the contacts' windows do.
 const WINDOW: u32 = 1024;
 
+/// The values a lane of a [`Bundle`] holds, in the order of
+/// [`Bundle::from_lanes`].
+const LANE_VALUES: usize = 19;
+
 /// What a [`Bundle`] holds while its lanes are filled: the slots and
-/// joint, and each lane's 19 values (in the order of
-/// [`Bundle::from_lanes`]) side by side, written as each joint comes.
+/// joint, and each lane's values side by side, written as each joint
+/// comes.
 #[derive(Clone, Copy, Debug)]
 struct Lanes {
     used: usize,
     slots: [[u32; LANES]; 3],
-    values: [[Scalar; 19]; LANES],
+    values: [[Scalar; LANE_VALUES]; LANES],
 }
 
 impl Lanes {
     const EMPTY: Lanes = Lanes {
         used: 0,
         slots: [[0; LANES], [0; LANES], [EMPTY; LANES]],
-        values: [[Scalar::ZERO; 19]; LANES],
+        values: [[Scalar::ZERO; LANE_VALUES]; LANES],
     };
 }
 
@@ -213,9 +217,9 @@ pub(crate) struct Revolutes {
     /// The bundles of the windows closed, in solving order (window,
     /// colour, joint).
     bundles: Vec<Bundle>,
-    /// Per colour, the current window's full bundles, and the one being
-    /// filled.
+    /// Per colour, the current window's full bundles.
     window: Vec<Vec<Bundle>>,
+    /// Per colour, the bundle being filled.
     filling: Vec<Lanes>,
 }
 
@@ -291,7 +295,7 @@ impl Revolutes {
                     l.slots[0][i] = 0;
                     l.slots[1][i] = 0;
                     l.slots[2][i] = EMPTY;
-                    l.values[i] = [Scalar::ZERO; 19];
+                    l.values[i] = [Scalar::ZERO; LANE_VALUES];
                 }
                 list.push(Bundle::from_lanes(l));
                 l.used = 0;
@@ -305,11 +309,6 @@ impl Revolutes {
         if !self.plain.is_multiple_of(WINDOW) {
             self.close_window();
         }
-    }
-
-    /// Every bundle, in solving order.
-    fn bundles(&self) -> impl Iterator<Item = &Bundle> {
-        self.bundles.iter()
     }
 
     /// Prepares joint `ji` (a revolute with parameters `p`).
@@ -373,7 +372,7 @@ impl Revolutes {
     /// Starts a substep: the accumulated impulses, at this substep's
     /// anchors (those the last relax pass left, or the prepared ones).
     pub(super) fn warm_start(&mut self, states: &mut [BodyState]) {
-        for c in self.bundles() {
+        for c in &self.bundles {
             let (mut va, mut vb) = (gather_v(states, &c.a), gather_v(states, &c.b));
             c.apply(&mut va, &mut vb, c.ra, c.rb, c.linear);
             scatter_v(states, &c.a, &va);
@@ -449,7 +448,7 @@ impl Revolutes {
 
     /// Writes the accumulated impulses back into the joints.
     pub(super) fn store(&self, joints: &mut [Joint]) {
-        for c in self.bundles() {
+        for c in &self.bundles {
             let (x, y) = (c.linear[0].to_array(), c.linear[1].to_array());
             for (i, &ji) in c.joint.iter().enumerate() {
                 if let Some(j) = joints.get_mut(ji as usize) {
@@ -472,7 +471,7 @@ impl Revolutes {
 
     /// Joint indices, in the order solved.
     pub(super) fn joints(&self) -> impl Iterator<Item = u32> + '_ {
-        let bundled = self.bundles().flat_map(|c| c.joint);
+        let bundled = self.bundles.iter().flat_map(|c| c.joint);
         bundled
             .filter(|&j| j != EMPTY)
             .chain(self.index.iter().copied())
@@ -482,7 +481,7 @@ impl Revolutes {
 impl Bundle {
     /// The bundle of filled lanes `l` (the others empty).
     fn from_lanes(l: &Lanes) -> Bundle {
-        let w: [Wide; 19] = core::array::from_fn(|f| Wide::from_fn(|i| l.values[i][f]));
+        let w: [Wide; LANE_VALUES] = core::array::from_fn(|f| Wide::from_fn(|i| l.values[i][f]));
         let [a, b, joint] = l.slots;
         Bundle {
             a,
@@ -663,7 +662,7 @@ mod tests {
                 cold: self.cold.clone(),
                 ..Revolutes::default()
             };
-            for c in self.bundles() {
+            for c in &self.bundles {
                 let w = |x: &Wide| x.to_array();
                 let (dc, ra, rb) = (
                     c.dc.each_ref().map(w),
@@ -775,7 +774,7 @@ mod tests {
             seen.len(),
             solved.len()
         );
-        for c in bundled.bundles() {
+        for c in bundled.bundles.iter() {
             let mut slots: Vec<u32> =
                 c.a.iter()
                     .chain(&c.b)
