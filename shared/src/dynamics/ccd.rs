@@ -40,7 +40,7 @@
 //! which such a body pivots around).
 
 use super::body::{Body, BodyConfig, BodyKind, NONE};
-use super::solver::BodyState;
+use super::solver::{SolverBody, States};
 use super::world::WorldState;
 use crate::collision::{
     time_of_impact, toi_target, DistanceProxy, Sweep, ToiState, LINEAR_SLOP, TOI_TARGET,
@@ -157,7 +157,7 @@ pub(crate) fn record_starts(st: &WorldState, awake: &[u32], sc: &mut CcdScratch)
 }
 
 /// Whether a body moves far enough this step to need continuous collision.
-fn is_fast(c: &BodyConfig, s: &BodyState, dt: Scalar) -> bool {
+fn is_fast(c: &BodyConfig, s: &SolverBody, dt: Scalar) -> bool {
     let limit = c.min_extent * SAFETY_FACTOR;
     let spin = s.w.abs() * dt * c.max_extent;
     // |v| ≤ |vx| + |vy|: most bodies are decided without a square root.
@@ -173,7 +173,7 @@ pub(crate) fn solve_continuous(
     st: &mut WorldState,
     awake: &[u32],
     slot_of: &[u32],
-    states: &[BodyState],
+    states: &States,
     dt: Scalar,
     sc: &mut CcdScratch,
 ) {
@@ -185,7 +185,7 @@ pub(crate) fn solve_continuous(
             continue;
         }
         let c = &st.body_config[bi as usize];
-        if is_fast(c, &states[k + 1], dt) {
+        if is_fast(c, &states.bodies[k + 1], dt) {
             if c.bullet {
                 sc.bullets.push(k as u32);
             } else {

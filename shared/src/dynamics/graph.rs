@@ -61,7 +61,7 @@
 
 use super::body::Body;
 use super::contact::Contact;
-use super::solver::{BodyState, ContactCold, Softness};
+use super::solver::{ContactCold, InvMass, Softness, SolverBody, States};
 use crate::math::{prefetch, Coef, CoefV, Mask, Scalar, Wide};
 
 pub(crate) use crate::math::LANES;
@@ -314,14 +314,15 @@ impl Inputs {
     }
 
     /// Lane `i` from contact `c` between bodies `ba`, `bb` whose solver
-    /// states are `sa`, `sb`.
+    /// slots' inverse masses are `sa`, `sb` (all but the velocities:
+    /// [`Inputs::set_velocities`]).
     #[inline(always)]
     fn set(
         &mut self,
         i: usize,
         c: &Contact,
         (ba, bb): (&Body, &Body),
-        (sa, sb): (&BodyState, &BodyState),
+        (sa, sb): (&InvMass, &InvMass),
     ) {
         self.used[i] = true;
         self.ma[i] = sa.inv_mass;
@@ -346,6 +347,11 @@ impl Inputs {
             self.normal_impulse[k][i] = p.normal_impulse;
             self.tangent_impulse[k][i] = p.tangent_impulse;
         }
+    }
+
+    /// Lane `i`'s velocities, from its bodies' solver slots.
+    #[inline(always)]
+    fn set_velocities(&mut self, i: usize, (sa, sb): (&SolverBody, &SolverBody)) {
         self.vax[i] = sa.v.x;
         self.vay[i] = sa.v.y;
         self.wa[i] = sa.w;
@@ -744,7 +750,7 @@ impl Graph {
 pub(crate) struct PrepareInputs<'a> {
     pub(crate) contacts: &'a [Contact],
     pub(crate) bodies: &'a [Body],
-    pub(crate) states: &'a [BodyState],
+    pub(crate) states: &'a States,
     pub(crate) slot_of: &'a [u32],
     pub(crate) order: &'a [u32],
 }
@@ -809,8 +815,17 @@ fn prepare_bundles(
                 i,
                 c,
                 (&bodies[c.body_a as usize], &bodies[c.body_b as usize]),
-                (&states[a as usize], &states[b as usize]),
+                (&states.inv[a as usize], &states.inv[b as usize]),
             );
+        }
+        // Only restitution and hit events read the approach speeds.
+        if any_velocity {
+            for (i, (&a, &b)) in bundle.a.iter().zip(&bundle.b).enumerate() {
+                if lanes.used[i] {
+                    let sb = &states.bodies;
+                    lanes.set_velocities(i, (&sb[a as usize], &sb[b as usize]));
+                }
+            }
         }
         prepare_bundle(bundle, bcold, &lanes, any_velocity);
         if any_velocity {
@@ -831,14 +846,14 @@ fn prepare_bundles(
 
 /// The velocities of the bodies at `slots`, lane by lane.
 #[inline(always)]
-pub(crate) fn gather_v(states: &[BodyState], slots: &[u32; LANES]) -> [Wide; 3] {
+pub(crate) fn gather_v(states: &States, slots: &[u32; LANES]) -> [Wide; 3] {
     let (mut x, mut y, mut w) = (
         [Scalar::ZERO; LANES],
         [Scalar::ZERO; LANES],
         [Scalar::ZERO; LANES],
     );
     for i in 0..LANES {
-        let st = &states[slots[i] as usize];
+        let st = &states.bodies[slots[i] as usize];
         x[i] = st.v.x;
         y[i] = st.v.y;
         w[i] = st.w;
@@ -852,10 +867,10 @@ pub(crate) fn gather_v(states: &[BodyState], slots: &[u32; LANES]) -> [Wide; 3] 
 
 /// The motion so far this step (`dp`, `dq`) of the bodies at `slots`.
 #[inline(always)]
-pub(crate) fn gather_motion(states: &[BodyState], slots: &[u32; LANES]) -> [Wide; 4] {
+pub(crate) fn gather_motion(states: &States, slots: &[u32; LANES]) -> [Wide; 4] {
     let mut r = [[Scalar::ZERO; LANES]; 4];
     for i in 0..LANES {
-        let st = &states[slots[i] as usize];
+        let st = &states.bodies[slots[i] as usize];
         r[0][i] = st.dp.x;
         r[1][i] = st.dp.y;
         r[2][i] = st.dq.c;
@@ -872,10 +887,10 @@ pub(crate) fn gather_motion(states: &[BodyState], slots: &[u32; LANES]) -> [Wide
 /// Writes velocities back. Lanes against a body that does not move write
 /// its velocity back unchanged.
 #[inline(always)]
-pub(crate) fn scatter_v(states: &mut [BodyState], slots: &[u32; LANES], v: &[Wide; 3]) {
+pub(crate) fn scatter_v(states: &mut States, slots: &[u32; LANES], v: &[Wide; 3]) {
     let (x, y, w) = (v[0].to_array(), v[1].to_array(), v[2].to_array());
     for (i, &s) in slots.iter().enumerate() {
-        let st = &mut states[s as usize];
+        let st = &mut states.bodies[s as usize];
         st.v.x = x[i];
         st.v.y = y[i];
         st.w = w[i];
@@ -936,7 +951,7 @@ const fn points<const TWO: bool>() -> usize {
 
 /// Applies last step's impulses at the start of a substep.
 #[inline(never)]
-pub(crate) fn warm_start(bundles: &[Bundle], states: &mut [BodyState]) {
+pub(crate) fn warm_start(bundles: &[Bundle], states: &mut States) {
     for c in bundles {
         match (c.same, c.two) {
             (true, true) => warm_start_bundle::<true, true>(c, states),
@@ -950,7 +965,7 @@ pub(crate) fn warm_start(bundles: &[Bundle], states: &mut [BodyState]) {
 /// [`warm_start`] for one bundle; `SAME` as in [`Pair::apply`], `TWO` as
 /// [`Bundle::two`] (the points applied).
 #[inline(always)]
-fn warm_start_bundle<const SAME: bool, const TWO: bool>(c: &Bundle, states: &mut [BodyState]) {
+fn warm_start_bundle<const SAME: bool, const TWO: bool>(c: &Bundle, states: &mut States) {
     let mut p = Pair {
         a: gather_v(states, &c.a),
         b: gather_v(states, &c.b),
@@ -975,7 +990,7 @@ fn warm_start_bundle<const SAME: bool, const TWO: bool>(c: &Bundle, states: &mut
 #[inline(never)]
 pub(crate) fn solve<const USE_BIAS: bool>(
     (bundles, cold): (&mut [Bundle], &mut [BundleCold]),
-    states: &mut [BodyState],
+    states: &mut States,
     soft: &[Softness; 2],
     inv_h: u32,
     max_push: Scalar,
@@ -998,7 +1013,7 @@ pub(crate) fn solve<const USE_BIAS: bool>(
 fn solve_bundle<const USE_BIAS: bool, const SAME: bool, const TWO: bool>(
     c: &mut Bundle,
     cold: &mut BundleCold,
-    (states, soft, inv_h, neg_max_push): (&mut [BodyState], &[Softness; 2], u32, Wide),
+    (states, soft, inv_h, neg_max_push): (&mut States, &[Softness; 2], u32, Wide),
 ) {
     let mut p = Pair {
         a: gather_v(states, &c.a),
@@ -1095,7 +1110,7 @@ fn solve_bundle<const USE_BIAS: bool, const SAME: bool, const TWO: bool>(
 /// approach exceeded `threshold` and that pushed during the step.
 pub(crate) fn apply_restitution(
     (bundles, cold): (&mut [Bundle], &mut [BundleCold]),
-    states: &mut [BodyState],
+    states: &mut States,
     threshold: Scalar,
 ) {
     let neg_threshold = Wide::splat(-threshold);

@@ -65,7 +65,7 @@ pub use weld::WeldJoint;
 pub use wheel::WheelJoint;
 
 use super::body::{Body, BodyConfig, BodyId};
-use super::solver::{self, BodyState, Softness};
+use super::solver::{self, BodyState, Softness, States};
 use crate::math::{atan2, Rot, Scalar, Vec2};
 use serde::{Deserialize, Serialize};
 
@@ -675,7 +675,7 @@ pub(crate) struct JointSolver {
 pub(crate) fn prepare(
     (joints, bodies, config): (&[Joint], &[Body], &[BodyConfig]),
     slot_of: &[u32],
-    states: &[BodyState],
+    states: &States,
     ctx: &JointContext,
     out: &mut JointSolver,
     links: &mut Vec<(u32, u32)>,
@@ -693,7 +693,7 @@ pub(crate) fn prepare(
         }
         links.push((a, b));
         let (ba, bb) = (&bodies[j.body_a as usize], &bodies[j.body_b as usize]);
-        let (sa, sb) = (&states[a as usize], &states[b as usize]);
+        let (sa, sb) = (&states.get(a), &states.get(b));
         let m = Masses {
             ma: sa.inv_mass,
             ia: sa.inv_inertia,
@@ -751,7 +751,7 @@ fn warm_start_point_angular(
 }
 
 /// Applies the accumulated impulses at the start of a substep.
-pub(crate) fn warm_start(js: &mut JointSolver, states: &mut [BodyState]) {
+pub(crate) fn warm_start(js: &mut JointSolver, states: &mut States) {
     js.revolutes.warm_start(states);
     for c in js.others.iter_mut() {
         let (mut sa, mut sb) = solver::two(states, c.a, c.b);
@@ -772,12 +772,7 @@ pub(crate) fn warm_start(js: &mut JointSolver, states: &mut [BodyState]) {
 }
 
 /// One iteration over all joints; `use_bias` corrects position errors.
-pub(crate) fn solve(
-    js: &mut JointSolver,
-    states: &mut [BodyState],
-    ctx: &JointContext,
-    use_bias: bool,
-) {
+pub(crate) fn solve(js: &mut JointSolver, states: &mut States, ctx: &JointContext, use_bias: bool) {
     js.revolutes.solve(states, ctx, use_bias);
     for c in js.others.iter_mut() {
         let (mut sa, mut sb) = solver::two(states, c.a, c.b);

@@ -18,7 +18,7 @@ use super::{
     Joint, JointContext, Masses, Sym22,
 };
 use crate::dynamics::graph::{gather_motion, gather_v, scatter_v};
-use crate::dynamics::solver::{self, BodyState};
+use crate::dynamics::solver::{self, BodyState, States};
 use crate::math::{normalize_angle, Scalar, Vec2, Wide, LANES};
 use serde::{Deserialize, Serialize};
 
@@ -371,7 +371,7 @@ impl Revolutes {
 
     /// Starts a substep: the accumulated impulses, at this substep's
     /// anchors (those the last relax pass left, or the prepared ones).
-    pub(super) fn warm_start(&mut self, states: &mut [BodyState]) {
+    pub(super) fn warm_start(&mut self, states: &mut States) {
         for c in &self.bundles {
             let (mut va, mut vb) = (gather_v(states, &c.a), gather_v(states, &c.b));
             c.apply(&mut va, &mut vb, c.ra, c.rb, c.linear);
@@ -391,7 +391,7 @@ impl Revolutes {
     }
 
     /// One iteration; `use_bias` corrects position errors.
-    pub(super) fn solve(&mut self, states: &mut [BodyState], ctx: &JointContext, use_bias: bool) {
+    pub(super) fn solve(&mut self, states: &mut States, ctx: &JointContext, use_bias: bool) {
         if use_bias {
             for c in &mut self.bundles {
                 c.solve::<true>(states, ctx);
@@ -524,7 +524,7 @@ impl Bundle {
     /// One iteration of [`Revolutes::solve`] for every lane; `USE_BIAS`
     /// corrects position errors.
     #[inline(always)]
-    fn solve<const USE_BIAS: bool>(&mut self, states: &mut [BodyState], ctx: &JointContext) {
+    fn solve<const USE_BIAS: bool>(&mut self, states: &mut States, ctx: &JointContext) {
         let (mut va, mut vb) = (gather_v(states, &self.a), gather_v(states, &self.b));
         let [dax, day, qac, qas] = gather_motion(states, &self.a);
         let [dbx, dby, qbc, qbs] = gather_motion(states, &self.b);
@@ -717,7 +717,8 @@ mod tests {
         // Solver states as a step's preparation makes them, with some
         // motion so far (the relax pass turns the anchors by it).
         let mut slot_of = vec![0u32; st.bodies.len()];
-        let mut states = vec![BodyState::STATIC];
+        let mut states = States::default();
+        states.reset();
         for (i, b) in st.bodies.iter().enumerate() {
             if b.is_simulated() {
                 slot_of[i] = states.len() as u32;
@@ -733,10 +734,7 @@ mod tests {
                 });
             }
         }
-        let moves = |s: u32| {
-            let b = &states[s as usize];
-            !(b.inv_mass.is_zero() && b.inv_inertia.is_zero())
-        };
+        let moves = |s: u32| states.moves(s);
         let h = Scalar::ONE / Scalar::from_int(240);
         let ctx = JointContext {
             h,
@@ -796,10 +794,13 @@ mod tests {
             bundled.solve(&mut s1, &ctx, false);
             one.solve(&mut s2, &ctx, false);
         }
-        let same = s1.iter().zip(&s2).all(|(x, y)| x.v == y.v && x.w == y.w);
+        let same = (s1.bodies.iter().zip(&s2.bodies)).all(|(x, y)| x.v == y.v && x.w == y.w);
         assert!(same, "the bundles' velocities differ from one at a time");
         assert!(
-            s1.iter().zip(&states).any(|(x, y)| x.v != y.v),
+            s1.bodies
+                .iter()
+                .zip(&states.bodies)
+                .any(|(x, y)| x.v != y.v),
             "the passes moved nothing"
         );
         let (mut j1, mut j2) = (st.joints.clone(), st.joints.clone());

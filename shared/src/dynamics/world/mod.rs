@@ -149,7 +149,7 @@ impl World {
         &mut self,
     ) -> (
         &mut crate::dynamics::graph::Graph,
-        &mut Vec<crate::dynamics::solver::BodyState>,
+        &mut crate::dynamics::solver::States,
     ) {
         self.take_shared_scratch();
         (&mut self.scratch.graph, &mut self.scratch.states)

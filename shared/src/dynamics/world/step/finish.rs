@@ -70,7 +70,7 @@ impl World {
         // Finalize bodies.
         let sleep_on = set.enable_sleep;
         for (k, &bi) in sc.awake.iter().enumerate() {
-            let s = sc.states[k + 1];
+            let s = sc.states.bodies[k + 1];
             let c = &st.body_config[bi as usize];
             let b = &mut st.bodies[bi as usize];
             b.linear_velocity = s.v;

@@ -46,8 +46,7 @@ impl World {
         // Solver slots for awake non-static bodies; slot 0 is the static dummy.
         sc.slot_of.clear();
         sc.slot_of.resize(st.bodies.len(), 0);
-        sc.states.clear();
-        sc.states.push(BodyState::STATIC);
+        sc.states.reset();
         sc.moving.clear();
         sc.moving.push(false);
         sc.awake.clear();
@@ -136,7 +135,7 @@ impl World {
             any_hit_events |= c.hit_events;
             if color == OVERFLOW {
                 let (ba, bb) = (&st.bodies[c.body_a as usize], &st.bodies[c.body_b as usize]);
-                let (sa, sb) = (&sc.states[a as usize], &sc.states[b as usize]);
+                let (sa, sb) = (&sc.states.get(a), &sc.states.get(b));
                 let (cc, cold) =
                     prepare_contact(c, ci as u32, k, (a, b), (ba, bb), (sa, sb), &soft);
                 sc.constraints.push(cc);
@@ -162,8 +161,7 @@ impl World {
         #[cfg(debug_assertions)]
         sc.graph.check(|s| {
             // From the states themselves, not from `moving`.
-            let b = &sc.states[s as usize];
-            !(b.inv_mass.is_zero() && b.inv_inertia.is_zero())
+            sc.states.moves(s)
         });
 
         // Prepare joints: rigid parts use the joint softness, capped at a

@@ -17,14 +17,14 @@ use crate::dynamics::contact::Contact;
 use crate::dynamics::graph::{Graph, PrepareInputs};
 use crate::dynamics::joint::JointSolver;
 use crate::dynamics::recycle::Recycler;
-use crate::dynamics::solver::{BodyState, ContactCold, ContactConstraint};
+use crate::dynamics::solver::{ContactCold, ContactConstraint, States};
 use crate::dynamics::world::WorldState;
 use crate::math::Scalar;
 
 /// Scratch memory reused between steps (and between worlds); never state.
 #[derive(Debug, Default)]
 pub(crate) struct Scratch {
-    pub(crate) states: Vec<BodyState>,
+    pub(crate) states: States,
     pub(crate) slot_of: Vec<u32>,
     /// Per solver slot, whether the contact solver moves that body (a
     /// non-zero inverse mass or inertia): what colouring asks of both

@@ -53,10 +53,10 @@ impl World {
         for _ in 0..n {
             // Integrate velocities.
             for (k, d) in deltas.iter().enumerate() {
-                let s = &mut sc.states[k + 1];
-                if s.inv_mass.is_zero() && s.inv_inertia.is_zero() && d.0 == Vec2::ZERO {
+                if !sc.states.moves(k as u32 + 1) && d.0 == Vec2::ZERO {
                     continue;
                 }
+                let s = &mut sc.states.bodies[k + 1];
                 // Undamped bodies (damping factor exactly one) skip the
                 // products by one, which would not change a bit.
                 let v = if d.2 == Scalar::ONE { s.v } else { s.v * d.2 };
@@ -84,7 +84,7 @@ impl World {
                 set.contact_push_max_velocity,
             );
             // Integrate positions.
-            for s in sc.states[1..].iter_mut() {
+            for s in sc.states.bodies[1..].iter_mut() {
                 s.dq = s.dq.integrate(h * s.w);
                 s.dp = s.dp.mul_add(h, s.v);
             }
