@@ -12,6 +12,12 @@
 # BIN:ARGS runs with ARGS added (e.g. `target/release/bitroom-server:--threads 2`);
 # B2BENCH_WORKERS=N runs Box2D on N workers (its own scheduler). Builds
 # Box2D first if build.sh has not. Prints a markdown table.
+#
+# Each round runs fresh copies of the binaries (Box2D's too): on this VM
+# where a binary's file happens to lie in memory moves its speed by up to
+# ±10 % (four copies of one bitroom binary ran many_pyramids' substeps in
+# 6.6 to 8.3 ms, each copy the same in every round), so the median of the
+# rounds is one over placements as well as over time.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -27,13 +33,20 @@ if [ ${#bins[@]} -eq 0 ]; then
   bins=("$ROOT/target/release/bitroom-server")
 fi
 scenes="large_pyramid:500 many_pyramids:200 joint_grid:500 tumbler:750 smash:300 rain:1000 spinner:500"
+copies=$(mktemp -d)
+trap 'rm -rf "$copies"' EXIT
 for r in $(seq "$rounds"); do
+  rm -f "$copies"/*
+  cp "$b2" "$copies/b2bench"
+  for i in "${!bins[@]}"; do
+    cp "${bins[$i]%%:*}" "$copies/bitroom$i"
+  done
   for entry in $scenes; do
     scene=${entry%%:*}; steps=${entry##*:}
-    ms=$("$b2" "$scene" "$steps" | sed -n 's/.*wall_mean_ms_per_step=\([0-9.]*\).*/\1/p')
+    ms=$("$copies/b2bench" "$scene" "$steps" | sed -n 's/.*wall_mean_ms_per_step=\([0-9.]*\).*/\1/p')
     echo "box2d $scene $ms"
     for i in "${!bins[@]}"; do
-      bin=${bins[$i]%%:*}; args=""
+      bin=$copies/bitroom$i; args=""
       case ${bins[$i]} in *:*) args=${bins[$i]#*:} ;; esac
       # shellcheck disable=SC2086 # ARGS split into words on purpose
       ms=$("$bin" sim --scene "$scene" --steps "$steps" --bench $args |
