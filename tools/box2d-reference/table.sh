@@ -16,8 +16,8 @@
 # Each round runs fresh copies of the binaries (Box2D's too): on this VM
 # where a binary's file happens to lie in memory moves its speed by up to
 # ±10 % (four copies of one bitroom binary ran many_pyramids' substeps in
-# 6.6 to 8.3 ms, each copy the same in every round), so the median of the
-# rounds is one over placements as well as over time.
+# 6.6 to 8.3 ms over two rounds, the slowest copy the slowest in both), so
+# the median of the rounds is one over placements as well as over time.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
