@@ -349,6 +349,14 @@ impl Inputs {
         }
     }
 
+    /// Lane `i` without velocities (zeros).
+    #[inline(always)]
+    fn clear_velocities(&mut self, i: usize) {
+        let z = Scalar::ZERO;
+        (self.vax[i], self.vay[i], self.wa[i]) = (z, z, z);
+        (self.vbx[i], self.vby[i], self.wb[i]) = (z, z, z);
+    }
+
     /// Lane `i`'s velocities, from its bodies' solver slots.
     #[inline(always)]
     fn set_velocities(&mut self, i: usize, (sa, sb): (&SolverBody, &SolverBody)) {
@@ -810,7 +818,6 @@ fn prepare_bundles(
                 continue;
             };
             let c = &contacts[ci as usize];
-            any_velocity |= c.hit_events || !c.restitution.is_zero();
             let (a, b) = (slot_of[c.body_a as usize], slot_of[c.body_b as usize]);
             bundle.a[i] = a;
             bundle.b[i] = b;
@@ -820,14 +827,15 @@ fn prepare_bundles(
                 (&bodies[c.body_a as usize], &bodies[c.body_b as usize]),
                 (&states.inv[a as usize], &states.inv[b as usize]),
             );
-        }
-        // Only restitution and hit events read the approach speeds.
-        if any_velocity {
-            for (i, (&a, &b)) in bundle.a.iter().zip(&bundle.b).enumerate() {
-                if lanes.used[i] {
-                    let sb = &states.bodies;
-                    lanes.set_velocities(i, (&sb[a as usize], &sb[b as usize]));
-                }
+            // Only restitution and hit events read the approach speeds: a
+            // lane without either reads no velocity (its approach speed,
+            // computed if another lane needs them, is read by nothing).
+            if c.hit_events || !c.restitution.is_zero() {
+                any_velocity = true;
+                let sb = &states.bodies;
+                lanes.set_velocities(i, (&sb[a as usize], &sb[b as usize]));
+            } else {
+                lanes.clear_velocities(i);
             }
         }
         prepare_bundle(bundle, bcold, &lanes, any_velocity);
