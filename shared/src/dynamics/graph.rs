@@ -263,7 +263,8 @@ struct Inputs {
     separation: [[Scalar; LANES]; 2],
     normal_impulse: [[Scalar; LANES]; 2],
     tangent_impulse: [[Scalar; LANES]; 2],
-    /// Velocities, only when some lane needs its approach speed.
+    /// Velocities: zero in a lane whose contact has neither restitution
+    /// nor hit events (nothing reads its approach speed).
     vax: [Scalar; LANES],
     vay: [Scalar; LANES],
     wa: [Scalar; LANES],
@@ -293,15 +294,10 @@ impl Inputs {
             &mut self.cay,
             &mut self.cbx,
             &mut self.cby,
-            &mut self.vax,
-            &mut self.vay,
-            &mut self.wa,
-            &mut self.vbx,
-            &mut self.vby,
-            &mut self.wb,
         ] {
             f[i] = z;
         }
+        self.clear_velocities(i);
         for k in 0..2 {
             self.px[k][i] = z;
             self.py[k][i] = z;
