@@ -61,7 +61,7 @@
 
 use super::body::Body;
 use super::contact::Contact;
-use super::solver::{ContactCold, InvMass, Softness, SolverBody, States};
+use super::solver::{ContactCold, Impulses, InvMass, Softness, SolverBody, States};
 use crate::math::{prefetch, Coef, CoefV, Mask, Scalar, Wide};
 
 pub(crate) use crate::math::LANES;
@@ -210,8 +210,8 @@ impl Bundle {
 /// restitution and hit events.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct BundleCold {
-    /// Each lane's position in the step's key-ordered list of solved
-    /// contacts (`ContactCold`), or `EMPTY`.
+    /// Each lane's position in the step's key-ordered lists of solved
+    /// contacts (`ContactCold`, `Impulses`), or `EMPTY`.
     index: [u32; LANES],
     /// Whether some lane has restitution (the pass skips the bundle if not).
     restitution_any: bool,
@@ -709,21 +709,30 @@ impl Graph {
     }
 
     /// Copies the accumulated impulses of every lane into the key-ordered
-    /// list, for the next step's warm start and for hit events.
-    pub(crate) fn store(&self, cold: &mut [ContactCold]) {
+    /// list, for the next step's warm start and for hit events (and, when
+    /// `max` — the step reports hit events —, the largest normal impulses
+    /// into the cold entries). A window's lanes are its contacts, so each
+    /// window's copies land in its own stretch of the list.
+    pub(crate) fn store(&self, (impulses, cold): (&mut [Impulses], &mut [ContactCold]), max: bool) {
         for (bundle, bcold) in self.bundles().iter().zip(&self.cold) {
-            let points = bundle
-                .state
-                .map(|p| (p.normal_impulse.to_array(), p.tangent_impulse.to_array()));
-            let max = bcold.max_normal_impulse.map(Wide::to_array);
+            let ni = bundle.state.map(|p| p.normal_impulse.to_array());
+            let ti = bundle.state.map(|p| p.tangent_impulse.to_array());
             for (i, &index) in bcold.index.iter().enumerate() {
-                let Some(cold) = cold.get_mut(index as usize) else {
+                let Some(out) = impulses.get_mut(index as usize) else {
                     continue;
                 };
-                for (k, (ni, ti)) in points.iter().enumerate() {
-                    cold.normal_impulse[k] = ni[i];
-                    cold.tangent_impulse[k] = ti[i];
-                    cold.max_normal_impulse[k] = max[k][i];
+                *out = Impulses {
+                    normal: [ni[0][i], ni[1][i]],
+                    tangent: [ti[0][i], ti[1][i]],
+                };
+            }
+            if !max {
+                continue;
+            }
+            let top = bcold.max_normal_impulse.map(Wide::to_array);
+            for (i, &index) in bcold.index.iter().enumerate() {
+                if let Some(cold) = cold.get_mut(index as usize) {
+                    cold.max_normal_impulse = [top[0][i], top[1][i]];
                 }
             }
         }

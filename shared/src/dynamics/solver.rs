@@ -214,7 +214,8 @@ pub(crate) struct ContactConstraint {
     /// Solver-state slots (0 = static dummy).
     pub a: u32,
     pub b: u32,
-    /// Position of the contact in the step's key-ordered [`ContactCold`] list.
+    /// Position of the contact in the step's key-ordered lists ([`ContactCold`],
+    /// [`Impulses`]).
     pub cold_index: u32,
     /// Whether one side is static or kinematic (the stiffer softness).
     pub against_static: bool,
@@ -233,20 +234,15 @@ pub(crate) struct ContactConstraint {
 pub(crate) struct ContactCold {
     /// Index of the contact in the world's contact list.
     pub contact: u32,
-    /// The contact's pair key: the list is sorted by it, and the step's
-    /// end stores the impulses by walking both in key order (the pair
-    /// search may insert contacts in between, shifting indices).
-    pub key: u64,
     /// The contact reports hit events.
     pub hit_events: bool,
     pub restitution: Scalar,
-    /// Normal approach speed at each point before solving.
+    /// Normal approach speed at each point before solving (computed for
+    /// contacts with restitution or hit events).
     pub relative_velocity: [Scalar; 2],
-    /// What the solve accumulated at each point, copied here at its end
-    /// (from whichever solver held the contact) for the next warm start
-    /// and for hit events.
-    pub normal_impulse: [Scalar; 2],
-    pub tangent_impulse: [Scalar; 2],
+    /// The largest normal impulse of each point during the solve, copied
+    /// here at its end (only when the step reports hit events, the one
+    /// reader).
     pub max_normal_impulse: [Scalar; 2],
 }
 
@@ -255,15 +251,25 @@ impl ContactCold {
     pub(crate) fn new(ci: u32, c: &super::Contact) -> ContactCold {
         ContactCold {
             contact: ci,
-            key: c.key(),
             hit_events: c.hit_events,
             restitution: c.restitution,
             relative_velocity: [Scalar::ZERO; 2],
-            normal_impulse: [Scalar::ZERO; 2],
-            tangent_impulse: [Scalar::ZERO; 2],
             max_normal_impulse: [Scalar::ZERO; 2],
         }
     }
+}
+
+/// What the solve accumulated at a contact's points, for the next warm
+/// start and for hit events: one entry per solved contact, in the step's
+/// key order (beside [`ContactCold`]), copied at the solve's end from
+/// whichever solver held the contact. Half a line, so that copying a
+/// window's impulses back writes about 32 KB, in any order, where copying
+/// them into the cold entries wrote three times as much.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(align(32))]
+pub(crate) struct Impulses {
+    pub normal: [Scalar; 2],
+    pub tangent: [Scalar; 2],
 }
 
 /// Applies impulse `lambda` whose linear responses per unit are `ma`, `mb`
@@ -490,17 +496,26 @@ pub(crate) fn apply_restitution(
     }
 }
 
-/// Copies the accumulated impulses into the key-ordered list (see
-/// [`ContactCold::normal_impulse`]).
-pub(crate) fn store_impulses(constraints: &[ContactConstraint], cold: &mut [ContactCold]) {
+/// Copies the accumulated impulses into the key-ordered list (and, when
+/// `max` — the step reports hit events —, the largest normal impulses into
+/// the cold entries).
+pub(crate) fn store_impulses(
+    constraints: &[ContactConstraint],
+    (impulses, cold): (&mut [Impulses], &mut [ContactCold]),
+    max: bool,
+) {
     for c in constraints {
-        let Some(cold) = cold.get_mut(c.cold_index as usize) else {
-            continue;
-        };
-        for (k, cp) in c.points.iter().enumerate() {
-            cold.normal_impulse[k] = cp.normal_impulse;
-            cold.tangent_impulse[k] = cp.tangent_impulse;
-            cold.max_normal_impulse[k] = cp.max_normal_impulse;
+        let k = c.cold_index as usize;
+        if let Some(out) = impulses.get_mut(k) {
+            for (j, cp) in c.points.iter().enumerate() {
+                out.normal[j] = cp.normal_impulse;
+                out.tangent[j] = cp.tangent_impulse;
+            }
+        }
+        if let (true, Some(cold)) = (max, cold.get_mut(k)) {
+            for (j, cp) in c.points.iter().enumerate() {
+                cold.max_normal_impulse[j] = cp.max_normal_impulse;
+            }
         }
     }
 }
@@ -518,6 +533,15 @@ mod tests {
             (size_of::<SolverBody>(), align_of::<SolverBody>()),
             (64, 64)
         );
+    }
+
+    /// A contact's impulses are half a line, and the cold entry without
+    /// them 48 bytes (what the step writes and reads per solved contact).
+    #[test]
+    fn impulses_are_half_a_line() {
+        use core::mem::{align_of, size_of};
+        assert_eq!((size_of::<Impulses>(), align_of::<Impulses>()), (32, 32));
+        assert_eq!(size_of::<ContactCold>(), 48);
     }
 
     #[test]

@@ -26,19 +26,20 @@ impl World {
         let mut any_removed = false;
         // After the solve: the impulses it accumulated, for the next warm
         // start, in the contacts' key order.
-        let solved_cold = if after_solve {
-            &sc.constraints_cold[..]
+        let (solved, impulses) = if after_solve {
+            (&sc.solved_keys[..], &sc.impulses[..])
         } else {
-            &[][..]
+            (&[][..], &[][..])
         };
         let mut next = 0;
         for (k, c) in st.contacts.iter_mut().enumerate() {
-            if next < solved_cold.len() && solved_cold[next].key == c.key() {
-                let cold = &solved_cold[next];
-                let count = usize::from(c.manifold.count);
-                for (j, mp) in c.manifold.points[..count].iter_mut().enumerate() {
-                    mp.normal_impulse = cold.normal_impulse[j];
-                    mp.tangent_impulse = cold.tangent_impulse[j];
+            if next < solved.len() && solved[next] == c.key() {
+                if let Some(imp) = impulses.get(next) {
+                    let count = usize::from(c.manifold.count);
+                    for (j, mp) in c.manifold.points[..count].iter_mut().enumerate() {
+                        mp.normal_impulse = imp.normal[j];
+                        mp.tangent_impulse = imp.tangent[j];
+                    }
                 }
                 next += 1;
             }
@@ -124,7 +125,7 @@ impl World {
             c.touching = touching;
         }
         // Nothing removes a contact between the solve and here.
-        debug_assert_eq!(next, solved_cold.len(), "a solved contact was not stored");
+        debug_assert_eq!(next, solved.len(), "a solved contact was not stored");
         if any_removed {
             // Compact by runs: each run of kept contacts moves as one block.
             let remove = &sc.remove;

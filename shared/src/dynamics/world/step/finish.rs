@@ -42,8 +42,15 @@ impl World {
         // which visits every contact anyway, stores them for the next warm
         // start (a pass of its own cost a cache miss per contact on large
         // piles).
-        solver::store_impulses(&sc.constraints, &mut sc.constraints_cold);
-        sc.graph.store(&mut sc.constraints_cold);
+        // Every solved contact is in a bundle or the overflow list, so the
+        // two copies write every entry.
+        sc.impulses.clear();
+        sc.impulses
+            .resize(sc.solved_keys.len(), solver::Impulses::default());
+        let out = (&mut sc.impulses[..], &mut sc.constraints_cold[..]);
+        solver::store_impulses(&sc.constraints, out, any_hit_events);
+        let out = (&mut sc.impulses[..], &mut sc.constraints_cold[..]);
+        sc.graph.store(out, any_hit_events);
         if any_hit_events {
             for cold in &sc.constraints_cold {
                 if cold.hit_events {

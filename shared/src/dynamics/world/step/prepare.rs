@@ -37,6 +37,8 @@ impl World {
         // impulses of whatever this step solved.
         sc.constraints.clear();
         sc.constraints_cold.clear();
+        sc.solved_keys.clear();
+        sc.impulses.clear();
 
         // A joint is never solved against a sleeping body: wake it.
         if !st.joints.is_empty() {
@@ -132,6 +134,7 @@ impl World {
                 c.manifold.count > 1,
             );
             sc.solve_order.push(ci as u32);
+            sc.solved_keys.push(c.key());
             any_hit_events |= c.hit_events;
             if color == OVERFLOW {
                 let (ba, bb) = (&st.bodies[c.body_a as usize], &st.bodies[c.body_b as usize]);

@@ -17,7 +17,7 @@ use crate::dynamics::contact::Contact;
 use crate::dynamics::graph::{Graph, PrepareInputs};
 use crate::dynamics::joint::JointSolver;
 use crate::dynamics::recycle::Recycler;
-use crate::dynamics::solver::{ContactCold, ContactConstraint, States};
+use crate::dynamics::solver::{ContactCold, ContactConstraint, Impulses, States};
 use crate::dynamics::world::WorldState;
 use crate::math::Scalar;
 
@@ -34,8 +34,15 @@ pub(crate) struct Scratch {
     /// Contacts solved one at a time: those the colouring could not place.
     pub(crate) constraints: Vec<ContactConstraint>,
     /// Every contact solved this step, in key order: what the substep
-    /// loop never reads, and the impulses it accumulated.
+    /// loop never reads.
     pub(crate) constraints_cold: Vec<ContactCold>,
+    /// The pair keys of the contacts solved this step, in key order (the
+    /// step's end finds each one's impulses by walking the contact list
+    /// and this one together: the pair search may insert contacts in
+    /// between, shifting indices).
+    pub(crate) solved_keys: Vec<u64>,
+    /// The impulses each of those accumulated (filled at the solve's end).
+    pub(crate) impulses: Vec<Impulses>,
     /// The contacts to solve this step, in key order (indices into the
     /// contact list).
     pub(crate) solve_order: Vec<u32>,
