@@ -427,26 +427,51 @@ impl DetRecip {
             return None;
         }
         // det = den · 2^(s − 64) with |den| in [2⁶¹, 2⁶²] (2⁶² only when a
-        // negative determinant rounds down onto it).
-        let s = (128 - det.unsigned_abs().leading_zeros()) as i32 - 62;
-        let den = if s >= 0 { det >> s } else { det << -s };
+        // negative determinant rounds down onto it): den = det >> s, a
+        // floor, so a negative one's magnitude is rounded up.
+        let negative = det < 0;
+        let mag = det.unsigned_abs();
+        let s = 66 - mag.leading_zeros() as i32;
+        let den = if s <= 0 {
+            mag << -s
+        } else if negative {
+            ((mag - 1) >> s) + 1
+        } else {
+            mag >> s
+        };
         // r = 2¹²⁴ / |den|, in [2⁶², 2⁶³]: 1/det = ±r · 2^(−60 − s). The
         // quotient fits 64 bits, so a 128-by-64-bit division suffices.
-        let r = ((1u128 << 124) / den.unsigned_abs()) as u64;
+        let r = ((1u128 << 124) / den) as u64;
         Some(DetRecip {
             r,
-            negative: den < 0,
+            negative,
             shift: 60 + s,
         })
     }
 
-    /// `n / det`, saturated to the Q32.32 range.
+    /// `n / det`, saturated to the Q32.32 range: `±|n|·r` shifted right by
+    /// `shift` (a floor), or left.
     #[inline(always)]
     fn scale(&self, n: Scalar) -> Scalar {
         let n = n.to_bits();
-        // |n · r| ≤ 2¹²⁶: exact in i128.
-        let m = (n.unsigned_abs() as u128 * self.r as u128) as i128;
-        let p = if (n < 0) != self.negative { -m } else { m };
+        // |n · r| ≤ 2¹²⁶.
+        let m = u128::from(n.unsigned_abs()) * u128::from(self.r);
+        let negative = (n < 0) != self.negative;
+        // The usual case, a determinant of 2 or more (shift 64 to 127):
+        // the quotient's magnitude is below 2⁶², so nothing saturates, and
+        // the floor of a negative quotient is its magnitude rounded up.
+        if let Ok(t @ 0..=63) = u32::try_from(self.shift - 64) {
+            let (hi, lo) = ((m >> 64) as u64, m as u64);
+            let q = hi >> t;
+            let q = if negative {
+                let below = lo != 0 || hi & ((1u64 << t) - 1) != 0;
+                -((q + u64::from(below)) as i64)
+            } else {
+                q as i64
+            };
+            return Scalar::from_bits(q);
+        }
+        let p = if negative { -(m as i128) } else { m as i128 };
         let q = if self.shift >= 0 {
             p >> self.shift
         } else {
@@ -876,6 +901,96 @@ pub(crate) fn find_broken(
 mod tests {
     use super::*;
     use crate::math::fx;
+
+    /// The determinant's reciprocal and the scaling as first written, at
+    /// double width throughout: the definition [`DetRecip`] keeps, bit for
+    /// bit.
+    fn reference(k: &Sym22, n: Scalar) -> Option<(u64, bool, i32, Scalar)> {
+        let (a, c, d) = (
+            k.a11.to_bits() as i128,
+            k.a12.to_bits() as i128,
+            k.a22.to_bits() as i128,
+        );
+        let det = a * d - c * c;
+        if det == 0 {
+            return None;
+        }
+        let s = (128 - det.unsigned_abs().leading_zeros()) as i32 - 62;
+        let den = if s >= 0 { det >> s } else { det << -s };
+        let r = ((1u128 << 124) / den.unsigned_abs()) as u64;
+        let (negative, shift) = (den < 0, 60 + s);
+        let n = n.to_bits();
+        let m = (n.unsigned_abs() as u128 * r as u128) as i128;
+        let p = if (n < 0) != negative { -m } else { m };
+        let q = if shift >= 0 { p >> shift } else { p << -shift };
+        let q = q.clamp(i64::MIN as i128, i64::MAX as i128) as i64;
+        Some((r, negative, shift, Scalar::from_bits(q)))
+    }
+
+    /// Every determinant size (tiny to the largest), both signs, exact
+    /// powers of two, and numerators from zero to the extremes: the same
+    /// reciprocal and the same quotient as the reference.
+    #[test]
+    fn det_recip_matches_its_definition() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut entries: Vec<i64> = vec![1, -1, 2, 3, 1 << 32, -(1 << 32), i64::MAX, i64::MIN + 1];
+        for e in 0..63 {
+            entries.push(1 << e);
+            entries.push(-(1 << e));
+            entries.push((1 << e) + 1);
+            entries.push((1i64 << e).wrapping_sub(1));
+        }
+        let extremes = [
+            0,
+            1,
+            -1,
+            i64::MAX,
+            i64::MIN,
+            i64::MIN + 1,
+            1 << 32,
+            -(1 << 32),
+        ];
+        let (mut fast, mut total) = (0, 0);
+        for case in 0..200_000 {
+            let pick = |r: u64| {
+                let e = entries[(r % entries.len() as u64) as usize];
+                // Mostly a random value of a random size, sometimes an edge.
+                if r & 0x100 == 0 {
+                    e
+                } else {
+                    ((r >> 9) as i64) >> (r % 61)
+                }
+            };
+            let k = Sym22 {
+                a11: Scalar::from_bits(pick(next())),
+                a12: Scalar::from_bits(pick(next())),
+                a22: Scalar::from_bits(pick(next())),
+            };
+            let n = if case % 7 == 0 {
+                extremes[case % extremes.len()]
+            } else {
+                (next() as i64) >> (next() % 64)
+            };
+            let n = Scalar::from_bits(n);
+            let got = DetRecip::of(&k).map(|d| (d.r, d.negative, d.shift, d.scale(n)));
+            assert_eq!(got, reference(&k, n), "{k:?} scaling {n:?}");
+            if let Some((_, _, shift, _)) = got {
+                total += 1;
+                fast += usize::from((64..128).contains(&shift));
+            }
+        }
+        // Both paths of `scale` were taken often.
+        assert!(
+            fast > total / 10 && fast < total * 9 / 10,
+            "{fast} of {total}"
+        );
+    }
 
     #[test]
     fn solve_keeps_precision_for_tiny_matrices() {
