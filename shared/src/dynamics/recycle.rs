@@ -45,6 +45,7 @@ use super::contact::Contact;
 use crate::collision::{collide_into, Manifold};
 use crate::geometry::ShapeGeometry;
 use crate::math::{prefetch, Rot, Scalar, Transform, Vec2};
+use std::sync::LazyLock;
 
 /// Raw bits of the position grid, 2⁻⁵ m.
 const GRID_SHIFT: u32 = 27;
@@ -144,7 +145,7 @@ impl Cell {
             Scalar::from_bits(self.y << GRID_SHIFT),
         );
         let r = Scalar::from_bits(self.k << TURN_SHIFT);
-        let o = (Scalar::ONE - r * r).sqrt();
+        let o = other_component(self.k);
         let o = if self.other_negative { -o } else { o };
         let q = if self.small_s {
             Rot { c: o, s: r }
@@ -152,6 +153,29 @@ impl Cell {
             Rot { c: r, s: o }
         };
         Transform::new(p, q)
+    }
+}
+
+/// `√(1 − r²)` for the rounded component `r = k · 2⁻⁷`: the other
+/// component of a reference rotation.
+#[inline]
+fn root_of_step(k: i64) -> Scalar {
+    let r = Scalar::from_bits(k << TURN_SHIFT);
+    (Scalar::ONE - r * r).sqrt()
+}
+
+/// [`root_of_step`], looked up for the steps of unit rotations (|k| up to
+/// 128; `r·r` is the same for `±k`). A square root is three dependent
+/// divisions, and where bodies tumble nearly every contact renews its
+/// basis every step (nine in ten in `spinner`), each at a new reference
+/// rotation, besides each turning body's own reference.
+#[inline]
+fn other_component(k: i64) -> Scalar {
+    static ROOTS: LazyLock<[Scalar; 129]> =
+        LazyLock::new(|| core::array::from_fn(|k| root_of_step(k as i64)));
+    match ROOTS.get(k.unsigned_abs() as usize) {
+        Some(&o) => o,
+        None => root_of_step(k),
     }
 }
 
@@ -597,6 +621,16 @@ mod tests {
             }
             a += Scalar::ratio(1, 97);
         }
+    }
+
+    /// The table of the other component holds the square roots it stands
+    /// for, bit for bit, for either sign of the step.
+    #[test]
+    fn looked_up_roots_are_the_roots() {
+        for k in -200..=200 {
+            assert_eq!(other_component(k), root_of_step(k), "step {k}");
+        }
+        assert_eq!(other_component(0), Scalar::ONE);
     }
 
     #[test]
