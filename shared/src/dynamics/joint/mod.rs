@@ -960,7 +960,8 @@ mod tests {
         for case in 0..200_000 {
             let pick = |r: u64| {
                 let e = entries[(r % entries.len() as u64) as usize];
-                // Mostly a random value of a random size, sometimes an edge.
+                // Half the time an edge value, else a random value of a
+                // random size.
                 if r & 0x100 == 0 {
                     e
                 } else {
