@@ -83,11 +83,16 @@ use std::fmt;
 /// sleeping dynamic body left out of the solve until the step's collide
 /// wakes it, and continuous collision that lets rounded shapes graze
 /// what they pass (an impact must come within Box2D's target, a slop of
-/// overlap): a new simulation for the arena's capsules.
+/// overlap): a new simulation for the arena's capsules. 16: a pair of
+/// bodies moving fast relative to each other (a cell or a rotation step of
+/// the recycling grid a step) has its manifold taken by the narrow phase
+/// at the current poses instead of recycled, and each contact in a
+/// snapshot carries that flag: a new simulation wherever things tumble or
+/// slide fast, and one more byte per contact.
 ///
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
 /// [`Rules::Input`]: bitroom_sim::game::Rules::Input
-pub const PROTOCOL_VERSION: u32 = 15;
+pub const PROTOCOL_VERSION: u32 = 16;
 /// A state hash as frames carry it: its low 24 bits.
 pub fn wire_hash(hash: u64) -> u32 {
     (hash & 0x00FF_FFFF) as u32

@@ -3,14 +3,13 @@
 //! ```sh
 //! cargo run --release --bin bitroom-server -- replay record --loose-bodies 8 \
 //!     --players 4 --ticks 240 --keyframe-interval 120 --room fixture \
-//!     --out protocol/tests/fixtures/arena-4-bots-v9.brr
+//!     --out protocol/tests/fixtures/arena-4-bots-v10.brr
 //! ```
 //!
-//! (replay format 9; recorded 2026-11-26 for protocol 15's simulation,
-//! where continuous collision lets a rounded shape graze what it passes
-//! without stopping. This recording meets no graze: it replays to the
-//! same hashes as the format-7 fixture it replaces, recorded for protocol
-//! 10's simulation.)
+//! (replay format 10; recorded 2026-11-29 for protocol 16's simulation,
+//! where a pair moving fast relative to each other takes the narrow phase
+//! at the current poses instead of a recycled manifold, and each contact
+//! of a state carries that flag.)
 //!
 //! It must verify in every build (debug tests included) and on every
 //! platform: `.ci/cross-check.sh` runs this file on each target and diffs
@@ -25,12 +24,12 @@
 use bitroom_protocol::replay::{verify, Record, ReplayReader, VerifyOptions, VerifyReport};
 use bitroom_sim::game::sandbox::{PlayerInput, Sandbox};
 
-/// Format 9.
-const FIXTURE: &[u8] = include_bytes!("fixtures/arena-4-bots-v9.brr");
+/// Format 10.
+const FIXTURE: &[u8] = include_bytes!("fixtures/arena-4-bots-v10.brr");
 /// Ticks in the fixture.
 const TICKS: u64 = 240;
 /// Its final state hash (also recorded in the file).
-const FINAL_HASH: u64 = 0x1d8e041bdc204dd5;
+const FINAL_HASH: u64 = 0xe33c4af6dd12dcc4;
 
 fn run(bytes: &[u8], synctest: Option<u32>) -> VerifyReport {
     let reader = ReplayReader::open(bytes).expect("the fixture opens");

@@ -99,15 +99,18 @@ pub const MAGIC: &[u8; 8] = b"BRREPLAY";
 /// simulation whose continuous collision lets rounded shapes graze what
 /// they pass and whose contacts with a sleeping body wait for the step's
 /// collide (protocol 15): the arena's capsules can move otherwise, so
-/// files of 8 and 7 may replay to other hashes.
+/// files of 8 and 7 may replay to other hashes. 10: each contact of a
+/// state carries one more flag (whether its manifold was taken at the
+/// current poses instead of recycled, decided from the pair's relative
+/// speed: protocol 16), so states of 9 do not decode.
 ///
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
 /// [`Rules::Input`]: bitroom_sim::game::Rules::Input
-pub const FORMAT_VERSION: u32 = 9;
-/// The oldest format this build reads: 9, its own. Older files hold
+pub const FORMAT_VERSION: u32 = 10;
+/// The oldest format this build reads: 10, its own. Older files hold
 /// states and hashes of an earlier simulation, which this build cannot
 /// reproduce.
-pub const OLDEST_FORMAT_VERSION: u32 = 9;
+pub const OLDEST_FORMAT_VERSION: u32 = 10;
 /// Largest record payload accepted (a keyframe of the largest snapshot,
 /// 64 MiB of world plus 1 MiB of game state, fits).
 pub const MAX_RECORD: usize = 72 << 20;

@@ -40,6 +40,14 @@ pub struct Contact {
     pub(crate) contact_events: bool,
     /// Report hit events.
     pub(crate) hit_events: bool,
+    /// The manifold is the narrow phase's at the current poses, not
+    /// recycled: the pair's bodies moved fast relative to each other when it
+    /// was collided (`recycle::Moving`), so recycling it would have renewed
+    /// its basis nearly every step. State: the velocities it was decided
+    /// from may change through the API before the next step, and a decoded
+    /// world must rebuild the same manifold. Only a recyclable pair's can
+    /// be set.
+    pub(crate) direct: bool,
     /// Created by this step's pair search and not collided yet: collided
     /// once even between sleeping bodies (whose contacts are otherwise
     /// left alone), so that every manifold matches the positions. Always
@@ -73,6 +81,7 @@ impl Contact {
             hit_events: sa.def.enable_hit_events || sb.def.enable_hit_events,
             fresh: true,
             recycled: !(sa.def.is_sensor || sb.def.is_sensor) && recycle::recyclable(ga, gb),
+            direct: false,
         }
     }
 
@@ -89,7 +98,7 @@ impl Contact {
             key: self.key(),
             body_a: self.body_a,
             body_b: self.body_b,
-            recycled: self.recycled,
+            recycled: self.recycled && !self.direct,
         }
     }
 }

@@ -34,7 +34,9 @@
 //! 7. `contacts` — sorted by shape pair: shapes, bodies, manifold points
 //!    (feature id, warm-start normal and tangent impulses, persisted flag),
 //!    mixed friction and restitution, touching flag, sensor flag,
-//!    contact-event and hit-event switches. The manifold's geometry (normal,
+//!    contact-event and hit-event switches, and whether the manifold was
+//!    taken at the current poses instead of recycled (`direct`: decided
+//!    from the velocities when it was collided). The manifold's geometry (normal,
 //!    world points, separations) is not written: a step ends by colliding
 //!    every contact of a body that moved, so it is `collide` of the two
 //!    shapes at their current transforms. Decoding recomputes it and refuses

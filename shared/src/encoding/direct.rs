@@ -28,8 +28,8 @@ const SHAPE_SLOT: usize = 9;
 /// next link, pair flag.
 const SHAPE_REST: usize = 48 + 32 + 4 + 1;
 /// Bytes of a contact record without its manifold points (19 bytes each):
-/// four slots, the point count, friction, restitution, four flags.
-const CONTACT_FIXED: usize = 16 + 8 + 16 + 4;
+/// four slots, the point count, friction, restitution, five flags.
+const CONTACT_FIXED: usize = 16 + 8 + 16 + 5;
 
 /// A record written in place at the end of the output: `at` runs over
 /// `buf`, which was sized for the record. For fixed-size records every
@@ -303,6 +303,7 @@ fn contact(c: &Contact, out: &mut Vec<u8>) {
     r.bool(c.sensor);
     r.bool(c.contact_events);
     r.bool(c.hit_events);
+    r.bool(c.direct);
     r.close();
 }
 

@@ -420,8 +420,18 @@ mod tests {
 
     /// A settled pyramid's state, and its canonical bytes after `edit`.
     fn edited(edit: impl FnOnce(&mut WorldState)) -> Result<Snapshot, SnapshotError> {
-        let mut w = crate::scene::build_named("stack").expect("a named scene");
-        for _ in 0..30 {
+        edited_scene("stack", 30, edit)
+    }
+
+    /// Scene `name`'s state after `steps`, and its canonical bytes after
+    /// `edit`.
+    fn edited_scene(
+        name: &str,
+        steps: usize,
+        edit: impl FnOnce(&mut WorldState),
+    ) -> Result<Snapshot, SnapshotError> {
+        let mut w = crate::scene::build_named(name).expect("a named scene");
+        for _ in 0..steps {
             w.step();
         }
         let mut st = w.snapshot().state;
@@ -464,6 +474,45 @@ mod tests {
                 st.contacts[k].touching = false;
             }),
             "contact touching flag",
+        );
+    }
+
+    /// A contact's direct flag (its manifold taken at the current poses,
+    /// not recycled) decodes only on a pair that could be recycled, and the
+    /// flag is state: a recyclable pair decodes with either value, each
+    /// giving its own state hash.
+    #[test]
+    fn a_direct_flag_only_on_recyclable_pairs() {
+        let invalid = |r: Result<Snapshot, SnapshotError>| match r {
+            Err(SnapshotError::Invalid(m)) => assert_eq!(m, "contact direct flag"),
+            other => panic!("expected the direct flag refused, got {other:?}"),
+        };
+        // The car's wheels (balls of 0.4 m) on segments: never recycled.
+        invalid(edited_scene("car", 60, |st| {
+            let k = st
+                .contacts
+                .iter()
+                .position(|c| !c.recycled && !c.sensor && c.manifold.count > 0)
+                .expect("a touching contact that is not recycled");
+            st.contacts[k].direct = true;
+        }));
+        let flipped = edited(|st| {
+            let k = st
+                .contacts
+                .iter()
+                .position(|c| c.recycled && c.manifold.count > 0)
+                .expect("a recycled contact");
+            assert!(
+                !st.contacts[k].direct,
+                "a resting stack's contact is recycled"
+            );
+            st.contacts[k].direct = true;
+        })
+        .expect("a recyclable pair's manifold may be taken directly");
+        let plain = edited(|_| {}).expect("decodes");
+        assert_ne!(
+            World::from_snapshot(&flipped).state_hash(),
+            World::from_snapshot(&plain).state_hash()
         );
     }
 

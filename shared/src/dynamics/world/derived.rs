@@ -11,7 +11,8 @@ use crate::dynamics::shape::aabb_margin;
 impl World {
     /// Recomputes every contact's geometry from its shapes at their current
     /// transforms (after decoding, which does not carry it; see
-    /// `encoding::compact::manifold_state`). The decoded feature ids, impulses and
+    /// `encoding::compact::manifold_state`), recycled or taken directly as
+    /// each contact's direct flag says. The decoded feature ids, impulses and
     /// persisted flags are kept; a manifold whose recomputed points do not
     /// carry the stored ids, or whose touching flag disagrees, makes the
     /// state inconsistent.
@@ -29,6 +30,9 @@ impl World {
                 if c.manifold.count != 0 {
                     return Err("sensor contact with manifold points");
                 }
+                if c.direct {
+                    return Err("contact direct flag");
+                }
                 continue;
             }
             let (ba, bb) = (&st.bodies[c.body_a as usize], &st.bodies[c.body_b as usize]);
@@ -37,6 +41,11 @@ impl World {
                 &st.geometry[c.shape_b as usize],
             );
             c.recycled = recycle::recyclable(ga, gb);
+            // Only a recyclable pair's manifold can be taken directly
+            // instead (one state, one encoding).
+            if c.direct && !c.recycled {
+                return Err("contact direct flag");
+            }
             let mut m = Manifold::EMPTY;
             let pair = c.pair();
             sc.recycler.manifold(pair, true, (ga, ba), (gb, bb), &mut m);

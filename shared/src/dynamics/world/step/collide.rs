@@ -8,6 +8,7 @@ use crate::collision::shapes_overlap;
 use crate::dynamics::body::{BodyKind, NO_ISLAND};
 use crate::dynamics::contact::{match_impulses, PreviousPoints};
 use crate::dynamics::island;
+use crate::dynamics::recycle::Moving;
 use crate::dynamics::world::World;
 
 impl World {
@@ -23,6 +24,7 @@ impl World {
         sc.remove.resize(st.contacts.len(), false);
         sc.wake.clear();
         sc.recycler.begin(&st.bodies);
+        let moving = Moving::new(st.settings.tick_rate);
         let mut any_removed = false;
         // After the solve: the impulses it accumulated, for the next warm
         // start, in the contacts' key order.
@@ -84,6 +86,9 @@ impl World {
             // the impulses were stored just above, and a copy of the whole
             // manifold would load them back before those stores complete.
             let old = PreviousPoints::of(&c.manifold);
+            // Judged from the velocities now, and kept (state) until the
+            // pair is collided again.
+            c.direct = c.recycled && moving.fast(ba, bb);
             let renewed =
                 sc.recycler
                     .manifold(c.pair(), fresh, (ga, ba), (gb, bb), &mut c.manifold);
