@@ -184,6 +184,55 @@ fn velocities_set_then_a_snapshot_steps_as_the_original() {
     }
 }
 
+/// A shape added to a box of a standing stack, off its centre, then a
+/// snapshot before the next step; later the shape destroyed, and again.
+/// The box's centre of mass moves, and a recycled manifold's lever arms
+/// are fixed about the centre, so the box's contacts must be collided
+/// again in the world it came from, as the decoder recomputes them, awake
+/// or asleep (a sleeping box woken afterwards solves them).
+#[test]
+fn shapes_changed_then_a_snapshot_steps_as_the_original() {
+    for settle in [30, 400] {
+        let mut w = build_named("stack").unwrap();
+        steps(&mut w, settle);
+        let dynamic: Vec<BodyId> = w
+            .bodies()
+            .filter(|&id| w.body_kind(id).unwrap() == BodyKind::Dynamic)
+            .collect();
+        let boxed = dynamic[dynamic.len() / 2];
+        let asleep = !w.is_awake(boxed).unwrap();
+        assert_eq!(asleep, settle > 100, "settled {settle} steps");
+        let ball = ShapeGeometry::Circle(Circle {
+            center: Vec2::new(Scalar::ratio(3, 10), Scalar::ratio(3, 10)),
+            radius: Scalar::ratio(1, 10),
+        });
+        let added = w.create_shape(boxed, &ShapeDef::default(), ball).unwrap();
+        let decoded = |w: &World| {
+            let bytes = w.snapshot().to_bytes();
+            World::from_snapshot(&Snapshot::from_bytes(&bytes).unwrap())
+        };
+        let mut d = decoded(&w);
+        // Woken in both (if the shape did not wake it), the box solves its
+        // contacts.
+        for x in [&mut w, &mut d] {
+            x.set_awake(boxed, true).unwrap();
+        }
+        assert_eq!(
+            run(&mut d, 20),
+            run(&mut w, 20),
+            "settled {settle}: a shape added"
+        );
+        steps(&mut w, if asleep { 400 } else { 10 });
+        w.destroy_shape(added).unwrap();
+        let mut d = decoded(&w);
+        assert_eq!(
+            run(&mut d, 20),
+            run(&mut w, 20),
+            "settled {settle}: a shape destroyed"
+        );
+    }
+}
+
 fn awake_count(w: &World) -> usize {
     w.bodies().filter(|&id| w.is_awake(id).unwrap()).count()
 }

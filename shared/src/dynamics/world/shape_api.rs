@@ -342,7 +342,39 @@ impl World {
         bc.max_extent = far;
         bc.min_extent = near.unwrap_or(Scalar::ZERO);
         let b = &mut self.state.bodies[bi as usize];
-        b.center = b.transform.apply(local_center);
+        let center = b.transform.apply(local_center);
+        let moved = center != b.center;
+        b.center = center;
+        // A recycled manifold fixes its lever arms about the centre: the
+        // body's contacts are collided again before the next solve, as a
+        // snapshot taken now recomputes them on decoding. Awake, every
+        // contact of the body is collided; queued, its shapes make the step
+        // collide first (see `refresh_shapes`). A body whose shapes are all
+        // waiting for their first pair search has no contacts (and stays
+        // asleep if it was made asleep).
+        if !moved {
+            return;
+        }
+        let mut s = self.state.bodies[bi as usize].first_shape;
+        let mut searched = false;
+        while s != NONE {
+            let sh = &self.state.shapes[s as usize];
+            searched |= !sh.moved;
+            s = sh.next;
+        }
+        if !searched {
+            return;
+        }
+        self.wake_body(bi);
+        let mut s = self.state.bodies[bi as usize].first_shape;
+        while s != NONE {
+            let sh = &mut self.state.shapes[s as usize];
+            if !sh.moved {
+                sh.moved = true;
+                self.state.moved.push(s);
+            }
+            s = sh.next;
+        }
     }
 
     /// Re-makes the fat boxes of a teleported body's shapes, as Box2D's
