@@ -24,7 +24,7 @@ const GOLDEN: &[(&str, u64, u64)] = &[
     ("joint_grid", 40, 0x5cf2a10692c77034),
     ("tumbler", 60, 0xd3fc68062a4f9089),
     ("rain", 120, 0xbd078ba579102916),
-    ("spinner", 20, 0xf1eb1d14015a60c9),
+    ("spinner", 20, 0x5350490a7e62d098),
     ("bridge", 300, 0x9838386b0f789c07),
     ("pendulum", 300, 0x8874f413b9e86cab),
     ("newtons_cradle", 300, 0x3afeeb73908aa675),
@@ -243,7 +243,7 @@ fn golden_sandbox_game() {
 }
 
 const SANDBOX_TICKS: u64 = 240;
-const SANDBOX_GAME: u64 = 0x17aadc8fc8f5c792;
+const SANDBOX_GAME: u64 = 0xf7eed3e8bde2c8ca;
 
 /// Small enough for Miri (big-endian s390x emulation): a short stack run.
 #[test]

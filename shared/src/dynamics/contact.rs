@@ -23,8 +23,8 @@ pub struct Contact {
     pub(crate) shape_b: u32,
     pub(crate) body_a: u32,
     pub(crate) body_b: u32,
-    /// Encoded without its geometry, which the positions determine (see
-    /// `encoding::compact::manifold_state`).
+    /// Encoded without its geometry, which the positions and `direct`
+    /// determine (see `encoding::compact::manifold_state`).
     #[serde(with = "crate::encoding::compact::manifold_state")]
     pub(crate) manifold: Manifold,
     /// Mixed friction √(μa·μb).

@@ -116,13 +116,14 @@ pub(crate) fn recyclable(a: &ShapeGeometry, b: &ShapeGeometry) -> bool {
 ///
 /// Fast is a relative pose that moves a whole cell or a whole rotation
 /// step in one step, estimated from the velocities (state, so the
-/// decision is a function of the state): B's speed relative to A plus
-/// A's turn carrying B's position around it (in the L1 norm, which
-/// overestimates by at most √2), against [`GRID`] per step, or the
-/// relative turn against the rotation step (2⁻⁷ rad) per step. Where
-/// bodies tumble (`spinner`) nine in ten recycled manifolds renewed their
-/// basis every step; piles and stacks, whose bodies move together or
-/// rest, renew about one in 200 and stay recycled.
+/// decision is a function of the state): how fast B's origin moves in A's
+/// frame (its velocity less A's at that point, A's turn included: bodies
+/// turning together, a box carried round in a drum, do not move there), in
+/// the L1 norm (at most √2 times the length), against [`GRID`] per step,
+/// or the relative turn against the rotation step (2⁻⁷ rad) per step.
+/// Where bodies tumble (`spinner`) nine in ten recycled manifolds renewed
+/// their basis every step; piles and stacks, whose bodies move together
+/// or rest, renew about one in 200 and stay recycled.
 #[derive(Clone, Copy)]
 pub(crate) struct Moving {
     /// A cell a step, in m/s.
@@ -144,10 +145,14 @@ impl Moving {
     /// Whether bodies `a` and `b` move fast relative to each other.
     #[inline]
     pub(crate) fn fast(&self, a: &Body, b: &Body) -> bool {
-        let dv = b.linear_velocity - a.linear_velocity;
-        let d = b.transform.p - a.transform.p;
-        let carried = a.angular_velocity.abs() * (d.x.abs() + d.y.abs());
-        dv.x.abs() + dv.y.abs() + carried >= self.linear
+        // B's origin moves at v_b + ω_b × (p_b − c_b); A's body, at that
+        // point, at v_a + ω_a × (p_b − c_a). The difference is the rate of
+        // B's position in A's frame (turned by A's rotation).
+        let p = b.transform.p;
+        let u = (b.linear_velocity - a.linear_velocity)
+            + Vec2::scalar_cross(b.angular_velocity, p - b.center)
+            - Vec2::scalar_cross(a.angular_velocity, p - a.center);
+        u.x.abs() + u.y.abs() >= self.linear
             || (b.angular_velocity - a.angular_velocity).abs() >= self.angular
     }
 }
@@ -502,9 +507,10 @@ impl Recycler {
     /// keeps the bases that still hold: those of a restored contact whose
     /// two shapes `same` says are unchanged (a basis is a function of its
     /// pair's geometry and reference pose) and whose manifold was made from
-    /// it (the same point count and feature ids: a restored manifold may be
-    /// of another reference pose's basis, and a pass reuses a basis without
-    /// looking at the manifold's ids).
+    /// it (recycled, not taken directly, with the same point count and
+    /// feature ids: a restored manifold may be of another reference pose's
+    /// basis, or the narrow phase's at its poses, and a pass reuses a basis
+    /// without looking at the manifold's ids).
     pub(crate) fn retain_restored(&mut self, contacts: &[Contact], same: impl Fn(usize) -> bool) {
         let mut next = contacts.iter().peekable();
         self.bases.retain(|b| {
@@ -514,6 +520,7 @@ impl Recycler {
             };
             let m = &c.manifold;
             c.key() == b.pair
+                && !c.direct
                 && same((b.pair >> 32) as usize)
                 && same(b.pair as u32 as usize)
                 && m.count == b.count
@@ -689,35 +696,46 @@ mod tests {
 
     /// What [`Moving`] calls fast at 60 steps a second: a relative motion
     /// of a cell a step (1.875 m/s), or of a rotation step a step (0.469
-    /// rad/s), A's turn carrying B around it included; bodies moving
-    /// together are not, however fast.
+    /// rad/s), in A's frame: bodies moving or turning together are not,
+    /// however fast.
     #[test]
     fn pairs_moving_a_cell_a_step_are_fast() {
         let m = Moving::new(60);
-        let body = |x: i32, vx: Scalar, w: Scalar| {
+        let body = |x: i32, v: Vec2, w: Scalar| {
             let p = Vec2::new(fx(x), fx(2));
             Body {
                 transform: Transform::new(p, Rot::IDENTITY),
                 center: p,
-                linear_velocity: Vec2::new(vx, Scalar::ratio(-1, 3)),
+                linear_velocity: v + Vec2::new(Scalar::ZERO, Scalar::ratio(-1, 3)),
                 angular_velocity: w,
                 ..Body::vacant()
             }
         };
-        let z = Scalar::ZERO;
-        let rest = body(0, z, z);
-        assert!(!m.fast(&rest, &body(1, z, z)));
-        assert!(!m.fast(&rest, &body(1, Scalar::ratio(187, 100), z)));
-        assert!(m.fast(&rest, &body(1, Scalar::ratio(188, 100), z)));
-        assert!(m.fast(&body(1, Scalar::ratio(188, 100), z), &rest));
-        assert!(!m.fast(&rest, &body(1, z, Scalar::ratio(46, 100))));
-        assert!(m.fast(&rest, &body(1, z, Scalar::ratio(-47, 100))));
-        let (v, w) = (fx(30), Scalar::HALF);
+        let (z, zv) = (Scalar::ZERO, Vec2::ZERO);
+        let vx = |r: i64| Vec2::new(Scalar::ratio(r, 100), Scalar::ZERO);
+        let rest = body(0, zv, z);
+        assert!(!m.fast(&rest, &body(1, zv, z)));
+        assert!(!m.fast(&rest, &body(1, vx(187), z)));
+        assert!(m.fast(&rest, &body(1, vx(188), z)));
+        assert!(m.fast(&body(1, vx(188), z), &rest));
+        assert!(!m.fast(&rest, &body(1, zv, Scalar::ratio(46, 100))));
+        assert!(m.fast(&rest, &body(1, zv, Scalar::ratio(-47, 100))));
+        // Moving together.
+        let v = Vec2::new(fx(30), fx(-20));
         assert!(!m.fast(&body(0, v, z), &body(1, v, z)));
-        // Turning together: B a metre from A moves 0.5 m/s in A's frame,
-        // four metres away 2 m/s.
-        assert!(!m.fast(&body(0, z, w), &body(1, z, w)));
-        assert!(m.fast(&body(0, z, w), &body(4, z, w)));
+        // A turning at 0.25 rad/s under B at rest: B moves 1 m/s in A's
+        // frame four metres away, 2 m/s eight metres away; turning with A
+        // (B's velocity A's turn at B's centre), it does not move there.
+        let w = Scalar::ratio(1, 4);
+        assert!(!m.fast(&body(0, zv, w), &body(4, zv, z)));
+        assert!(m.fast(&body(0, zv, w), &body(8, zv, z)));
+        let carried = Vec2::new(Scalar::ZERO, fx(2));
+        assert!(!m.fast(&body(0, zv, w), &body(8, carried, w)));
+        // B spinning on its own about a centre off its origin moves its
+        // origin.
+        let mut spun = body(1, zv, Scalar::ratio(2, 10));
+        spun.center = spun.transform.p + Vec2::new(fx(10), Scalar::ZERO);
+        assert!(m.fast(&rest, &spun));
         assert_eq!(Moving::new(120).linear, GRID * fx(120));
     }
 

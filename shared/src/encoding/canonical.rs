@@ -38,8 +38,9 @@
 //!    taken at the current poses instead of recycled (`direct`: decided
 //!    from the velocities when it was collided). The manifold's geometry (normal,
 //!    world points, separations) is not written: a step ends by colliding
-//!    every contact of a body that moved, so it is `collide` of the two
-//!    shapes at their current transforms. Decoding recomputes it and refuses
+//!    every contact of a body that moved, so it is a function of the two
+//!    shapes at their current transforms and the direct flag (recycled or
+//!    the narrow phase's). Decoding recomputes it and refuses
 //!    a state whose recomputed points do not carry the stored feature ids,
 //!    or whose touching flag disagrees (`World::refresh_manifolds`, in `dynamics/world/derived.rs`);
 //! 8. `moved` — shapes waiting for the next pair search;

@@ -69,7 +69,8 @@ impl Serialize for Manifold {
 ///
 /// The geometry (normal, points, separations) is left out: a step ends by
 /// colliding every contact of a body that moved, so a manifold is always
-/// `collide` of its shapes at their current transforms, and the decoder
+/// the one its shapes give at their current transforms (recycled, or the
+/// narrow phase's, as the contact's `direct` flag says), and the decoder
 /// recomputes it from them (`snapshot`, which also checks that the
 /// recomputed points carry the stored feature ids). A decoded manifold
 /// holds zero geometry until then.

@@ -23,7 +23,9 @@
 //!
 //! Prepare, substeps and finish are *the solve*; a step with nothing awake
 //! skips them. Collision runs last, so the manifolds a step leaves are a
-//! function of the positions it leaves. Shapes created since the last step
+//! function of the positions it leaves (and of each contact's direct flag,
+//! decided there from the velocities: recycled or the narrow phase's at
+//! the current poses). Shapes created since the last step
 //! get their pairs and collide first, before the solve.
 //!
 //! Sensor pairs are contacts too, flagged `sensor`: collide tests them for
