@@ -50,7 +50,13 @@ impl World {
             let active_a = ba.awake && ba.kind != BodyKind::Static;
             let active_b = bb.awake && bb.kind != BodyKind::Static;
             let active = active_a || active_b;
-            if !active && !c.fresh {
+            // Before the solve, the contacts of a body queued as moved are
+            // collided even asleep (a body teleported, then put to sleep):
+            // a snapshot taken before the step recomputed them on decoding.
+            let queued = !after_solve
+                && (sc.moved_bodies.get(c.body_a as usize) == Some(&true)
+                    || sc.moved_bodies.get(c.body_b as usize) == Some(&true));
+            if !active && !c.fresh && !queued {
                 sc.recycler.keep_idle(c.pair());
                 continue;
             }

@@ -58,6 +58,10 @@ pub(crate) struct Scratch {
     pub(crate) new_contacts: Vec<Contact>,
     pub(crate) remove: Vec<bool>,
     pub(crate) wake: Vec<u32>,
+    /// Per body slot, whether one of its shapes was queued as moved before
+    /// this step (teleported, or its centre moved): the step's first
+    /// collide collides its contacts even where both bodies sleep.
+    pub(crate) moved_bodies: Vec<bool>,
     /// Solver slots of the bodies of every touching contact, then every
     /// joint, being solved this step (for the islands).
     pub(crate) links: Vec<(u32, u32)>,
