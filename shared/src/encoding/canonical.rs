@@ -43,6 +43,8 @@
 //!    the narrow phase's). Decoding recomputes it and refuses
 //!    a state whose recomputed points do not carry the stored feature ids,
 //!    or whose touching flag disagrees (`World::refresh_manifolds`, in `dynamics/world/derived.rs`);
+//!    the contacts of a body with a shape in `moved` (moved through the API
+//!    since the last step) are left as stored, for the next step's collide;
 //! 8. `moved` — shapes waiting for the next pair search;
 //! 9. `joints` — every joint slot, live or free: generation, alive, body A
 //!    and B slots, local anchors A and B, reference rotation (cos, sin),

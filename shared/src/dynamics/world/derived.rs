@@ -20,11 +20,30 @@ impl World {
     /// Every step ends by colliding the contacts of the bodies that moved,
     /// and nothing else moves a body, so on a state a step left behind
     /// this reproduces the manifolds exactly.
+    ///
+    /// Between steps the API may have moved a body (a teleport, a centre
+    /// moved by a shape): its shapes are then queued, its contacts still
+    /// hold the manifolds of before, and the next step collides them before
+    /// its solve (even asleep), reading only their feature ids, impulses
+    /// and persisted flags. Those contacts keep what was decoded, unchecked
+    /// and without geometry, and no basis: the next step renews them from
+    /// the stored points as the world they came from does (a basis kept
+    /// there is of the same key, or renewed there too).
     pub(crate) fn refresh_manifolds(&mut self) -> Result<(), &'static str> {
         let st = &mut self.state;
         let sc = &mut self.scratch;
         sc.recycler.forget();
         sc.recycler.begin(&st.bodies);
+        let queued = &mut sc.moved_bodies;
+        queued.clear();
+        queued.resize(st.bodies.len(), false);
+        for &s in &st.moved {
+            if let Some(sh) = st.shapes.get(s as usize) {
+                if let Some(q) = queued.get_mut(sh.body as usize) {
+                    *q = true;
+                }
+            }
+        }
         for c in st.contacts.iter_mut() {
             if c.sensor {
                 if c.manifold.count != 0 {
@@ -45,6 +64,11 @@ impl World {
             // instead (one state, one encoding).
             if c.direct && !c.recycled {
                 return Err("contact direct flag");
+            }
+            if queued.get(c.body_a as usize) == Some(&true)
+                || queued.get(c.body_b as usize) == Some(&true)
+            {
+                continue;
             }
             let mut m = Manifold::EMPTY;
             let pair = c.pair();

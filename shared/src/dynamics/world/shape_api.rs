@@ -346,12 +346,11 @@ impl World {
         let moved = center != b.center;
         b.center = center;
         // A recycled manifold fixes its lever arms about the centre: the
-        // body's contacts are collided again before the next solve, as a
-        // snapshot taken now recomputes them on decoding. Awake, every
-        // contact of the body is collided; queued, its shapes make the step
-        // collide first (see `refresh_shapes`). A body whose shapes are all
-        // waiting for their first pair search has no contacts (and stays
-        // asleep if it was made asleep).
+        // body's contacts are collided again before the next solve. Its
+        // shapes queued, the step collides first (see `refresh_shapes`),
+        // the body's contacts even asleep, and a snapshot taken now
+        // leaves them to that collide on decoding. A body whose shapes are
+        // all waiting for their first pair search has no contacts.
         if !moved {
             return;
         }
@@ -365,7 +364,6 @@ impl World {
         if !searched {
             return;
         }
-        self.wake_body(bi);
         let mut s = self.state.bodies[bi as usize].first_shape;
         while s != NONE {
             let sh = &mut self.state.shapes[s as usize];
