@@ -35,15 +35,7 @@ impl World {
         sc.recycler.forget();
         sc.recycler.begin(&st.bodies);
         let queued = &mut sc.moved_bodies;
-        queued.clear();
-        queued.resize(st.bodies.len(), false);
-        for &s in &st.moved {
-            if let Some(sh) = st.shapes.get(s as usize) {
-                if let Some(q) = queued.get_mut(sh.body as usize) {
-                    *q = true;
-                }
-            }
-        }
+        st.mark_queued_bodies(queued);
         for c in st.contacts.iter_mut() {
             if c.sensor {
                 if c.manifold.count != 0 {

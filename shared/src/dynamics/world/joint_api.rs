@@ -165,15 +165,7 @@ impl World {
             let (na, nb) = (count(&self.state, j.body_a), count(&self.state, j.body_b));
             let body = if na <= nb { j.body_a } else { j.body_b };
             if self.state.bodies[body as usize].alive {
-                let mut s = self.state.bodies[body as usize].first_shape;
-                while s != NONE {
-                    let sh = &mut self.state.shapes[s as usize];
-                    if !sh.moved {
-                        sh.moved = true;
-                        self.state.moved.push(s);
-                    }
-                    s = sh.next;
-                }
+                self.state.queue_shapes(body);
             }
         }
         let jj = &mut self.state.joints[i as usize];

@@ -361,17 +361,8 @@ impl World {
             searched |= !sh.moved;
             s = sh.next;
         }
-        if !searched {
-            return;
-        }
-        let mut s = self.state.bodies[bi as usize].first_shape;
-        while s != NONE {
-            let sh = &mut self.state.shapes[s as usize];
-            if !sh.moved {
-                sh.moved = true;
-                self.state.moved.push(s);
-            }
-            s = sh.next;
+        if searched {
+            self.state.queue_shapes(bi);
         }
     }
 
@@ -403,12 +394,9 @@ impl World {
                 };
                 tree.move_proxy(sh.proxy, sh.fat_aabb);
             }
-            if !sh.moved {
-                sh.moved = true;
-                self.state.moved.push(s);
-            }
             s = sh.next;
         }
+        self.state.queue_shapes(bi);
     }
 }
 

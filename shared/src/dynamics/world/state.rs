@@ -8,7 +8,7 @@
 
 use super::def::WorldDef;
 use crate::collision::DynamicTree;
-use crate::dynamics::body::{Body, BodyConfig};
+use crate::dynamics::body::{Body, BodyConfig, NONE};
 use crate::dynamics::contact::Contact;
 use crate::dynamics::joint::{Joint, JointFilter};
 use crate::dynamics::shape::Shape;
@@ -76,6 +76,37 @@ impl WorldState {
     #[inline]
     pub(crate) fn config_mut(&mut self, i: u32) -> &mut BodyConfig {
         &mut Arc::make_mut(&mut self.body_config)[i as usize]
+    }
+
+    /// Queues every shape of body slot `bi` as moved (those not queued
+    /// yet): the next step searches their pairs and collides the body's
+    /// contacts before its solve.
+    pub(crate) fn queue_shapes(&mut self, bi: u32) {
+        let mut s = self.bodies[bi as usize].first_shape;
+        while s != NONE {
+            let sh = &mut self.shapes[s as usize];
+            if !sh.moved {
+                sh.moved = true;
+                self.moved.push(s);
+            }
+            s = sh.next;
+        }
+    }
+
+    /// `marks[b]`: whether body slot `b` has a shape queued as moved (one
+    /// entry per body slot).
+    pub(crate) fn mark_queued_bodies(&self, marks: &mut Vec<bool>) {
+        marks.clear();
+        marks.resize(self.bodies.len(), false);
+        for &s in &self.moved {
+            if let Some(m) = self
+                .shapes
+                .get(s as usize)
+                .and_then(|sh| marks.get_mut(sh.body as usize))
+            {
+                *m = true;
+            }
+        }
     }
 }
 

@@ -53,10 +53,11 @@ impl World {
             // Before the solve, the contacts of a body queued as moved are
             // collided even asleep (a body teleported, then put to sleep):
             // a snapshot taken before the step recomputed them on decoding.
-            let queued = !after_solve
-                && (sc.moved_bodies.get(c.body_a as usize) == Some(&true)
-                    || sc.moved_bodies.get(c.body_b as usize) == Some(&true));
-            if !active && !c.fresh && !queued {
+            let queued = || {
+                let marked = |b: u32| sc.moved_bodies.get(b as usize) == Some(&true);
+                !after_solve && (marked(c.body_a) || marked(c.body_b))
+            };
+            if !active && !c.fresh && !queued() {
                 sc.recycler.keep_idle(c.pair());
                 continue;
             }

@@ -160,13 +160,8 @@ impl World {
         self.events.begin_step();
         self.broken_joints.clear();
         if !self.state.moved.is_empty() {
-            let st = &self.state;
-            let marks = &mut self.scratch.moved_bodies;
-            marks.clear();
-            marks.resize(st.bodies.len(), false);
-            for &s in &st.moved {
-                marks[st.shapes[s as usize].body as usize] = true;
-            }
+            self.state
+                .mark_queued_bodies(&mut self.scratch.moved_bodies);
             self.pairs();
             self.collide(false);
         }
