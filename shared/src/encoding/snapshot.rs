@@ -477,6 +477,50 @@ mod tests {
         );
     }
 
+    /// A crafted state that queues a body's shape as moved has that body's
+    /// contacts decoded unchecked (they wait for the next step's collide):
+    /// feature ids no shape has, a touching flag that lies, a second point
+    /// nobody made and extreme impulses all decode, and the step that
+    /// follows collides them afresh without panicking (debug builds check
+    /// overflow), leaving every manifold consistent with its shapes.
+    #[test]
+    fn queued_contacts_with_crafted_points_are_collided_afresh() {
+        let snap = edited(|st| {
+            let k = st
+                .contacts
+                .iter()
+                .position(|c| c.manifold.count > 0 && !c.sensor)
+                .expect("a touching contact");
+            let body = st.contacts[k].body_b;
+            let shape = st.bodies[body as usize].first_shape;
+            st.shapes[shape as usize].moved = true;
+            st.moved.push(shape);
+            let c = &mut st.contacts[k];
+            c.touching = false;
+            c.manifold.count = 2;
+            for (i, p) in c.manifold.points.iter_mut().enumerate() {
+                p.id = 0xfff0 + i as u16;
+                p.normal_impulse = Scalar::MAX;
+                p.tangent_impulse = Scalar::MIN;
+                p.persisted = true;
+            }
+        })
+        .expect("the queued contact is left to the next step");
+        let mut w = World::from_snapshot(&snap);
+        for _ in 0..30 {
+            w.step();
+        }
+        let again = Snapshot::from_bytes(&w.snapshot().to_bytes());
+        assert!(
+            again.is_ok(),
+            "after a step every contact checks: {again:?}"
+        );
+        for c in &w.state.contacts {
+            assert_eq!(c.touching, c.manifold.count > 0);
+            assert!(c.manifold.points().iter().all(|p| p.id < 0xfff0));
+        }
+    }
+
     /// A contact's direct flag (its manifold taken at the current poses,
     /// not recycled) decodes only on a pair that could be recycled, and the
     /// flag is state: a recyclable pair decodes with either value, each
