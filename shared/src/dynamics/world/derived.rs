@@ -64,7 +64,8 @@ impl World {
             }
             let mut m = Manifold::EMPTY;
             let pair = c.pair();
-            sc.recycler.manifold(pair, true, (ga, ba), (gb, bb), &mut m);
+            sc.recycler
+                .manifold(pair, true, (ga, ba), (gb, bb), &mut m, None);
             if m.count != c.manifold.count
                 || m.points()
                     .iter()

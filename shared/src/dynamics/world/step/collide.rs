@@ -96,9 +96,12 @@ impl World {
             // Judged from the velocities now, and kept (state) until the
             // pair is collided again.
             c.direct = c.recycled && moving.fast(ba, bb);
+            // A contact that touched reports no event while it touches:
+            // its carry may wait for the pass's end (`carry_deferred`).
+            let defer = c.touching.then_some(k as u32);
             let renewed =
                 sc.recycler
-                    .manifold(c.pair(), fresh, (ga, ba), (gb, bb), &mut c.manifold);
+                    .manifold(c.pair(), fresh, (ga, ba), (gb, bb), &mut c.manifold, defer);
             if renewed {
                 match_impulses(&mut c.manifold, &old);
             } else {
@@ -138,6 +141,9 @@ impl World {
         }
         // Nothing removes a contact between the solve and here.
         debug_assert_eq!(next, solved.len(), "a solved contact was not stored");
+        // The deferred carries, before the list is compacted (they name
+        // places in it).
+        sc.recycler.carry_deferred(&mut st.contacts, &st.bodies);
         if any_removed {
             // Compact by runs: each run of kept contacts moves as one block.
             let remove = &sc.remove;
