@@ -499,6 +499,7 @@ impl Recycler {
         self.refs.resize(bodies.len(), BodyRef::UNSET);
         self.pass += 1;
         self.bases.begin();
+        debug_assert!(self.carries.is_empty(), "a pass's carries were not made");
         self.carries.clear();
     }
 
@@ -823,7 +824,7 @@ fn carry_lanes(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::math::fx;
+    use crate::math::{fx, WORLD_BOUND};
 
     fn xf(x: Scalar, y: Scalar, angle: Scalar) -> Transform {
         Transform::new(Vec2::new(x, y), Rot::from_angle(angle))
@@ -1000,8 +1001,9 @@ mod tests {
     /// Carries deferred to the pass's end (`carry_lanes`, in chunks of
     /// every size up to two vectors and more) give the bits of carrying
     /// each at once (`update_manifold`): two-point manifolds of boxes on
-    /// boxes and one-point ones of balls on boxes, bodies with centres off
-    /// their origins, each pair moved a little since its basis was made.
+    /// boxes and one-point ones of balls on boxes, anywhere within the
+    /// world's bounds, bodies with centres off their origins, each pair
+    /// moved a little since its basis was made.
     #[test]
     fn deferred_carries_are_the_immediate_ones() {
         use crate::dynamics::shape::Shape;
@@ -1025,7 +1027,9 @@ mod tests {
                 } else {
                     &boxed
                 };
-                let base = Vec2::new(next(fx(50)), next(fx(50)));
+                // Anywhere in the world, to its bounds.
+                let reach = WORLD_BOUND - fx(10);
+                let base = Vec2::new(next(reach), next(reach));
                 let a = xf(base.x, base.y, next(Scalar::ratio(1, 20)));
                 let b = xf(
                     base.x + next(Scalar::ratio(4, 10)),
