@@ -3,7 +3,7 @@
 
 use super::canonical::CONFIG;
 use crate::dynamics::{World, WorldState};
-use crate::math::{Scalar, Vec2, WORLD_BOUND};
+use crate::math::{Rot, Scalar, Vec2, WORLD_BOUND};
 
 /// Largest snapshot accepted by [`Snapshot::from_bytes`]: 64 MiB.
 pub const MAX_SNAPSHOT_BYTES: usize = 64 << 20;
@@ -332,6 +332,17 @@ fn unit_ish(v: Vec2) -> bool {
     within(v, Scalar::TWO)
 }
 
+/// A body's rotation: its components within ±2 and its squared length
+/// within 2⁻¹⁰ of one. Every rotation the API and stepping make is
+/// normalised (off by under 10⁻⁶). Collision and the recycled carry
+/// multiply rotations by coordinates, and the carry's lanes give the
+/// scalar products' bits only for operands below 2³¹ (`math/wide/bits.rs`):
+/// a rotation far from unit scaled them toward that.
+fn unit_rotation(q: Rot) -> bool {
+    let off = q.c * q.c + q.s * q.s - Scalar::ONE;
+    unit_ish(Vec2::new(q.c, q.s)) && off.abs() <= Scalar::from_bits(1 << 22)
+}
+
 /// How far from the origin derived positions may lie: a body at the world's
 /// edge carries shapes (and their boxes and contact points) up to its extent
 /// beyond it, and a shape's local coordinates reach across the world. Four
@@ -350,7 +361,7 @@ const FAR: Scalar = WORLD_BOUND.shl(2);
 /// their sign.
 fn body_in_range(b: &crate::dynamics::Body, c: &crate::dynamics::BodyConfig) -> bool {
     let non_negative = |v: &Scalar| *v >= Scalar::ZERO;
-    unit_ish(Vec2::new(b.transform.q.c, b.transform.q.s))
+    unit_rotation(b.transform.q)
         && within(b.center, FAR)
         && non_negative(&b.sleep_time)
         && within(c.local_center, FAR)
@@ -558,6 +569,56 @@ mod tests {
             World::from_snapshot(&flipped).state_hash(),
             World::from_snapshot(&plain).state_hash()
         );
+    }
+
+    /// A body's rotation must be a unit one, to normalising's error: one
+    /// of length 1.5 (which no API call or step makes) is refused, one off
+    /// by 2⁻¹² in each component decodes and steps.
+    #[test]
+    fn a_rotation_off_the_unit_circle_is_refused() {
+        let with_rotation = |q: Rot| {
+            edited(|st| {
+                let i = st
+                    .bodies
+                    .iter()
+                    .position(|b| b.alive && b.kind == crate::dynamics::BodyKind::Dynamic)
+                    .expect("a dynamic body");
+                st.bodies[i].transform.q = q;
+            })
+        };
+        let off = Scalar::from_bits(1 << 20);
+        for bad in [
+            Rot {
+                c: Scalar::ratio(3, 2),
+                s: Scalar::ZERO,
+            },
+            Rot {
+                c: Scalar::ZERO,
+                s: -Scalar::ratio(3, 2),
+            },
+            Rot {
+                c: Scalar::HALF,
+                s: Scalar::HALF,
+            },
+            Rot {
+                c: Scalar::ZERO,
+                s: Scalar::ZERO,
+            },
+        ] {
+            match with_rotation(bad) {
+                Err(SnapshotError::Invalid(m)) => assert_eq!(m, "body value out of range"),
+                other => panic!("rotation {bad:?} decoded: {:?}", other.map(|s| s.tick())),
+            }
+        }
+        let fine = Rot {
+            c: Scalar::ONE + off,
+            s: off,
+        };
+        let snap = with_rotation(fine).expect("within normalising's error");
+        let mut w = World::from_snapshot(&snap);
+        for _ in 0..10 {
+            w.step();
+        }
     }
 
     /// A body's smallest extent (what decides whether a step of the body
