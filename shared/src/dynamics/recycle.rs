@@ -751,35 +751,23 @@ fn carry_lanes(
     fn w(f: impl Fn(usize) -> Scalar) -> Wide {
         Wide::from_fn(f)
     }
+    // A rotation and a point of each lane: c, s, x, y.
+    fn w4(f: impl Fn(usize) -> (Rot, Vec2)) -> [Wide; 4] {
+        [
+            w(|i| f(i).0.c),
+            w(|i| f(i).0.s),
+            w(|i| f(i).1.x),
+            w(|i| f(i).1.y),
+        ]
+    }
     // The normal: A's basis normal at A's reference rotation.
-    let (rc, rs) = (w(|i| ras[i].rot.c), w(|i| ras[i].rot.s));
-    let (bnx, bny) = (w(|i| bs[i].normal.x), w(|i| bs[i].normal.y));
+    let [rc, rs, bnx, bny] = w4(|i| (ras[i].rot, bs[i].normal));
     let nx = rc * bnx - rs * bny;
     let ny = rs * bnx + rc * bny;
-    let (qac, qas, pax0, pay0) = (
-        w(|i| xas[i].q.c),
-        w(|i| xas[i].q.s),
-        w(|i| xas[i].p.x),
-        w(|i| xas[i].p.y),
-    );
-    let (qbc, qbs, pbx0, pby0) = (
-        w(|i| xbs[i].q.c),
-        w(|i| xbs[i].q.s),
-        w(|i| xbs[i].p.x),
-        w(|i| xbs[i].p.y),
-    );
-    let (bac, bas, cax, cay) = (
-        w(|i| ras[i].back.c),
-        w(|i| ras[i].back.s),
-        w(|i| ras[i].center.x),
-        w(|i| ras[i].center.y),
-    );
-    let (bbc, bbs, cbx, cby) = (
-        w(|i| rbs[i].back.c),
-        w(|i| rbs[i].back.s),
-        w(|i| rbs[i].center.x),
-        w(|i| rbs[i].center.y),
-    );
+    let [qac, qas, pax0, pay0] = w4(|i| (xas[i].q, xas[i].p));
+    let [qbc, qbs, pbx0, pby0] = w4(|i| (xbs[i].q, xbs[i].p));
+    let [bac, bas, cax, cay] = w4(|i| (ras[i].back, ras[i].center));
+    let [bbc, bbs, cbx, cby] = w4(|i| (rbs[i].back, rbs[i].center));
     let half = Wide::splat(Scalar::HALF);
     let nxs = nx.to_array();
     let nys = ny.to_array();

@@ -571,6 +571,14 @@ mod tests {
         );
     }
 
+    /// The place of the first live dynamic body of `st`.
+    fn first_dynamic(st: &WorldState) -> usize {
+        st.bodies
+            .iter()
+            .position(|b| b.alive && b.kind == crate::dynamics::BodyKind::Dynamic)
+            .expect("a dynamic body")
+    }
+
     /// A body's rotation must be a unit one, to normalising's error: one
     /// of length 1.5 (which no API call or step makes) is refused, one off
     /// by 2⁻¹² in each component decodes and steps.
@@ -578,11 +586,7 @@ mod tests {
     fn a_rotation_off_the_unit_circle_is_refused() {
         let with_rotation = |q: Rot| {
             edited(|st| {
-                let i = st
-                    .bodies
-                    .iter()
-                    .position(|b| b.alive && b.kind == crate::dynamics::BodyKind::Dynamic)
-                    .expect("a dynamic body");
+                let i = first_dynamic(st);
                 st.bodies[i].transform.q = q;
             })
         };
@@ -631,11 +635,7 @@ mod tests {
         // The stack's first dynamic body, with its smallest extent set to `v`.
         let with_min_extent = |v: Scalar| {
             edited(|st| {
-                let i = st
-                    .bodies
-                    .iter()
-                    .position(|b| b.alive && b.kind == crate::dynamics::BodyKind::Dynamic)
-                    .expect("a dynamic body");
+                let i = first_dynamic(st);
                 std::sync::Arc::make_mut(&mut st.body_config)[i].min_extent = v;
             })
         };
