@@ -61,7 +61,7 @@
 
 use super::body::Body;
 use super::contact::Contact;
-use super::solver::{ContactCold, Impulses, InvMass, Softness, SolverBody, States};
+use super::solver::{cold_entry, ContactCold, Impulses, InvMass, Softness, SolverBody, States};
 use crate::math::{prefetch, Coef, CoefV, Mask, Scalar, Wide};
 
 pub(crate) use crate::math::LANES;
@@ -667,7 +667,7 @@ impl Graph {
             &mut self.cold[from..to],
             &self.lane_of[from * LANES..to * LANES],
             inp,
-            (cold, 0),
+            cold,
         );
     }
 
@@ -703,16 +703,17 @@ impl Graph {
         let mut colds = &mut self.cold[..used];
         let mut cold = cold;
         let mut parts = Vec::with_capacity(cuts.len());
-        for (g, &(key, bundle)) in cuts.iter().enumerate() {
+        for (g, &(_, bundle)) in cuts.iter().enumerate() {
             let (end_key, end) = cuts.get(g + 1).copied().unwrap_or((usize::MAX, used));
             let (b, rest) = core::mem::take(&mut bundles).split_at_mut(end - bundle);
             bundles = rest;
             let (c, rest) = core::mem::take(&mut colds).split_at_mut(end - bundle);
             colds = rest;
-            let split = end_key.min(key + cold.len()) - key;
+            // The cold entries of the range's contacts (in key order).
+            let split = cold.partition_point(|e| (e.place as usize) < end_key);
             let (k, rest) = core::mem::take(&mut cold).split_at_mut(split);
             cold = rest;
-            parts.push((b, c, &lane_of[bundle * LANES..end * LANES], (k, key)));
+            parts.push((b, c, &lane_of[bundle * LANES..end * LANES], k));
         }
         let mut parts = parts.into_iter();
         let first = parts.next();
@@ -752,7 +753,8 @@ impl Graph {
             }
             let top = bcold.max_normal_impulse.map(Wide::to_array);
             for (i, &index) in bcold.index.iter().enumerate() {
-                if let Some(cold) = cold.get_mut(index as usize) {
+                // Only the contacts that report hits have an entry.
+                if let Some(cold) = cold_entry(cold, index) {
                     cold.max_normal_impulse = [top[0][i], top[1][i]];
                 }
             }
@@ -802,7 +804,7 @@ fn prepare_bundles(
     colds: &mut [BundleCold],
     lane_of: &[u32],
     inp: PrepareInputs<'_>,
-    (cold, base): (&mut [ContactCold], usize),
+    cold: &mut [ContactCold],
 ) {
     let PrepareInputs {
         contacts,
@@ -871,9 +873,11 @@ fn prepare_bundles(
                 let Some(&ci) = order.get(k as usize) else {
                     continue;
                 };
-                let c = &contacts[ci as usize];
-                let entry = (k as usize).checked_sub(base).and_then(|k| cold.get_mut(k));
-                if let (true, Some(cold)) = (c.hit_events, entry) {
+                // Only the contacts that report hits have an entry.
+                if !contacts[ci as usize].hit_events {
+                    continue;
+                }
+                if let Some(cold) = cold_entry(cold, k) {
                     cold.relative_velocity = [rv[0][i], rv[1][i]];
                 }
             }

@@ -214,8 +214,8 @@ pub(crate) struct ContactConstraint {
     /// Solver-state slots (0 = static dummy).
     pub a: u32,
     pub b: u32,
-    /// Position of the contact in the step's key-ordered lists ([`ContactCold`],
-    /// [`Impulses`]).
+    /// Its entry in the step's cold list ([`ContactCold`], which holds its
+    /// place in the key-ordered [`Impulses`]).
     pub cold_index: u32,
     /// Whether one side is static or kinematic (the stiffer softness).
     pub against_static: bool,
@@ -229,11 +229,16 @@ pub(crate) struct ContactConstraint {
 }
 
 /// The parts of a prepared contact the substep loop never reads, kept
-/// apart so the solver streams less memory.
+/// apart so the solver streams less memory. Only the contacts solved one
+/// at a time (the overflow) and those that report hit events have one, in
+/// key order: a bundled contact's restitution and approach speeds are its
+/// bundle's ([`cold_entry`] finds a contact's entry by its place).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct ContactCold {
     /// Index of the contact in the world's contact list.
     pub contact: u32,
+    /// Its place in the step's key-ordered list ([`Impulses`]).
+    pub place: u32,
     /// The contact reports hit events.
     pub hit_events: bool,
     pub restitution: Scalar,
@@ -247,16 +252,25 @@ pub(crate) struct ContactCold {
 }
 
 impl ContactCold {
-    /// The entry of contact `ci`, before solving.
-    pub(crate) fn new(ci: u32, c: &super::Contact) -> ContactCold {
+    /// The entry of contact `ci`, at place `k` in the key-ordered list,
+    /// before solving.
+    pub(crate) fn new(ci: u32, k: u32, c: &super::Contact) -> ContactCold {
         ContactCold {
             contact: ci,
+            place: k,
             hit_events: c.hit_events,
             restitution: c.restitution,
             relative_velocity: [Scalar::ZERO; 2],
             max_normal_impulse: [Scalar::ZERO; 2],
         }
     }
+}
+
+/// The cold entry of the contact at place `k` in the key-ordered list, if
+/// it has one (`cold` is in key order).
+pub(crate) fn cold_entry(cold: &mut [ContactCold], k: u32) -> Option<&mut ContactCold> {
+    let i = cold.binary_search_by_key(&k, |e| e.place).ok()?;
+    cold.get_mut(i)
 }
 
 /// What the solve accumulated at a contact's points, for the next warm
@@ -505,14 +519,17 @@ pub(crate) fn store_impulses(
     max: bool,
 ) {
     for c in constraints {
-        let k = c.cold_index as usize;
-        if let Some(out) = impulses.get_mut(k) {
+        // Every constraint solved one at a time has an entry.
+        let Some(cold) = cold.get_mut(c.cold_index as usize) else {
+            continue;
+        };
+        if let Some(out) = impulses.get_mut(cold.place as usize) {
             for (j, cp) in c.points.iter().enumerate() {
                 out.normal[j] = cp.normal_impulse;
                 out.tangent[j] = cp.tangent_impulse;
             }
         }
-        if let (true, Some(cold)) = (max, cold.get_mut(k)) {
+        if max {
             for (j, cp) in c.points.iter().enumerate() {
                 cold.max_normal_impulse[j] = cp.max_normal_impulse;
             }
@@ -535,13 +552,12 @@ mod tests {
         );
     }
 
-    /// A contact's impulses are half a line, and the cold entry without
-    /// them 48 bytes (what the step writes and reads per solved contact).
+    /// A contact's impulses are half a line (what the step writes and
+    /// reads per solved contact).
     #[test]
     fn impulses_are_half_a_line() {
         use core::mem::{align_of, size_of};
         assert_eq!((size_of::<Impulses>(), align_of::<Impulses>()), (32, 32));
-        assert_eq!(size_of::<ContactCold>(), 48);
     }
 
     #[test]

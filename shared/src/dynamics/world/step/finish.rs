@@ -146,3 +146,96 @@ impl World {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{BodyDef, Polygon, Scalar, ShapeDef, ShapeGeometry, Vec2, World, WorldDef};
+
+    /// A bed of small boxes, every third without hit events and every
+    /// other one bouncy, dropped in staggered rows onto three free planks
+    /// (sixty boxes each, more than a window's colours for one moving body,
+    /// so some of their contacts are solved one at a time) and onto the
+    /// ground: enough touching contacts for two threads' ranges.
+    fn bed() -> World {
+        let mut w = World::new(WorldDef::default()).unwrap();
+        let g = w
+            .create_body(&BodyDef::fixed(Vec2::from_ints(0, -1)))
+            .unwrap();
+        let wide = ShapeGeometry::Polygon(Polygon::make_box(Scalar::from_int(60), Scalar::ONE));
+        w.create_shape(g, &ShapeDef::default(), wide).unwrap();
+        let plank =
+            ShapeGeometry::Polygon(Polygon::make_box(Scalar::from_int(9), Scalar::ratio(1, 8)));
+        for p in 0..3 {
+            let b = w
+                .create_body(&BodyDef::dynamic(Vec2::new(
+                    Scalar::from_int(p * 20 - 20),
+                    Scalar::ratio(1, 8),
+                )))
+                .unwrap();
+            w.create_shape(b, &ShapeDef::default(), plank).unwrap();
+        }
+        let small =
+            ShapeGeometry::Polygon(Polygon::make_box(Scalar::ratio(1, 8), Scalar::ratio(1, 8)));
+        for row in 0..8 {
+            for col in 0..330 {
+                let def = ShapeDef {
+                    enable_hit_events: col % 3 != 0,
+                    restitution: if col % 2 == 0 {
+                        Scalar::ratio(1, 2)
+                    } else {
+                        Scalar::ZERO
+                    },
+                    ..ShapeDef::default()
+                };
+                let x = Scalar::ratio(col * 3 - 495, 10) + Scalar::ratio(row % 2, 20);
+                let y = Scalar::ratio(row * 4 + 6, 10) + Scalar::ratio(col % 7, 40);
+                let b = w.create_body(&BodyDef::dynamic(Vec2::new(x, y))).unwrap();
+                w.create_shape(b, &def, small).unwrap();
+            }
+        }
+        w
+    }
+
+    /// Hit events and bounces from bundled contacts and from the overflow,
+    /// for contacts that report hits beside ones that do not, on one thread
+    /// and on two: every step's state hash and event digest fold into the
+    /// values recorded when every solved contact had a cold entry (9f3c4a4;
+    /// now only the overflow's and those reporting hits have one).
+    #[test]
+    fn hits_from_bundles_and_the_overflow_keep_their_bits() {
+        let run = |threads: usize| {
+            let mut w = bed();
+            w.set_threads(threads).unwrap();
+            let (mut digest, mut hits, mut overflow_hits) = (0u64, 0usize, 0usize);
+            for _ in 0..50 {
+                w.step();
+                hits += w.contact_events().hit.len();
+                // The step's buffers are the thread's: look at them here.
+                w.take_shared_scratch();
+                let sc = &w.scratch;
+                overflow_hits += sc
+                    .constraints
+                    .iter()
+                    .filter(|c| {
+                        w.state.contacts
+                            [sc.constraints_cold[c.cold_index as usize].contact as usize]
+                            .hit_events
+                    })
+                    .count();
+                for v in [w.state_hash(), w.event_hash()] {
+                    digest = (digest ^ v).wrapping_mul(0x0000_0100_0000_01b3);
+                }
+            }
+            (digest, hits, overflow_hits, w.touching_contact_count())
+        };
+        let (digest, hits, overflow_hits, touching) = run(1);
+        assert!(touching > 2 * 1024, "{touching} touching contacts");
+        assert!(hits > 200, "{hits} hits");
+        assert!(
+            overflow_hits > 10,
+            "{overflow_hits} overflow contacts with hit events"
+        );
+        assert_eq!(run(2).0, digest, "two threads");
+        assert_eq!(digest, 0xacff_c31c_7538_a143);
+    }
+}
