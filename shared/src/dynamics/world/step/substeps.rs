@@ -84,10 +84,7 @@ impl World {
                 set.contact_push_max_velocity,
             );
             // Integrate positions.
-            for s in sc.states.bodies[1..].iter_mut() {
-                s.dq = s.dq.integrate(h * s.w);
-                s.dp = s.dp.mul_add(h, s.v);
-            }
+            graph::integrate_positions(&mut sc.states.bodies[1..], h);
             joint::solve(&mut sc.joints, &mut sc.states, &jctx, false);
             solver::solve_contacts(
                 &mut sc.constraints,
