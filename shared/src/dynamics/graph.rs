@@ -210,8 +210,8 @@ impl Bundle {
 /// restitution and hit events.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct BundleCold {
-    /// Each lane's position in the step's key-ordered lists of solved
-    /// contacts (`ContactCold`, `Impulses`), or `EMPTY`.
+    /// Each lane's place in the step's key-ordered list of solved contacts
+    /// (`Impulses`; a `ContactCold` entry holds it too), or `EMPTY`.
     index: [u32; LANES],
     /// Whether some lane has restitution (the pass skips the bundle if not).
     restitution_any: bool,
@@ -655,8 +655,8 @@ impl Graph {
 
     /// Lays out and prepares the last window of contacts added (see
     /// [`Graph::layout_window`]), while its contacts are fresh in cache
-    /// from colouring. `cold` holds the key-ordered entries of the
-    /// contacts added (which get the approach speeds hit events read).
+    /// from colouring. `cold` holds the cold entries of the contacts added
+    /// (those with hit events get their approach speeds there).
     pub(crate) fn finish_window(&mut self, inp: PrepareInputs<'_>, cold: &mut [ContactCold]) {
         let Some(from) = self.layout_window() else {
             return;
@@ -754,6 +754,9 @@ impl Graph {
             let top = bcold.max_normal_impulse.map(Wide::to_array);
             for (i, &index) in bcold.index.iter().enumerate() {
                 // Only the contacts that report hits have an entry.
+                if index == EMPTY {
+                    continue;
+                }
                 if let Some(cold) = cold_entry(cold, index) {
                     cold.max_normal_impulse = [top[0][i], top[1][i]];
                 }
@@ -795,9 +798,9 @@ pub(crate) struct PrepareInputs<'a> {
 }
 
 /// Prepares `bundles` (with their `colds`) from the contacts of `lane_of`,
-/// [`LANES`] a bundle: places in key order. `cold` is the key-ordered list
-/// from key `cold.1` on (the approach speeds of contacts with hit events go
-/// there).
+/// [`LANES`] a bundle: places in key order. `cold` holds the cold entries
+/// of (at least) these contacts, in key order: the approach speeds of
+/// contacts with hit events go there.
 #[inline(never)]
 fn prepare_bundles(
     bundles: &mut [Bundle],
@@ -926,14 +929,15 @@ pub(crate) fn gather_motion(states: &States, slots: &[u32; LANES]) -> [Wide; 4] 
 }
 
 /// Advances every body's motion so far by one substep of `h`, [`LANES`]
-/// bodies at a time: `dq.integrate(h·w)` and `dp + h·v`, product for
-/// product what `Rot::integrate` and `Vec2::mul_add` compute (the lanes'
-/// product is `Scalar`'s below 2³¹ − ½ in magnitude). The renormalisation
-/// takes `Rot::normalize`'s two Newton steps; a group with a rotation
-/// outside their range (squared length off one by ⅛ or more: a turn of
-/// about 0.5 rad in one substep) is renormalised by `Rot::normalize`
-/// itself, lane by lane. A tenth of a pile's substeps went to this loop
-/// in scalar code, a dozen 128-bit products per body.
+/// bodies at a time: `dq.integrate(h·w)` and `dp + h·v`, the bits of
+/// `Rot::integrate` and `Vec2::mul_add` for every input. The lanes take the
+/// same products (the lanes' product is `Scalar`'s for operands below
+/// 2³¹ − ½) and `Rot::normalize`'s two Newton steps. A group takes the
+/// scalar code instead where an operand is at or past 2³¹ − ½ (speeds are
+/// not bounded: a crafted state or a wild solve) or a rotation is outside
+/// the Newton range (squared length off one by ⅛ or more: a turn of about
+/// 0.35 rad in one substep). In scalar code this loop took about 5 % of a
+/// pile's step.
 pub(crate) fn integrate_positions(bodies: &mut [SolverBody], h: Scalar) {
     let hw = Wide::splat(h);
     let one = Wide::splat(Scalar::ONE);
@@ -941,29 +945,42 @@ pub(crate) fn integrate_positions(bodies: &mut [SolverBody], h: Scalar) {
     // `x · ½` is `x.shr(1)`: ⌊x·2³¹ / 2³²⌋.
     let half = Wide::splat(Scalar::HALF);
     let eighth = Wide::splat(Scalar::ratio(1, 8));
+    // The largest operand below the lanes' corner (`wide::bits::CORNER`).
+    let edge = Wide::splat(Scalar::from_bits(i64::MAX - (1 << 31)));
     for group in bodies.chunks_mut(LANES) {
-        let field =
-            |f: fn(&SolverBody) -> Scalar| Wide::from_fn(|i| group.get(i).map_or(Scalar::ZERO, f));
-        let (w, c, s) = (field(|b| b.w), field(|b| b.dq.c), field(|b| b.dq.s));
-        let (vx, vy) = (field(|b| b.v.x), field(|b| b.v.y));
-        let (px, py) = (field(|b| b.dp.x), field(|b| b.dp.y));
+        // Lanes past the group's end hold a body at rest, unturned.
+        let field = |f: fn(&SolverBody) -> Scalar, pad: Scalar| {
+            Wide::from_fn(|i| group.get(i).map_or(pad, f))
+        };
+        let zero = Scalar::ZERO;
+        let (w, c, s) = (
+            field(|b| b.w, zero),
+            field(|b| b.dq.c, Scalar::ONE),
+            field(|b| b.dq.s, zero),
+        );
+        let (vx, vy) = (field(|b| b.v.x, zero), field(|b| b.v.y, zero));
+        let (px, py) = (field(|b| b.dp.x, zero), field(|b| b.dp.y, zero));
+        // `h ≤ 1`, so `|da| ≤ |w|`; the Newton steps' own operands are
+        // within ⅛ of one where they are taken.
         let da = hw * w;
         let (c1, s1) = (c - da * s, s + da * c);
         let m = c1 * c1 + s1 * s1;
         let d = m - one;
         let near = d.gt(-eighth).and(eighth.gt(d));
+        let top = w.max(vx).max(vy).max(c).max(s).max(c1).max(s1);
+        if near.not().or(top.gt(edge)).any() {
+            for b in group.iter_mut() {
+                b.dq = b.dq.integrate(h * b.w);
+                b.dp = b.dp.mul_add(h, b.v);
+            }
+            continue;
+        }
         let y1 = (three - m) * half;
         let inv = (y1 * (three - m * y1 * y1)) * half;
         let (c2, s2) = ((c1 * inv).to_array(), (s1 * inv).to_array());
         let (px, py) = ((px + hw * vx).to_array(), (py + hw * vy).to_array());
-        let all_near = !near.not().any();
-        let (c1, s1) = (c1.to_array(), s1.to_array());
         for (i, b) in group.iter_mut().enumerate() {
-            b.dq = if all_near {
-                Rot { c: c2[i], s: s2[i] }
-            } else {
-                Rot { c: c1[i], s: s1[i] }.normalize()
-            };
+            b.dq = Rot { c: c2[i], s: s2[i] };
             b.dp = Vec2::new(px[i], py[i]);
         }
     }
@@ -1246,11 +1263,33 @@ mod tests {
     use super::*;
     use std::time::Instant;
 
+    /// Asserts that [`integrate_positions`] gives `bodies` the scalar
+    /// code's bits over a substep of `h`.
+    fn integrates_as_scalar(bodies: &[SolverBody], h: Scalar) {
+        let mut got = bodies.to_vec();
+        integrate_positions(&mut got, h);
+        for (k, (b, g)) in bodies.iter().zip(&got).enumerate() {
+            let q = b.dq.integrate(h * b.w);
+            let p = b.dp.mul_add(h, b.v);
+            assert_eq!(
+                (g.dq.c, g.dq.s, g.dp.x, g.dp.y),
+                (q.c, q.s, p.x, p.y),
+                "h {h:?}, {} bodies, body {k}: {b:?}",
+                bodies.len()
+            );
+            // Nothing else changes.
+            assert_eq!((g.v, g.w), (b.v, b.w));
+        }
+    }
+
     /// [`integrate_positions`] is `Rot::integrate` and `Vec2::mul_add`, bit
     /// for bit: groups of every size up to a few lanes past whole ones,
     /// rotations off unit by up to 2⁻¹⁰, speeds and motions of any sign up
     /// to 10⁴, turns fast enough (up to 500 rad/s) that some groups take
-    /// `Rot::normalize`'s square root, at three substep lengths.
+    /// `Rot::normalize`'s square root, speeds in the last half unit below
+    /// 2³¹ (where the lanes' product parts from `Scalar`'s), at three
+    /// substep lengths; and a turn whose squared length is exactly 1 + ⅛
+    /// (the square root's side of the bound) beside one a unit less.
     #[test]
     fn integrated_positions_are_the_scalar_ones() {
         let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
@@ -1261,7 +1300,7 @@ mod tests {
             // Raw units in ±range.
             ((seed >> 1) as i64 % (2 * range + 1)) - range
         };
-        let (mut near, mut far) = (0, 0);
+        let (mut near, mut far, mut wild) = (0, 0, 0);
         for h in [
             Scalar::ratio(1, 240),
             Scalar::ratio(1, 120),
@@ -1270,7 +1309,7 @@ mod tests {
             for n in 1..=3 * LANES + 3 {
                 for round in 0..40 {
                     let fast = if round % 4 == 0 { 500 } else { 40 };
-                    let bodies: Vec<SolverBody> = (0..n)
+                    let mut bodies: Vec<SolverBody> = (0..n)
                         .map(|_| {
                             let angle = Scalar::from_bits(next(4 << 32));
                             let mut off = || Scalar::from_bits(next(1 << 22));
@@ -1285,29 +1324,52 @@ mod tests {
                             }
                         })
                         .collect();
-                    let mut got = bodies.clone();
-                    integrate_positions(&mut got, h);
-                    for (k, (b, g)) in bodies.iter().zip(&got).enumerate() {
-                        let q = b.dq.integrate(h * b.w);
-                        let p = b.dp.mul_add(h, b.v);
-                        assert_eq!(
-                            (g.dq.c, g.dq.s, g.dp.x, g.dp.y),
-                            (q.c, q.s, p.x, p.y),
-                            "h {h:?}, {n} bodies, body {k}: {b:?}"
-                        );
+                    // One speed in the corner: i64::MAX less up to 2³⁰ units.
+                    let corner = Scalar::from_bits(i64::MAX - next(1 << 30).abs());
+                    let last = bodies.len() - 1;
+                    match round % 8 {
+                        1 => bodies[last].v.x = corner,
+                        2 => bodies[last].v.y = corner,
+                        3 => bodies[0].w = corner,
+                        _ => {}
+                    }
+                    integrates_as_scalar(&bodies, h);
+                    for b in &bodies {
                         let d = (h * b.w).abs();
-                        if d > Scalar::ratio(1, 2) {
+                        if b.v.x.max(b.v.y).max(b.w) >= Scalar::from_int(1 << 30) {
+                            wild += 1;
+                        } else if d > Scalar::ratio(1, 2) {
                             far += 1;
                         } else if d < Scalar::ratio(1, 4) {
                             near += 1;
                         }
-                        // Nothing else changes.
-                        assert_eq!((g.v, g.w), (b.v, b.w));
                     }
                 }
             }
         }
-        assert!(near > 1000 && far > 100, "{near} near, {far} far");
+        assert!(
+            near > 1000 && far > 100 && wild > 100,
+            "{near} near, {far} far, {wild} wild"
+        );
+        // Unturned, a turn of `da` in a substep of one second gives the
+        // squared length 1 + da²: exactly 1 + ⅛ for these bits.
+        let da = Scalar::from_bits(1_518_500_250);
+        assert_eq!(da * da, Scalar::ratio(1, 8));
+        let below = Scalar::from_bits(da.to_bits() - 1);
+        assert!(below * below < Scalar::ratio(1, 8));
+        for turn in [da, below] {
+            let mut bodies = vec![
+                SolverBody {
+                    v: Vec2::ZERO,
+                    w: Scalar::ZERO,
+                    dp: Vec2::ZERO,
+                    dq: Rot::IDENTITY,
+                };
+                LANES
+            ];
+            bodies[0].w = turn;
+            integrates_as_scalar(&bodies, Scalar::ONE);
+        }
     }
 
     /// Every pass streams the bundles, so their bytes are time (128

@@ -356,8 +356,10 @@ const FAR: Scalar = WORLD_BOUND.shl(2);
 /// rotations and positions, which collision and the broad phase multiply
 /// out in 128 bits. Speeds are not: the solver may push a body past the
 /// speed limit for a step (so a legitimate state can hold one), and they
-/// only ever meet wrapping `Scalar` arithmetic; a body they carry out of
-/// the world stops at its edge. Masses, damping and thresholds only need
+/// only ever meet wrapping arithmetic, `Scalar`'s or the lanes' (defined
+/// for every operand, the same on every target; where the two part, near
+/// 2³¹, the lanes' users take the scalar code or define the result); a
+/// body they carry out of the world stops at its edge. Masses, damping and thresholds only need
 /// their sign.
 fn body_in_range(b: &crate::dynamics::Body, c: &crate::dynamics::BodyConfig) -> bool {
     let non_negative = |v: &Scalar| *v >= Scalar::ZERO;

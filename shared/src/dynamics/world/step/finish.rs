@@ -216,11 +216,7 @@ mod tests {
                 overflow_hits += sc
                     .constraints
                     .iter()
-                    .filter(|c| {
-                        w.state.contacts
-                            [sc.constraints_cold[c.cold_index as usize].contact as usize]
-                            .hit_events
-                    })
+                    .filter(|c| sc.constraints_cold[c.cold_index as usize].hit_events)
                     .count();
                 for v in [w.state_hash(), w.event_hash()] {
                     digest = (digest ^ v).wrapping_mul(0x0000_0100_0000_01b3);

@@ -139,7 +139,7 @@ impl World {
             // The cold list has an entry for each contact solved one at a
             // time and each that reports hits, not for every contact: most
             // bundled contacts need none (their restitution and approach
-            // speeds are the bundle's), and writing 48 bytes for each took
+            // speeds are the bundle's), and writing an entry for each took
             // about 8 % of many_pyramids' preparation.
             if color == OVERFLOW {
                 let (ba, bb) = (&st.bodies[c.body_a as usize], &st.bodies[c.body_b as usize]);

@@ -33,8 +33,9 @@ pub(crate) struct Scratch {
     pub(crate) awake: Vec<u32>,
     /// Contacts solved one at a time: those the colouring could not place.
     pub(crate) constraints: Vec<ContactConstraint>,
-    /// Every contact solved this step, in key order: what the substep
-    /// loop never reads.
+    /// What the substep loop never reads of the contacts solved one at a
+    /// time and of those that report hits, in key order (see
+    /// [`ContactCold`]).
     pub(crate) constraints_cold: Vec<ContactCold>,
     /// The pair keys of the contacts solved this step, in key order (the
     /// step's end finds each one's impulses by walking the contact list
