@@ -140,7 +140,7 @@ impl World {
             // time and each that reports hits, not for every contact: most
             // bundled contacts need none (their restitution and approach
             // speeds are the bundle's), and writing an entry for each took
-            // about 8 % of many_pyramids' preparation.
+            // about 4 % of large_pyramid's preparation.
             if color == OVERFLOW {
                 let (ba, bb) = (&st.bodies[c.body_a as usize], &st.bodies[c.body_b as usize]);
                 let (sa, sb) = (&sc.states.get(a), &sc.states.get(b));
