@@ -826,6 +826,25 @@ mod tests {
         Transform::new(Vec2::new(x, y), Rot::from_angle(angle))
     }
 
+    /// A fixed LCG from `seed`: uniform raw values in [−r, r].
+    fn uniform(seed: u64) -> impl FnMut(Scalar) -> Scalar {
+        let mut x = seed;
+        move |r: Scalar| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let u = (x >> 33) as i64 - (1 << 30);
+            Scalar::from_bits(((i128::from(r.to_bits()) * i128::from(u)) >> 30) as i64)
+        }
+    }
+
+    /// A body's reference at its current pose.
+    fn reference(b: &Body) -> BodyRef {
+        let mut r = BodyRef::UNSET;
+        r.update(b);
+        r
+    }
+
     #[test]
     fn reference_pose_is_near_and_unit() {
         let mut a = Scalar::from_bits(-0x3_2437_0000); // about −3.14
@@ -935,15 +954,7 @@ mod tests {
         use crate::geometry::Polygon;
         let half = ShapeGeometry::Polygon(Polygon::make_box(Scalar::HALF, Scalar::HALF));
         let wide = ShapeGeometry::Polygon(Polygon::make_box(fx(2), Scalar::HALF));
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        // A fixed LCG: uniform raw values in [−r, r].
-        let mut next = |r: Scalar| {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let u = (x >> 33) as i64 - (1 << 30);
-            Scalar::from_bits(((i128::from(r.to_bits()) * i128::from(u)) >> 30) as i64)
-        };
+        let mut next = uniform(0x2545_f491_4f6c_dd1d);
         let (mut same, mut total) = (0, 0);
         for _ in 0..2000 {
             let base = Vec2::new(next(fx(50)), next(fx(50)));
@@ -963,11 +974,7 @@ mod tests {
                     center: xf.p,
                     ..Body::vacant()
                 });
-                let refs = bodies.map(|b| {
-                    let mut r = BodyRef::UNSET;
-                    r.update(&b);
-                    r
-                });
+                let refs = bodies.map(|b| reference(&b));
                 update_manifold(&mut basis, (ga, a, &refs[0]), (gb, b, &refs[1]), &mut m);
                 total += 1;
                 let ids = |m: &Manifold| m.points().iter().map(|p| p.id).collect::<Vec<_>>();
@@ -1006,14 +1013,7 @@ mod tests {
         use crate::geometry::{Circle, Polygon};
         let boxed = ShapeGeometry::Polygon(Polygon::make_box(Scalar::HALF, Scalar::HALF));
         let ball = ShapeGeometry::Circle(Circle::new(Vec2::ZERO, Scalar::HALF).unwrap());
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |r: Scalar| {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let u = (x >> 33) as i64 - (1 << 30);
-            Scalar::from_bits(((i128::from(r.to_bits()) * i128::from(u)) >> 30) as i64)
-        };
+        let mut next = uniform(0x9e37_79b9_7f4a_7c15);
         let (mut points, mut carried) = ([0; 3], 0);
         for n in 1..=2 * LANES + 3 {
             let (mut bodies, mut contacts, mut bases, mut want) = (vec![], vec![], vec![], vec![]);
@@ -1047,11 +1047,6 @@ mod tests {
                     ..Body::vacant()
                 };
                 let off = Vec2::new(next(Scalar::ratio(1, 10)), next(Scalar::ratio(1, 10)));
-                let reference = |b: &Body| {
-                    let mut r = BodyRef::UNSET;
-                    r.update(b);
-                    r
-                };
                 let (ba, bb) = (body(a, off), body(b, -off));
                 let mut m = Manifold::EMPTY;
                 let mut basis = Basis::default();
@@ -1085,14 +1080,7 @@ mod tests {
                 bases.push(basis);
                 want.push(immediate);
             }
-            let refs: Vec<BodyRef> = bodies
-                .iter()
-                .map(|b| {
-                    let mut r = BodyRef::UNSET;
-                    r.update(b);
-                    r
-                })
-                .collect();
+            let refs: Vec<BodyRef> = bodies.iter().map(reference).collect();
             let carries: Vec<Carry> = (0..n as u32)
                 .map(|j| Carry {
                     contact: j,

@@ -357,10 +357,10 @@ const FAR: Scalar = WORLD_BOUND.shl(2);
 /// out in 128 bits. Speeds are not: the solver may push a body past the
 /// speed limit for a step (so a legitimate state can hold one), and they
 /// only ever meet wrapping arithmetic, `Scalar`'s or the lanes' (defined
-/// for every operand, the same on every target; where the two part, near
-/// 2³¹, the lanes' users take the scalar code or define the result); a
-/// body they carry out of the world stops at its edge. Masses, damping and thresholds only need
-/// their sign.
+/// for every operand and the same on every target; where the lanes'
+/// product parts from `Scalar`'s, at 2³¹ − ½ and up, `integrate_positions`
+/// takes the scalar code); a body they carry out of the world stops at its
+/// edge. Masses, damping and thresholds only need their sign.
 fn body_in_range(b: &crate::dynamics::Body, c: &crate::dynamics::BodyConfig) -> bool {
     let non_negative = |v: &Scalar| *v >= Scalar::ZERO;
     unit_rotation(b.transform.q)
