@@ -27,9 +27,9 @@
 //! impulse times the substep rate.
 //!
 //! Each pass solves the joints in one order, a function of the joint list
-//! and of which bodies are awake: the plain revolutes (no limit, motor or
-//! spring) window by window and colour by colour, in bundles solved lane by
-//! lane at once (see `revolute::Revolutes`); then the other revolutes, then
+//! and of which bodies are awake: the revolutes window by window and colour
+//! by colour, in bundles solved lane by lane at once (see
+//! `revolute::Revolutes`); then the revolutes that found no colour, then
 //! every other type, one at a time in joint order; all before the contacts.
 //!
 //! Point constraints rebuild their 2×2 effective mass from the current

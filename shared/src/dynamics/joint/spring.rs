@@ -53,9 +53,9 @@ pub(super) struct Spring {
     pub enabled: bool,
     /// The coordinate's effective mass times the softness's mass scale
     /// (the first product of [`super::soft_impulse`], folded once).
-    scaled_mass: Scalar,
-    bias_rate: Scalar,
-    impulse_scale: Scalar,
+    pub(super) scaled_mass: Scalar,
+    pub(super) bias_rate: Scalar,
+    pub(super) impulse_scale: Scalar,
 }
 
 impl Spring {
