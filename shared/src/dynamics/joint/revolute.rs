@@ -155,10 +155,10 @@ struct Bundle {
 const EMPTY: u32 = u32::MAX;
 
 /// The colours a revolute may take (bits of a slot's mask); one that
-/// finds none is solved one at a time with the others.
+/// finds none is solved one at a time, after the bundles.
 const COLORS: usize = 64;
 
-/// Plain revolutes coloured together: a body's colours start empty in each
+/// Revolutes coloured together: a body's colours start empty in each
 /// window of this many, so each colour's pass stays among the bodies of
 /// its window (neighbours in the joint list), as the contacts' windows do.
 const WINDOW: u32 = 1024;
@@ -382,7 +382,9 @@ fn rotation_angle_lanes((c, s): (Wide, Wide), need: Mask) -> Wide {
     let p = p * s2 + Wide::splat(Scalar::ratio(1, 6));
     let series = s + s * (p * s2);
     let quarter = Wide::splat(Scalar::ratio(1, 4));
-    let small = c.gt(zero).and(quarter.gt(s.max(zero - s)));
+    // `|s| < ¼` as `Scalar::abs` decides it (saturating: `i64::MIN` is
+    // not small), so every lane takes the scalar path's branch.
+    let small = c.gt(zero).and(s.gt(zero - quarter)).and(quarter.gt(s));
     if !need.and(small.not()).any() {
         return series;
     }
@@ -437,9 +439,9 @@ fn zero_minus(x: Wide) -> Wide {
 /// a limit, motor or spring fill bundles of their own, which solve those
 /// first in each lane (as the one-at-a-time path does), so that the others'
 /// bundles skip that work; a colour's order is free. The revolutes that
-/// found no free colour follow one at a time in joint order. The colouring is a function of the
-/// joint list and of which bodies are awake, so it needs no state of its
-/// own.
+/// found no free colour follow one at a time in joint order. The colouring
+/// is a function of the joint list and of which bodies are awake, so it
+/// needs no state of its own.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Revolutes {
     hot: Vec<Hot>,
@@ -812,10 +814,10 @@ impl Bundle {
     }
 
     /// One iteration of [`Revolutes::solve`] for every lane; `USE_BIAS`
-    /// corrects position errors.
+    /// corrects position errors. `COLD`: the bundle has limits, motors or
+    /// springs (in `cold_lanes`), solved first, as `solve_angular`;
+    /// without, it skips that work.
     #[inline(always)]
-    /// `COLD`: the bundle has limits, motors or springs (in `cold_lanes`),
-    /// solved first, as `solve_angular`; without, it skips that work.
     fn solve<const USE_BIAS: bool, const COLD: bool>(
         &mut self,
         states: &mut States,
@@ -952,7 +954,7 @@ fn solve_angular(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dynamics::joint::{self, JointSolver};
+    use crate::dynamics::joint::{self, JointImpulses, JointSolver};
     use crate::math::Rot;
 
     impl Revolutes {
@@ -1018,7 +1020,9 @@ mod tests {
     /// after some steps (bodies moving and turned, joints with impulses).
     /// Also: no two lanes of a bundle move the same body, and every
     /// revolute is solved once.
-    fn bundles_solve_as_one_at_a_time(scene: &str, steps: usize) {
+    /// `limits_motors_springs`: the scene's revolutes have them (and some
+    /// push by the time the passes run).
+    fn bundles_solve_as_one_at_a_time(scene: &str, steps: usize, limits_motors_springs: bool) {
         // With its driver (rain drops ragdolls as it runs).
         let mut sc = crate::scene::build_scene(scene).expect("a named scene");
         for _ in 0..steps {
@@ -1125,22 +1129,32 @@ mod tests {
         let (mut j1, mut j2) = (joints.clone(), joints.clone());
         bundled.store(&mut j1);
         one.store(&mut j2);
-        assert!(j1
-            .iter()
-            .zip(&j2)
-            .all(|(x, y)| x.impulses.linear == y.impulses.linear));
+        // Every impulse: the point's, and the spring's, motor's and
+        // limits' of the joints that have them.
+        assert!(j1.iter().zip(&j2).all(|(x, y)| x.impulses == y.impulses));
+        let z = Scalar::ZERO;
+        let has = |f: fn(&JointImpulses) -> Scalar| j1.iter().any(|j| f(&j.impulses) != z);
+        let angular = [
+            has(|i| i.spring),
+            has(|i| i.motor),
+            has(|i| i.lower) || has(|i| i.upper),
+        ];
+        assert_eq!(
+            angular, [limits_motors_springs; 3],
+            "{scene}: angular impulses"
+        );
     }
 
     /// joint_grid: 19 800 plain revolutes.
     #[test]
     fn plain_bundles_solve_as_one_at_a_time_in_colour_order() {
-        bundles_solve_as_one_at_a_time("joint_grid", 3);
+        bundles_solve_as_one_at_a_time("joint_grid", 3, false);
     }
 
     /// rain: ragdolls whose revolutes have limits, motors and springs, some
     /// of them at their limits or turned past π by now.
     #[test]
     fn bundles_with_limits_motors_and_springs_solve_as_one_at_a_time() {
-        bundles_solve_as_one_at_a_time("rain", 400);
+        bundles_solve_as_one_at_a_time("rain", 400, true);
     }
 }
