@@ -174,10 +174,15 @@ pub(crate) struct Bundle {
 }
 
 impl Bundle {
-    /// Asks for every cache line of the bundle (each field's first; a
-    /// `Coef` is 40 bytes, so some lines are asked for twice).
+    /// Asks for every cache line of the bundle: each field's first (at
+    /// eight lanes a `Coef` is 40 bytes, so some lines are asked for
+    /// twice). `prefetch_covers_every_line` holds the list to the layout.
     #[inline(always)]
     fn prefetch(&self) {
+        // The slots first: every gather of the bundle waits on them.
+        prefetch(&self.a);
+        prefetch(&self.b);
+        prefetch(&self.against_static);
         for c in [
             &self.normal_x,
             &self.normal_y,
@@ -1147,10 +1152,12 @@ pub(crate) fn solve<const USE_BIAS: bool>(
         // hardware's prefetch of the bundles does not keep up: in a world
         // whose bundles outgrow the caches (many_pyramids: 12 MB a pass),
         // the first loads of each bundle waited on memory, and whether
-        // they did depended on the build's code layout (the biased pass
-        // took 1.8 times as long in one build as in another of the same
-        // source). Asked for four bundles ahead, every build runs at the
-        // faster speed or better.
+        // they did depended on the build's code layout (with the same
+        // contact code, a7ca7d3's build took 1.8 times 9d5213b's samples
+        // in the biased pass; a codegen-units = 1 build of 9d5213b's
+        // source was 1.23 times slower in the substeps). Asked for four
+        // bundles ahead, both builds measured ran faster than either had
+        // (docs/benchmarks.md, the section on 37f69f1).
         if let Some(n) = bundles.get(i + 4) {
             n.prefetch();
         }
@@ -1318,6 +1325,63 @@ pub(crate) fn apply_restitution(
 mod tests {
     use super::*;
     use std::time::Instant;
+
+    /// `Bundle::prefetch` asks for a place in every line of a bundle (the
+    /// places listed here are the fields it names, in any order).
+    #[test]
+    fn prefetch_covers_every_line() {
+        use crate::math::covers_lines;
+        use core::mem::{align_of, offset_of, size_of};
+        let mut at = vec![
+            offset_of!(Bundle, a),
+            offset_of!(Bundle, b),
+            offset_of!(Bundle, against_static),
+        ];
+        for f in [
+            offset_of!(Bundle, normal_x),
+            offset_of!(Bundle, normal_y),
+            offset_of!(Bundle, m_n_a_x),
+            offset_of!(Bundle, m_n_a_y),
+            offset_of!(Bundle, m_n_b_x),
+            offset_of!(Bundle, m_n_b_y),
+            offset_of!(Bundle, friction),
+        ] {
+            at.push(f);
+        }
+        for k in 0..2 {
+            let base = offset_of!(Bundle, points) + k * size_of::<WidePoint>();
+            for f in [
+                offset_of!(WidePoint, an_a),
+                offset_of!(WidePoint, an_b),
+                offset_of!(WidePoint, rn_a),
+                offset_of!(WidePoint, rn_b),
+                offset_of!(WidePoint, wn_a),
+                offset_of!(WidePoint, wn_b),
+                offset_of!(WidePoint, wt_a),
+                offset_of!(WidePoint, wt_b),
+                offset_of!(WidePoint, neg_normal_mass),
+                offset_of!(WidePoint, neg_tangent_mass),
+            ] {
+                at.push(base + f);
+            }
+            let base = offset_of!(Bundle, state) + k * size_of::<PointState>();
+            for f in [
+                offset_of!(PointState, base_separation),
+                offset_of!(PointState, separation),
+                offset_of!(PointState, normal_impulse),
+                offset_of!(PointState, tangent_impulse),
+            ] {
+                at.push(base + f);
+            }
+        }
+        at.sort_unstable();
+        assert!(
+            covers_lines(size_of::<Bundle>(), align_of::<Bundle>(), &at),
+            "Bundle: {} bytes aligned to {}, asked at {at:?}",
+            size_of::<Bundle>(),
+            align_of::<Bundle>()
+        );
+    }
 
     /// Asserts that [`integrate_positions`] gives `bodies` the scalar
     /// code's bits over a substep of `h`.
