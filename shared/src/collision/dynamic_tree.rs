@@ -1080,13 +1080,8 @@ mod tests {
     fn marks_stay_closed_under_inserts_removals_and_moves_between_rebuilds() {
         let mut t = DynamicTree::new();
         let mut live: Vec<(u32, Aabb)> = Vec::new();
-        let mut rng = 12345u64;
-        let mut next = || {
-            rng = rng
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (rng >> 33) as i32
-        };
+        let mut rng = crate::math::lcg(12345);
+        let mut next = || (rng() >> 33) as i32;
         let mut user = 0u32;
         for round in 0..40 {
             for _ in 0..60 {

@@ -1412,14 +1412,9 @@ mod tests {
     /// (the square root's side of the bound) beside one a unit less.
     #[test]
     fn integrated_positions_are_the_scalar_ones() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = |range: i64| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            // Raw units in ±range.
-            ((seed >> 1) as i64 % (2 * range + 1)) - range
-        };
+        let mut lcg = crate::math::lcg(0x9e37_79b9_7f4a_7c15);
+        // Raw units in ±range.
+        let mut next = |range: i64| ((lcg() >> 1) as i64 % (2 * range + 1)) - range;
         let (mut near, mut far, mut wild) = (0, 0, 0);
         for h in [
             Scalar::ratio(1, 240),

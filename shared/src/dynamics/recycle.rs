@@ -828,12 +828,9 @@ mod tests {
 
     /// A fixed LCG from `seed`: uniform raw values in [−r, r].
     fn uniform(seed: u64) -> impl FnMut(Scalar) -> Scalar {
-        let mut x = seed;
+        let mut lcg = crate::math::lcg(seed);
         move |r: Scalar| {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let u = (x >> 33) as i64 - (1 << 30);
+            let u = (lcg() >> 33) as i64 - (1 << 30);
             Scalar::from_bits(((i128::from(r.to_bits()) * i128::from(u)) >> 30) as i64)
         }
     }
@@ -1161,13 +1158,8 @@ mod tests {
     #[test]
     fn bases_follow_the_contacts_through_drops_and_additions() {
         use std::collections::BTreeMap;
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |n: u64| {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (x >> 33) % n
-        };
+        let mut lcg = crate::math::lcg(0x9e37_79b9_7f4a_7c15);
+        let mut next = |n: u64| (lcg() >> 33) % n;
         let mut bases = Bases::default();
         // Pair -> the payload (in `key`) its basis was last given.
         let mut model: BTreeMap<u64, u64> = BTreeMap::new();

@@ -14,3 +14,16 @@ pub use vec2::{Aabb, Rot, Transform, Vec2};
 #[cfg(test)]
 pub(crate) use wide::covers_lines;
 pub(crate) use wide::{prefetch, Coef, CoefV, Mask, Wide, LANES};
+
+/// The tests' fixed pseudo-random stream: Knuth's MMIX LCG from `seed`,
+/// each call its next state (callers take the bits they need).
+#[cfg(test)]
+pub(crate) fn lcg(seed: u64) -> impl FnMut() -> u64 {
+    let mut x = seed;
+    move || {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        x
+    }
+}

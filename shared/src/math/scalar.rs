@@ -418,11 +418,9 @@ mod tests {
                 (p / 3).wrapping_mul(2).wrapping_add(1),
             ]);
         }
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut lcg = crate::math::lcg(0x9e37_79b9_7f4a_7c15);
         for _ in 0..spread {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            let x = lcg();
             cases.push(x as i64);
             cases.push((x >> (x % 61)) as i64);
         }
