@@ -62,7 +62,7 @@
 use super::body::Body;
 use super::contact::Contact;
 use super::solver::{cold_entry, ContactCold, Impulses, InvMass, Softness, SolverBody, States};
-use crate::math::{prefetch, Coef, CoefV, Mask, Rot, Scalar, Vec2, Wide};
+use crate::math::{prefetch, prefetch_write, Coef, CoefV, Mask, Rot, Scalar, Vec2, Wide};
 
 pub(crate) use crate::math::LANES;
 
@@ -78,6 +78,26 @@ pub(crate) const OVERFLOW: u8 = u8::MAX;
 /// coloured and bundled on its own, so every pass walks the contacts and
 /// bodies window by window instead of all over the list once per colour.
 const WINDOW: usize = 1024;
+/// How a prefetch asks for a line.
+#[derive(Clone, Copy)]
+enum Ask {
+    /// To read it.
+    Read,
+    /// To write it, without reading it first: a line the preparation
+    /// writes whole.
+    Write,
+}
+
+impl Ask {
+    #[inline(always)]
+    fn line<T>(self, r: &T) {
+        match self {
+            Ask::Read => prefetch(r),
+            Ask::Write => prefetch_write(r),
+        }
+    }
+}
+
 /// Lane index of an empty lane.
 const EMPTY: u32 = u32::MAX;
 
@@ -174,15 +194,16 @@ pub(crate) struct Bundle {
 }
 
 impl Bundle {
-    /// Asks for every cache line of the bundle: each field's first (at
-    /// eight lanes a `Coef` is 40 bytes, so some lines are asked for
-    /// twice). `prefetch_covers_every_line` holds the list to the layout.
+    /// Asks for every cache line of the bundle, `ask`'s way: each field's
+    /// first (at eight lanes a `Coef` is 40 bytes, so some lines are asked
+    /// for twice). `prefetch_covers_every_line` holds the list to the
+    /// layout.
     #[inline(always)]
-    fn prefetch(&self) {
+    fn prefetch(&self, ask: Ask) {
         // The slots first: every gather of the bundle waits on them.
-        prefetch(&self.a);
-        prefetch(&self.b);
-        prefetch(&self.against_static);
+        ask.line(&self.a);
+        ask.line(&self.b);
+        ask.line(&self.against_static);
         for c in [
             &self.normal_x,
             &self.normal_y,
@@ -192,7 +213,7 @@ impl Bundle {
             &self.m_n_b_y,
             &self.friction,
         ] {
-            prefetch(c);
+            ask.line(c);
         }
         for p in &self.points {
             for c in [
@@ -207,7 +228,7 @@ impl Bundle {
                 &p.neg_normal_mass,
                 &p.neg_tangent_mass,
             ] {
-                prefetch(c);
+                ask.line(c);
             }
         }
         for s in &self.state {
@@ -217,7 +238,7 @@ impl Bundle {
                 &s.normal_impulse,
                 &s.tangent_impulse,
             ] {
-                prefetch(w);
+                ask.line(w);
             }
         }
     }
@@ -271,6 +292,17 @@ pub(crate) struct BundleCold {
 }
 
 impl BundleCold {
+    /// Asks to write the lines every preparation writes: the indices and
+    /// restitution (the approach speeds and largest impulses are written
+    /// only where a lane has restitution or hit events).
+    /// `prefetch_covers_every_line` holds the list to the layout.
+    #[inline(always)]
+    fn prefetch_write(&self) {
+        prefetch_write(&self.index);
+        prefetch_write(&self.restitution);
+        prefetch_write(&self.restitution_any);
+    }
+
     fn empty() -> BundleCold {
         let z = Wide::zero();
         BundleCold {
@@ -869,12 +901,17 @@ fn prepare_bundles(
     // Contacts are read in colour order, all over the list: their cache
     // lines are asked for a few bundles ahead.
     const AHEAD: usize = 3 * LANES;
-    for (j, ((bundle, bcold), ks)) in bundles
-        .iter_mut()
-        .zip(colds.iter_mut())
-        .zip(lane_of.chunks_exact(LANES))
-        .enumerate()
-    {
+    for (j, ks) in lane_of.chunks_exact(LANES).enumerate() {
+        // The bundles are written, not read: without a word ahead, each
+        // line's write waited for its old contents to arrive (about a
+        // quarter of many_pyramids' preparation).
+        if let (Some(next), Some(next_cold)) = (bundles.get(j + 1), colds.get(j + 1)) {
+            next.prefetch(Ask::Write);
+            next_cold.prefetch_write();
+        }
+        let (Some(bundle), Some(bcold)) = (bundles.get_mut(j), colds.get_mut(j)) else {
+            break;
+        };
         for &k in lane_of.iter().skip((j * LANES) + AHEAD).take(LANES) {
             if let Some(c) = order
                 .get(k as usize)
@@ -1159,7 +1196,7 @@ pub(crate) fn solve<const USE_BIAS: bool>(
         // bundles ahead, both builds measured ran faster than either had
         // (docs/benchmarks.md, the section on 37f69f1).
         if let Some(n) = bundles.get(i + 4) {
-            n.prefetch();
+            n.prefetch(Ask::Read);
         }
         let c = &mut bundles[i];
         let args = (&mut *states, soft, inv_h, neg_max_push);
@@ -1380,6 +1417,28 @@ mod tests {
             "Bundle: {} bytes aligned to {}, asked at {at:?}",
             size_of::<Bundle>(),
             align_of::<Bundle>()
+        );
+        // `BundleCold::prefetch_write` asks for every line of what each
+        // preparation writes: the range from the first of those fields to
+        // the end of the last.
+        let written = [
+            (offset_of!(BundleCold, index), size_of::<[u32; LANES]>()),
+            (offset_of!(BundleCold, restitution), size_of::<Coef>()),
+            (offset_of!(BundleCold, restitution_any), 1),
+        ];
+        let mut asked: Vec<usize> = written.iter().map(|w| w.0).collect();
+        asked.sort_unstable();
+        let lo = asked[0];
+        let hi = written.iter().map(|&(o, n)| o + n).max().unwrap_or(lo);
+        let align = if lo.is_multiple_of(64) {
+            align_of::<BundleCold>()
+        } else {
+            1
+        };
+        let rel: Vec<usize> = asked.iter().map(|o| o - lo).collect();
+        assert!(
+            covers_lines(hi - lo, align, &rel),
+            "BundleCold: bytes {lo}..{hi} written, asked at {asked:?}"
         );
     }
 

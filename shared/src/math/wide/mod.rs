@@ -59,6 +59,18 @@ pub(crate) fn prefetch<T>(r: &T) {
     let _ = r;
 }
 
+/// Asks the CPU to start loading `r`'s cache line to write it: for a line
+/// about to be written but not read, whose load otherwise stalls the
+/// writes (no effect on the result; where the target lacks the write hint,
+/// a plain prefetch; nothing where it has no prefetch instruction).
+#[inline(always)]
+pub(crate) fn prefetch_write<T>(r: &T) {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse"))]
+    safe_arch::prefetch_et0(r);
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse")))]
+    let _ = r;
+}
+
 /// Whether asking for the places at `offsets` (ascending, in bytes) of
 /// every element of a list of `size`-byte elements aligned to `align`
 /// asks for every line the list spans: each line of an element aligned to
