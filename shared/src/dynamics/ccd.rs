@@ -147,13 +147,20 @@ fn core_proxy(g: &ShapeGeometry, depth: u32) -> DistanceProxy {
     }
 }
 
-/// Remembers where every awake body starts the step (before finalize).
-pub(crate) fn record_starts(st: &WorldState, awake: &[u32], sc: &mut CcdScratch) {
-    sc.start.clear();
-    sc.start.extend(awake.iter().map(|&bi| {
-        let b = &st.bodies[bi as usize];
-        (b.center, b.transform.q)
-    }));
+impl CcdScratch {
+    /// Starts the list of where the awake bodies start the step.
+    pub(crate) fn clear_starts(&mut self, awake: usize) {
+        self.start.clear();
+        self.start.reserve(awake);
+    }
+
+    /// Remembers where the next awake body (in solver slot order) starts
+    /// the step: called by the finalize loop for each body before it
+    /// moves it, so that the bodies are read once.
+    #[inline(always)]
+    pub(crate) fn record_start(&mut self, b: &Body) {
+        self.start.push((b.center, b.transform.q));
+    }
 }
 
 /// Whether a body moves far enough this step to need continuous collision.

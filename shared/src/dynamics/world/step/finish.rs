@@ -60,10 +60,6 @@ impl World {
             }
         }
 
-        if set.enable_continuous {
-            ccd::record_starts(st, &sc.awake, &mut sc.ccd);
-        }
-
         joint::store_impulses(&sc.joints, &mut st.joints);
         joint::find_broken(
             &sc.joints,
@@ -74,12 +70,18 @@ impl World {
             &mut sc.broken,
         );
 
-        // Finalize bodies.
+        // Finalize bodies, first remembering where each starts for
+        // continuous collision.
         let sleep_on = set.enable_sleep;
+        let continuous = set.enable_continuous;
+        sc.ccd.clear_starts(sc.awake.len());
         for (k, &bi) in sc.awake.iter().enumerate() {
             let s = sc.states.bodies[k + 1];
             let c = &st.body_config[bi as usize];
             let b = &mut st.bodies[bi as usize];
+            if continuous {
+                sc.ccd.record_start(b);
+            }
             b.linear_velocity = s.v;
             b.angular_velocity = s.w;
             b.force = Vec2::ZERO;
