@@ -332,7 +332,6 @@ struct Inputs {
     cay: [Scalar; LANES],
     cbx: [Scalar; LANES],
     cby: [Scalar; LANES],
-    used: [bool; LANES],
     /// Per point: whether the lane's manifold has it, then its point and
     /// shift, separation and accumulated impulses.
     valid: [[bool; LANES]; 2],
@@ -343,8 +342,10 @@ struct Inputs {
     separation: [[Scalar; LANES]; 2],
     normal_impulse: [[Scalar; LANES]; 2],
     tangent_impulse: [[Scalar; LANES]; 2],
-    /// Velocities: zero in a lane whose contact has neither restitution
-    /// nor hit events (nothing reads its approach speed).
+    /// Velocities, read only where some lane's contact has restitution or
+    /// hit events (`any_velocity`): then zero in the lanes whose contact
+    /// has neither (nothing reads their approach speeds). Otherwise left
+    /// as an earlier bundle wrote them.
     vax: [Scalar; LANES],
     vay: [Scalar; LANES],
     wa: [Scalar; LANES],
@@ -354,11 +355,10 @@ struct Inputs {
 }
 
 impl Inputs {
-    /// Lane `i` empty: zeros.
+    /// Lane `i` empty: zeros (the velocities apart: see `vax`).
     #[inline(always)]
     fn clear(&mut self, i: usize) {
         let z = Scalar::ZERO;
-        self.used[i] = false;
         self.valid[0][i] = false;
         self.valid[1][i] = false;
         for f in [
@@ -377,7 +377,6 @@ impl Inputs {
         ] {
             f[i] = z;
         }
-        self.clear_velocities(i);
         for k in 0..2 {
             self.px[k][i] = z;
             self.py[k][i] = z;
@@ -400,7 +399,6 @@ impl Inputs {
         (ba, bb): (&Body, &Body),
         (sa, sb): (&InvMass, &InvMass),
     ) {
-        self.used[i] = true;
         self.ma[i] = sa.inv_mass;
         self.ia[i] = sa.inv_inertia;
         self.mb[i] = sb.inv_mass;
@@ -924,7 +922,9 @@ fn prepare_bundles(
                 prefetch(&c.body_a);
             }
         }
-        let mut any_velocity = false;
+        // Which lanes need their velocities: the others' are zeroed only
+        // if some lane does (otherwise nothing reads them).
+        let mut needs = [false; LANES];
         for (i, &k) in ks.iter().enumerate() {
             bcold.index[i] = k;
             let Some(&ci) = order.get(k as usize) else {
@@ -947,10 +947,14 @@ fn prepare_bundles(
             // lane without either reads no velocity (its approach speed,
             // computed if another lane needs them, is read by nothing).
             if c.hit_events || !c.restitution.is_zero() {
-                any_velocity = true;
+                needs[i] = true;
                 let sb = &states.bodies;
                 lanes.set_velocities(i, (&sb[a as usize], &sb[b as usize]));
-            } else {
+            }
+        }
+        let any_velocity = needs.contains(&true);
+        if any_velocity {
+            for (i, _) in needs.iter().enumerate().filter(|(_, &n)| !n) {
                 lanes.clear_velocities(i);
             }
         }
@@ -1211,7 +1215,16 @@ pub(crate) fn solve<const USE_BIAS: bool>(
 
 /// [`solve`] for one bundle; `SAME` as in [`Pair::apply`], `TWO` as
 /// [`Bundle::two`] (the points solved).
-#[inline(always)]
+///
+/// Not inlined: each of the four variants is compiled on its own. Inlined
+/// into one loop, the registers of all four were allocated together, and
+/// how many spilled changed with edits elsewhere in the crate (the relax
+/// pass's loop: 113 or 158 stack accesses for the same source), moving
+/// many_pyramids' substeps by 4 %. A call per bundle of eight contacts
+/// costs nothing measurable; the one-lane build (a bundle per contact)
+/// inlines them as before.
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "avx2"), inline(never))]
+#[cfg_attr(not(all(target_arch = "x86_64", target_feature = "avx2")), inline(always))]
 fn solve_bundle<const USE_BIAS: bool, const SAME: bool, const TWO: bool>(
     c: &mut Bundle,
     cold: &mut BundleCold,
