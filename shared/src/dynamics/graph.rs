@@ -83,8 +83,9 @@ const WINDOW: usize = 1024;
 enum Ask {
     /// To read it.
     Read,
-    /// To write it, without reading it first: a line the preparation
-    /// writes whole.
+    /// To write it (the line is fetched for writing, so that the stores
+    /// to it do not wait): a line the preparation writes and does not
+    /// read.
     Write,
 }
 
@@ -194,12 +195,12 @@ pub(crate) struct Bundle {
 }
 
 impl Bundle {
-    /// Asks for every cache line of the bundle, `ask`'s way: each field's
-    /// first (at eight lanes a `Coef` is 40 bytes, so some lines are asked
-    /// for twice). `prefetch_covers_every_line` holds the list to the
-    /// layout.
+    /// Asks for every cache line of the bundle's first `points` points
+    /// (one or two) and the rest of it, `ask`'s way: each field's first
+    /// (at eight lanes a `Coef` is 40 bytes, so some lines are asked for
+    /// twice). `prefetch_covers_every_line` holds the list to the layout.
     #[inline(always)]
-    fn prefetch(&self, ask: Ask) {
+    fn prefetch(&self, ask: Ask, points: usize) {
         // The slots first: every gather of the bundle waits on them.
         ask.line(&self.a);
         ask.line(&self.b);
@@ -215,7 +216,7 @@ impl Bundle {
         ] {
             ask.line(c);
         }
-        for p in &self.points {
+        for p in self.points.iter().take(points) {
             for c in [
                 &p.an_a,
                 &p.an_b,
@@ -231,7 +232,7 @@ impl Bundle {
                 ask.line(c);
             }
         }
-        for s in &self.state {
+        for s in self.state.iter().take(points) {
             for w in [
                 &s.base_separation,
                 &s.separation,
@@ -316,7 +317,7 @@ impl BundleCold {
 }
 
 /// The inputs of one bundle's preparation, lane by lane (zero in empty
-/// lanes), copied out of the contacts and bodies first so that each
+/// lanes, the velocities apart: see `vax`), copied out of the contacts and bodies first so that each
 /// becomes a vector with plain loads.
 #[derive(Clone, Copy, Default)]
 struct Inputs {
@@ -894,17 +895,26 @@ fn prepare_bundles(
         slot_of,
         order,
     } = inp;
-    // Every lane of `lanes` is rewritten for each bundle.
+    // Every lane of `lanes` is rewritten for each bundle (the velocities
+    // only where read: see `Inputs::vax`).
     let mut lanes = Inputs::default();
     // Contacts are read in colour order, all over the list: their cache
     // lines are asked for a few bundles ahead.
     const AHEAD: usize = 3 * LANES;
     for (j, ks) in lane_of.chunks_exact(LANES).enumerate() {
         // The bundles are written, not read: without a word ahead, each
-        // line's write waited for its old contents to arrive (about a
-        // quarter of many_pyramids' preparation).
+        // line's stores waited for the line to arrive (1.7 of
+        // many_pyramids' 4.3 ms of preparation). A bundle has a second
+        // point exactly when its first lane's contact has (a colour's
+        // two-point contacts come first); a bundle without one is not
+        // written there.
         if let (Some(next), Some(next_cold)) = (bundles.get(j + 1), colds.get(j + 1)) {
-            next.prefetch(Ask::Write);
+            let two = lane_of
+                .get((j + 1) * LANES)
+                .and_then(|&k| order.get(k as usize))
+                .and_then(|&ci| contacts.get(ci as usize))
+                .is_some_and(|c| c.manifold.count > 1);
+            next.prefetch(Ask::Write, if two { 2 } else { 1 });
             next_cold.prefetch_write();
         }
         let (Some(bundle), Some(bcold)) = (bundles.get_mut(j), colds.get_mut(j)) else {
@@ -1200,7 +1210,7 @@ pub(crate) fn solve<const USE_BIAS: bool>(
         // bundles ahead, both builds measured ran faster than either had
         // (docs/benchmarks.md, the section on 37f69f1).
         if let Some(n) = bundles.get(i + 4) {
-            n.prefetch(Ask::Read);
+            n.prefetch(Ask::Read, 2);
         }
         let c = &mut bundles[i];
         let args = (&mut *states, soft, inv_h, neg_max_push);
@@ -1220,11 +1230,14 @@ pub(crate) fn solve<const USE_BIAS: bool>(
 /// into one loop, the registers of all four were allocated together, and
 /// how many spilled changed with edits elsewhere in the crate (the relax
 /// pass's loop: 113 or 158 stack accesses for the same source), moving
-/// many_pyramids' substeps by 4 %. A call per bundle of eight contacts
-/// costs nothing measurable; the one-lane build (a bundle per contact)
-/// inlines them as before.
+/// many_pyramids' substeps by 4 %. A call per bundle (of eight contacts
+/// in the AVX-512 build, four in the AVX2 one) costs nothing measurable;
+/// the one-lane build (a bundle per contact) inlines them as before.
 #[cfg_attr(all(target_arch = "x86_64", target_feature = "avx2"), inline(never))]
-#[cfg_attr(not(all(target_arch = "x86_64", target_feature = "avx2")), inline(always))]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "avx2")),
+    inline(always)
+)]
 fn solve_bundle<const USE_BIAS: bool, const SAME: bool, const TWO: bool>(
     c: &mut Bundle,
     cold: &mut BundleCold,
@@ -1380,7 +1393,7 @@ mod tests {
     /// places listed here are the fields it names, in any order).
     #[test]
     fn prefetch_covers_every_line() {
-        use crate::math::covers_lines;
+        use crate::math::{covers_lines, covers_lines_of};
         use core::mem::{align_of, offset_of, size_of};
         let mut at = vec![
             offset_of!(Bundle, a),
@@ -1432,25 +1445,19 @@ mod tests {
             align_of::<Bundle>()
         );
         // `BundleCold::prefetch_write` asks for every line of what each
-        // preparation writes: the range from the first of those fields to
-        // the end of the last.
+        // preparation writes (the places listed here are the fields it
+        // names): the bytes from the first of those fields to the end of
+        // the last.
         let written = [
             (offset_of!(BundleCold, index), size_of::<[u32; LANES]>()),
             (offset_of!(BundleCold, restitution), size_of::<Coef>()),
             (offset_of!(BundleCold, restitution_any), 1),
         ];
-        let mut asked: Vec<usize> = written.iter().map(|w| w.0).collect();
-        asked.sort_unstable();
-        let lo = asked[0];
+        let asked: Vec<usize> = written.iter().map(|w| w.0).collect();
+        let lo = asked.iter().copied().min().unwrap_or(0);
         let hi = written.iter().map(|&(o, n)| o + n).max().unwrap_or(lo);
-        let align = if lo.is_multiple_of(64) {
-            align_of::<BundleCold>()
-        } else {
-            1
-        };
-        let rel: Vec<usize> = asked.iter().map(|o| o - lo).collect();
         assert!(
-            covers_lines(hi - lo, align, &rel),
+            covers_lines_of(lo..hi, align_of::<BundleCold>(), &asked),
             "BundleCold: bytes {lo}..{hi} written, asked at {asked:?}"
         );
     }

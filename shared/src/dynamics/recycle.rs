@@ -524,10 +524,12 @@ impl Recycler {
         for r in &self.refs {
             prefetch(&r.key);
             prefetch(&r.pass);
+            prefetch(&r.set);
         }
         for b in &self.bases.list {
             prefetch(&b.points);
             prefetch(&b.normal);
+            prefetch(&b.ids);
         }
     }
 
@@ -1254,13 +1256,21 @@ mod tests {
     fn prefetch_covers_every_line() {
         use crate::math::covers_lines;
         use core::mem::{align_of, offset_of, size_of};
-        let basis = [offset_of!(Basis, points), offset_of!(Basis, normal)];
+        let basis = [
+            offset_of!(Basis, points),
+            offset_of!(Basis, normal),
+            offset_of!(Basis, ids),
+        ];
         assert!(
             covers_lines(size_of::<Basis>(), align_of::<Basis>(), &basis),
             "Basis: {} bytes, asked at {basis:?}",
             size_of::<Basis>()
         );
-        let body = [offset_of!(BodyRef, key), offset_of!(BodyRef, pass)];
+        let body = [
+            offset_of!(BodyRef, key),
+            offset_of!(BodyRef, pass),
+            offset_of!(BodyRef, set),
+        ];
         assert!(
             covers_lines(size_of::<BodyRef>(), align_of::<BodyRef>(), &body),
             "BodyRef: {} bytes, asked at {body:?}",

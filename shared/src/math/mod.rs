@@ -12,7 +12,7 @@ pub use sqrt::sqrt;
 pub use trig::{atan2, normalize_angle, sin_cos};
 pub use vec2::{Aabb, Rot, Transform, Vec2};
 #[cfg(test)]
-pub(crate) use wide::covers_lines;
+pub(crate) use wide::{covers_lines, covers_lines_of};
 pub(crate) use wide::{prefetch, prefetch_write, Coef, CoefV, Mask, Wide, LANES};
 
 /// The tests' fixed pseudo-random stream: Knuth's MMIX LCG from `seed`,

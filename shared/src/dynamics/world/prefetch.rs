@@ -33,16 +33,19 @@ impl World {
             prefetch(&b.transform);
             prefetch(&b.linear_velocity);
             prefetch(&b.sleep_time);
+            prefetch(&b.first_shape);
         }
         for c in st.body_config.iter() {
             prefetch(&c.local_center);
             prefetch(&c.inv_mass);
             prefetch(&c.sleep_threshold);
+            prefetch(&c.enable_sleep);
         }
         for s in &st.shapes {
             prefetch(&s.fat_aabb);
             prefetch(&s.def);
             prefetch(&s.next);
+            prefetch(&s.alive);
         }
         for g in st.geometry.iter() {
             prefetch(g);
@@ -52,6 +55,7 @@ impl World {
                 prefetch(&p.normals[0]);
                 prefetch(&p.normals[4]);
                 prefetch(&p.centroid);
+                prefetch(&p.count);
             }
         }
         for c in &st.contacts {
@@ -75,7 +79,7 @@ mod tests {
     use crate::dynamics::contact::Contact;
     use crate::dynamics::shape::Shape;
     use crate::geometry::{Polygon, ShapeGeometry, MAX_POLYGON_VERTICES};
-    use crate::math::covers_lines;
+    use crate::math::{covers_lines, Scalar};
     use core::mem::{align_of, offset_of, size_of};
 
     fn check<T>(name: &str, offsets: &[usize]) {
@@ -98,6 +102,7 @@ mod tests {
                 offset_of!(Body, transform),
                 offset_of!(Body, linear_velocity),
                 offset_of!(Body, sleep_time),
+                offset_of!(Body, first_shape),
             ],
         );
         check::<BodyConfig>(
@@ -106,6 +111,7 @@ mod tests {
                 offset_of!(BodyConfig, local_center),
                 offset_of!(BodyConfig, inv_mass),
                 offset_of!(BodyConfig, sleep_threshold),
+                offset_of!(BodyConfig, enable_sleep),
             ],
         );
         check::<Shape>(
@@ -114,24 +120,32 @@ mod tests {
                 offset_of!(Shape, fat_aabb),
                 offset_of!(Shape, def),
                 offset_of!(Shape, next),
+                offset_of!(Shape, alive),
             ],
         );
+        // The list holds `ShapeGeometry`s: its tag (asked for with the
+        // element's start) and, for a polygon, the polygon's fields where
+        // the enum puts them (found from the addresses of one).
+        let g = ShapeGeometry::Polygon(Polygon::make_box(Scalar::ONE, Scalar::ONE));
+        let ShapeGeometry::Polygon(inner) = &g else {
+            unreachable!("a polygon was made");
+        };
+        let at = (inner as *const Polygon as usize) - (&g as *const ShapeGeometry as usize);
         let vertex = size_of::<crate::math::Vec2>();
         let (v, n) = (offset_of!(Polygon, vertices), offset_of!(Polygon, normals));
-        check::<Polygon>(
-            "Polygon",
+        check::<ShapeGeometry>(
+            "ShapeGeometry::Polygon",
             &[
-                v,
-                v + 4 * vertex,
-                n,
-                n + 4 * vertex,
-                offset_of!(Polygon, centroid),
+                0,
+                at + v,
+                at + v + 4 * vertex,
+                at + n,
+                at + n + 4 * vertex,
+                at + offset_of!(Polygon, centroid),
+                at + offset_of!(Polygon, count),
             ],
         );
         assert_eq!(MAX_POLYGON_VERTICES, 8);
-        // The enum's own bytes beyond the polygon: its tag, within a line
-        // of the polygon's start (asked for with the element itself).
-        assert!(size_of::<ShapeGeometry>() - size_of::<Polygon>() < 64);
         let (m, p) = (
             offset_of!(Contact, manifold),
             size_of::<crate::collision::ManifoldPoint>(),
@@ -150,7 +164,11 @@ mod tests {
     #[test]
     fn a_line_left_out_is_found() {
         assert!(!covers_lines(120, 8, &[0, 96]));
-        assert!(covers_lines(120, 8, &[0, 48, 96]));
+        // Started 24 bytes into a line, bytes 104 to 119 are a line of
+        // their own.
+        assert!(!covers_lines(120, 8, &[0, 48, 96]));
+        assert!(covers_lines(120, 8, &[0, 56, 112]));
+        assert!(!covers_lines(100, 1, &[0, 50]));
         assert!(!covers_lines(192, 64, &[0, 150]));
         assert!(covers_lines(192, 64, &[0, 96, 176]));
     }

@@ -71,22 +71,38 @@ pub(crate) fn prefetch_write<T>(r: &T) {
     let _ = r;
 }
 
-/// Whether asking for the places at `offsets` (ascending, in bytes) of
-/// every element of a list of `size`-byte elements aligned to `align`
-/// asks for every line the list spans: each line of an element aligned to
-/// whole lines holds one of them; otherwise they are at most a line apart,
-/// from the start to the last line of the element, so that every line has
-/// the start of one of them, whatever the element's alignment.
+/// Whether asking for the places at `offsets` (in bytes) of every element
+/// of a list of `size`-byte elements aligned to `align` asks for every
+/// line the list spans: [`covers_lines_of`] the whole element.
 #[cfg(test)]
 pub(crate) fn covers_lines(size: usize, align: usize, offsets: &[usize]) -> bool {
+    covers_lines_of(0..size, align, offsets)
+}
+
+/// Whether asking for the places at `offsets` of an element aligned to
+/// `align` asks for every line that its bytes `range` touch: for every
+/// place the element can start within a line (a multiple of `align` below
+/// 64), each of those lines holds one of the places. An element aligned
+/// to whole lines has one such start; a smaller alignment has several,
+/// and the last line, which may hold only the last few bytes, needs a
+/// place there (one no more than `align` bytes before the end).
+#[cfg(test)]
+pub(crate) fn covers_lines_of(
+    range: core::ops::Range<usize>,
+    align: usize,
+    offsets: &[usize],
+) -> bool {
     const LINE: usize = 64;
-    if align >= LINE {
-        return (0..size.div_ceil(LINE)).all(|l| offsets.iter().any(|o| o / LINE == l));
+    if range.is_empty() {
+        return true;
     }
-    let ends = offsets.first() == Some(&0) && offsets.last().is_some_and(|&o| size - o <= LINE);
-    ends && offsets
-        .windows(2)
-        .all(|w| w[0] < w[1] && w[1] - w[0] <= LINE)
+    (0..LINE).step_by(align.clamp(1, LINE)).all(|start| {
+        // Byte `o` lies in line `(start + o) / LINE`.
+        let lines = (start + range.start) / LINE..=(start + range.end - 1) / LINE;
+        lines
+            .into_iter()
+            .all(|l| offsets.iter().any(|&o| (start + o) / LINE == l))
+    })
 }
 
 /// Lanes per [`Wide`] in this build (8, 4 or 1; see the module docs).

@@ -74,7 +74,9 @@ impl World {
         // continuous collision.
         let sleep_on = set.enable_sleep;
         let continuous = set.enable_continuous;
-        sc.ccd.clear_starts(sc.awake.len());
+        if continuous {
+            sc.ccd.clear_starts(sc.awake.len());
+        }
         for (k, &bi) in sc.awake.iter().enumerate() {
             let s = sc.states.bodies[k + 1];
             let c = &st.body_config[bi as usize];
@@ -118,7 +120,7 @@ impl World {
                 }
             }
         }
-        if set.enable_continuous {
+        if continuous {
             ccd::solve_continuous(st, &sc.awake, &sc.slot_of, &sc.states, dt, &mut sc.ccd);
         }
         for k in 0..sc.awake.len() {
