@@ -78,6 +78,7 @@ pub(crate) const OVERFLOW: u8 = u8::MAX;
 /// coloured and bundled on its own, so every pass walks the contacts and
 /// bodies window by window instead of all over the list once per colour.
 const WINDOW: usize = 1024;
+
 /// How a prefetch asks for a line.
 #[derive(Clone, Copy)]
 enum Ask {
@@ -317,8 +318,8 @@ impl BundleCold {
 }
 
 /// The inputs of one bundle's preparation, lane by lane (zero in empty
-/// lanes, the velocities apart: see `vax`), copied out of the contacts and bodies first so that each
-/// becomes a vector with plain loads.
+/// lanes, the velocities apart: see `vax`), copied out of the contacts
+/// and bodies first so that each becomes a vector with plain loads.
 #[derive(Clone, Copy, Default)]
 struct Inputs {
     ma: [Scalar; LANES],
