@@ -20,8 +20,10 @@ impl World {
     /// nothing). Worth it where the world's memory is cold, as a server's
     /// rooms are at the start of each tick: there it took about a tenth off
     /// the tick and 8 % off the server's CPU per room (docs/fleet.md); in a
-    /// loop that steps one world, where everything is cached, it costs
-    /// 11,800 instructions, 0.6 % of the default arena's tick (counted).
+    /// loop that steps one world, where everything is cached, it cost
+    /// 11,800 instructions, 0.6 % of the default arena's tick (counted
+    /// before 2597c38 added a place per body, body setting, shape and
+    /// polygon, and two to the recycler's lists; not counted since).
     ///
     /// Each element is asked for at places no more than a line apart, from
     /// its start to its last line, so that every line of each list is

@@ -3,8 +3,9 @@
 use core::arch::x86_64::{_MM_CMPINT_EQ, _MM_CMPINT_NLE};
 use safe_arch::*;
 
-/// Registers per value: two, so that every solver step works on two
-/// independent groups of eight lanes and their latencies overlap.
+/// Registers per value: one, so eight lanes. The backend is written for
+/// any count (each operation loops over the registers), and a bundle holds
+/// [`LANES`] contacts, so more registers would make wider bundles.
 const REGS: usize = 1;
 pub(crate) const LANES: usize = 8 * REGS;
 pub(crate) type V = [m512i; REGS];
