@@ -327,11 +327,10 @@ pub fn shape_distance_features(
     let pb_src = b.points();
     let origin = pa_src[0];
     let xf = xf_a.inv_mul(xf_b);
-    let mut pa = [Vec2::ZERO; MAX_POLYGON_VERTICES];
+    // All eight of A's slots (those past `count` are never read): a loop
+    // over the first `count` became AVX-512 gathers and scatters.
+    let pa = a.points.map(|p| p - origin);
     let mut pb = [Vec2::ZERO; MAX_POLYGON_VERTICES];
-    for (d, s) in pa.iter_mut().zip(pa_src) {
-        *d = *s - origin;
-    }
     for (d, s) in pb.iter_mut().zip(pb_src) {
         *d = xf.apply(*s) - origin;
     }
