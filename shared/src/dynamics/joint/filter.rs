@@ -38,7 +38,8 @@ impl JointFilter {
                 self.has_joint[b as usize] = true;
             }
         }
-        self.pairs.sort_unstable();
+        // One sorted order for integers: the radix sort's is sort_unstable's.
+        radsort::sort(&mut self.pairs);
         self.pairs.dedup();
     }
 
