@@ -406,22 +406,37 @@ fn segment_distance(p1: Vec2, q1: Vec2, p2: Vec2, q2: Vec2) -> SegmentDistance {
 /// divisions. In rain, about half of the 15,000 capsule pairs a step are
 /// decided here (collide 1.82 → 1.70 ms a step).
 ///
-/// The same answer, shown: each closest point is `p + f·d` with `f` in
-/// [0, 1], so it lies in its segment's box but for the product's floor (one
-/// ulp, 2⁻³² m, toward −∞). Boxes more than `max_distance + 2⁻²⁰` apart on
-/// an axis put the points at least `max_distance + 2⁻²⁰ − 2⁻³²` apart on it,
-/// whose floored square, with the other axis's (never below zero), exceeds
-/// the floored `max_distance²` by more than a hundred ulps (`max_distance`
-/// is at least the 2 cm speculative distance). The pairs' boxes overlap
-/// within a few hundred metres, so no square wraps.
+/// The same answer, shown: each closest point is `p + ⌊f·d⌋` with `f` in
+/// [0, 1], which lies in its segment's box (the floor of a product between
+/// 0 and `d` stays between them). Boxes more than `max_distance + 2⁻²⁰`
+/// apart on an axis put the points more than that apart on it, whose
+/// floored square, with the other axis's (never below zero), exceeds the
+/// floored `max_distance²` by more than a hundred ulps (`max_distance` is
+/// at least the 2 cm speculative distance), provided no square wraps. The
+/// squares wrap past 2³¹ m², and a snapshot may hold shapes out to 40 km
+/// (two such segments 56 km apart whose fat boxes touch gave a wrapped,
+/// negative square, and a contact point, a review found): so the test
+/// decides only where both segments' points lie within [`SPAN`] of each
+/// other on each axis, where each square is below 2³⁰ m². A world built
+/// through the API never reaches that (its boxes lie within ±10 km).
 #[inline(always)]
 fn apart_along_an_axis(a: (Vec2, Vec2), b: (Vec2, Vec2), max_distance: Scalar) -> bool {
     let reach = max_distance + Scalar::from_bits(1 << 12);
-    let gap = |a0: Scalar, a1: Scalar, b0: Scalar, b1: Scalar| {
-        (b0.min(b1) - a0.max(a1)).max(a0.min(a1) - b0.max(b1))
+    // Per axis: whether the span is below SPAN, and whether the gap
+    // exceeds the reach.
+    let axis = |a0: Scalar, a1: Scalar, b0: Scalar, b1: Scalar| {
+        let (alo, ahi, blo, bhi) = (a0.min(a1), a0.max(a1), b0.min(b1), b0.max(b1));
+        let small = ahi.max(bhi) - alo.min(blo) < SPAN;
+        (small, (blo - ahi).max(alo - bhi) > reach)
     };
-    gap(a.0.x, a.1.x, b.0.x, b.1.x) > reach || gap(a.0.y, a.1.y, b.0.y, b.1.y) > reach
+    let (small_x, apart_x) = axis(a.0.x, a.1.x, b.0.x, b.1.x);
+    let (small_y, apart_y) = axis(a.0.y, a.1.y, b.0.y, b.1.y);
+    small_x && small_y && (apart_x || apart_y)
 }
+
+/// The largest extent on an axis over which [`apart_along_an_axis`]
+/// decides: 2¹⁵ m, so that no coordinate difference squared reaches 2³⁰ m².
+const SPAN: Scalar = Scalar::from_bits(1 << 47);
 
 /// Capsule against capsule (segments are capsules of radius 0).
 pub fn collide_capsules(a: &Capsule, xf_a: Transform, b: &Capsule, xf_b: Transform) -> Manifold {
@@ -1366,14 +1381,16 @@ mod tests {
         /// distance does too: segments up to 256 m long anywhere in
         /// ±256 m, the second placed within 2¹⁴ ulps of `max_distance`
         /// beyond the first on either side along either axis (the closest
-        /// calls: the test must say apart from 2¹² ulps on, and only
-        /// there), and a second pair placed anywhere.
+        /// calls; the test must say apart from 2¹² ulps on), and a second
+        /// pair with its points anywhere within ±64 km (where squares of
+        /// distances wrap).
         #[test]
         fn apart_along_an_axis_only_where_segment_distance_agrees(
             (p1x, p1y, q1x, q1y) in (-(1i64 << 40)..1 << 40, -(1i64 << 40)..1 << 40, -(1i64 << 40)..1 << 40, -(1i64 << 40)..1 << 40),
             (along, across0, across1) in (0i64..1 << 40, -(1i64 << 40)..1 << 40, -(1i64 << 40)..1 << 40),
             (radius, slack, axis, above, level) in (0i64..1 << 34, -(1i64 << 14)..1 << 14, 0usize..2, any::<bool>(), any::<bool>()),
-            (p2x, p2y, q2x, q2y) in (-(1i64 << 40)..1 << 40, -(1i64 << 40)..1 << 40, -(1i64 << 40)..1 << 40, -(1i64 << 40)..1 << 40),
+            (p2x, p2y, q2x, q2y) in (-(1i64 << 48)..1 << 48, -(1i64 << 48)..1 << 48, -(1i64 << 48)..1 << 48, -(1i64 << 48)..1 << 48),
+            (p3x, p3y, q3x, q3y) in (-(1i64 << 48)..1 << 48, -(1i64 << 48)..1 << 48, -(1i64 << 48)..1 << 48, -(1i64 << 48)..1 << 48),
         ) {
             let sc = Scalar::from_bits;
             let max_distance = sc(radius) + SPECULATIVE_DISTANCE;
@@ -1417,8 +1434,9 @@ mod tests {
                 prop_assert!(far(p1, q1, q2, p2));
             }
             let (p2, q2) = (Vec2::new(sc(p2x), sc(p2y)), Vec2::new(sc(q2x), sc(q2y)));
-            if apart_along_an_axis((p1, q1), (p2, q2), max_distance) {
-                prop_assert!(far(p1, q1, p2, q2));
+            let (p3, q3) = (Vec2::new(sc(p3x), sc(p3y)), Vec2::new(sc(q3x), sc(q3y)));
+            if apart_along_an_axis((p3, q3), (p2, q2), max_distance) {
+                prop_assert!(far(p3, q3, p2, q2));
             }
         }
 
@@ -1454,6 +1472,25 @@ mod tests {
                 find_max_separation::<false>(&pb, &pa)
             );
         }
+    }
+
+    /// Two segments 56 km apart out where a snapshot may put them (40 km
+    /// from the origin), whose fat boxes touch: the square of their
+    /// distance wraps, and the segment distance does not call them apart.
+    /// Nor may the axis test (it did before it bounded the span, found by
+    /// a review).
+    #[test]
+    fn the_axis_test_leaves_wrapping_squares_to_the_segment_distance() {
+        let (z, cm3) = (Scalar::ZERO, Scalar::milli(30));
+        let (p1, q1) = (Vec2::new(fx(-39_900), z), Vec2::new(z, fx(-39_900)));
+        let (p2, q2) = (Vec2::new(cm3, fx(40_000)), Vec2::new(fx(40_000), cm3));
+        let max_distance = SPECULATIVE_DISTANCE;
+        let sd = segment_distance(p1, q1, p2, q2);
+        assert!(
+            sd.distance_squared <= max_distance * max_distance,
+            "the square wraps"
+        );
+        assert!(!apart_along_an_axis((p1, q1), (p2, q2), max_distance));
     }
 
     #[test]

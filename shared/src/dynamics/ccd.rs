@@ -158,7 +158,8 @@ fn core_proxy(g: &ShapeGeometry, depth: u32) -> DistanceProxy {
 impl CcdScratch {
     /// Starts the lists of where the awake bodies start the step and of
     /// which of them are fast, and forgets the last step's end boxes:
-    /// called by every step's finish, with continuous collision on or off.
+    /// called by each finish stage, with continuous collision on or off
+    /// (a step with nothing awake has none, and reads no box).
     pub(crate) fn begin(&mut self, awake: usize) {
         self.start.clear();
         self.start.reserve(awake);

@@ -71,7 +71,7 @@ impl World {
         );
 
         // Finalize bodies, first remembering where each starts for
-        // continuous collision.
+        // continuous collision and whether it is fast.
         let sleep_on = set.enable_sleep;
         let continuous = set.enable_continuous;
         sc.ccd.begin(sc.awake.len());
