@@ -19,7 +19,7 @@ use super::{
     Joint, JointContext, Masses, Sym22,
 };
 use crate::dynamics::graph::{gather_motion, gather_v, scatter_v};
-use crate::dynamics::solver::{self, BodyState, States};
+use crate::dynamics::solver::{self, BodyState, Softness, States};
 use crate::math::{normalize_angle, Mask, Rot, Scalar, Vec2, Wide, LANES};
 use serde::{Deserialize, Serialize};
 
@@ -467,6 +467,10 @@ pub(crate) struct Revolutes {
     filling: Vec<Lanes>,
     /// The limits, motors and springs of the bundles that have them.
     cold_lanes: Vec<ColdLanes>,
+    /// The last spring softness made, with its hertz, damping ratio and
+    /// substep: joints built alike (a ragdoll's) share it, and each made
+    /// it with two divisions (rain: 10,000 springs a step).
+    soft: Option<((Scalar, Scalar, Scalar), Softness)>,
 }
 
 impl Revolutes {
@@ -593,11 +597,19 @@ impl Revolutes {
             let i = &j.impulses;
             let axial_mass = inv_or_zero(m.ia + m.ib);
             let (hertz, zeta) = (p.hertz, p.damping_ratio);
+            let soft = match self.soft {
+                Some((key, soft)) if key == (hertz, zeta, ctx.h) => soft,
+                _ => {
+                    let soft = solver::make_soft(hertz, zeta, ctx.h);
+                    self.soft = Some(((hertz, zeta, ctx.h), soft));
+                    soft
+                }
+            };
             self.cold.push(Cold {
                 angle0: f.angle0,
                 angle: f.angle0,
                 axial_mass,
-                spring: Spring::new(p.enable_spring, hertz, zeta, axial_mass, ctx.h),
+                spring: Spring::with_softness(p.enable_spring, hertz, axial_mass, soft),
                 max_motor_impulse: ctx.h * p.max_motor_torque,
                 lower,
                 upper,

@@ -3,7 +3,7 @@
 //! the axis; distance: the length): checking the parameters, and the soft
 //! spring solved on that coordinate.
 
-use crate::dynamics::solver::make_soft;
+use crate::dynamics::solver::{make_soft, Softness};
 use crate::math::{Scalar, Vec2};
 
 /// Checks the limits, the motor's largest force or torque and the spring
@@ -69,7 +69,12 @@ impl Spring {
         mass: Scalar,
         h: Scalar,
     ) -> Self {
-        let soft = make_soft(hertz, damping_ratio, h);
+        Spring::with_softness(enable, hertz, mass, make_soft(hertz, damping_ratio, h))
+    }
+
+    /// [`Spring::new`] with its softness, `make_soft(hertz, damping_ratio,
+    /// h)`, already made (joints built alike share it).
+    pub fn with_softness(enable: bool, hertz: Scalar, mass: Scalar, soft: Softness) -> Self {
         Spring {
             enabled: enable && hertz > Scalar::ZERO,
             scaled_mass: mass * soft.mass_scale,
