@@ -214,8 +214,10 @@ fn normalize_or(v: Vec2, fallback: Vec2) -> (Scalar, Vec2) {
 /// `chain_segment_collision_is_total`).
 #[inline]
 fn normalize_fine_or(v: Vec2, fallback: Vec2) -> (Scalar, Vec2) {
+    // A zero length is the fallback's (`length_and_normalize` gives one
+    // exactly for the vectors it cannot normalise).
     let (len, n) = normalize_or(v, fallback);
-    if n != fallback && len < TINY {
+    if !len.is_zero() && len < TINY {
         (len, Vec2::new(v.x.shl(16), v.y.shl(16)).normalize())
     } else {
         (len, n)
