@@ -3,13 +3,11 @@
 //! ```sh
 //! cargo run --release --bin bitroom-server -- replay record --loose-bodies 8 \
 //!     --players 4 --ticks 240 --keyframe-interval 120 --room fixture \
-//!     --out protocol/tests/fixtures/arena-4-bots-v10.brr
+//!     --out protocol/tests/fixtures/arena-4-bots-v11.brr
 //! ```
 //!
-//! (replay format 10; recorded 2026-11-29 for protocol 16's simulation,
-//! where a pair moving fast relative to each other takes the narrow phase
-//! at the current poses instead of a recycled manifold, and each contact
-//! of a state carries that flag.)
+//! (replay format 11; recorded 2026-11-30 for protocol 17's simulation,
+//! where short vectors have exact lengths and unit directions.)
 //!
 //! It must verify in every build (debug tests included) and on every
 //! platform: `.ci/cross-check.sh` runs this file on each target and diffs
@@ -24,12 +22,12 @@
 use bitroom_protocol::replay::{verify, Record, ReplayReader, VerifyOptions, VerifyReport};
 use bitroom_sim::game::sandbox::{PlayerInput, Sandbox};
 
-/// Format 10.
-const FIXTURE: &[u8] = include_bytes!("fixtures/arena-4-bots-v10.brr");
+/// Format 11.
+const FIXTURE: &[u8] = include_bytes!("fixtures/arena-4-bots-v11.brr");
 /// Ticks in the fixture.
 const TICKS: u64 = 240;
 /// Its final state hash (also recorded in the file).
-const FINAL_HASH: u64 = 0xe33c4af6dd12dcc4;
+const FINAL_HASH: u64 = 0x2f543bfbbea670f8;
 
 fn run(bytes: &[u8], synctest: Option<u32>) -> VerifyReport {
     let reader = ReplayReader::open(bytes).expect("the fixture opens");

@@ -102,15 +102,18 @@ pub const MAGIC: &[u8; 8] = b"BRREPLAY";
 /// files of 8 and 7 may replay to other hashes. 10: each contact of a
 /// state carries one more flag (whether its manifold was taken at the
 /// current poses instead of recycled, decided from the pair's relative
-/// speed: protocol 16), so states of 9 do not decode.
+/// speed: protocol 16), so states of 9 do not decode. 11: the bytes of
+/// 10, from the simulation of protocol 17, where short vectors have exact
+/// lengths and unit directions: files of 10 replay to other hashes
+/// wherever circles, capsules or joints move.
 ///
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
 /// [`Rules::Input`]: bitroom_sim::game::Rules::Input
-pub const FORMAT_VERSION: u32 = 10;
-/// The oldest format this build reads: 10, its own. Older files hold
+pub const FORMAT_VERSION: u32 = 11;
+/// The oldest format this build reads: 11, its own. Older files hold
 /// states and hashes of an earlier simulation, which this build cannot
 /// reproduce.
-pub const OLDEST_FORMAT_VERSION: u32 = 10;
+pub const OLDEST_FORMAT_VERSION: u32 = 11;
 /// Largest record payload accepted (a keyframe of the largest snapshot,
 /// 64 MiB of world plus 1 MiB of game state, fits).
 pub const MAX_RECORD: usize = 72 << 20;

@@ -191,12 +191,12 @@ fn flip(mut m: Manifold) -> Manifold {
     m
 }
 
-/// Normalises, falling back to `fallback` for a (near-)zero vector.
-///
-/// Below about a millimetre the direction is rough: the Q32.32 square of
-/// the length has few bits (one ulp at 2⁻¹⁶ m). [`normalize_fine_or`]
-/// fixes that; using it here too would move the golden hashes of spinner,
-/// tumbler and smash, a deliberate change not yet made.
+/// Normalises, falling back to `fallback` for a vector shorter than
+/// [`Vec2::SHORTEST`] (its length is then zero). The direction is unit
+/// length at every length: a circle whose centre lay 15 µm from a chain
+/// segment once got a normal 1.37 long, when short vectors were normalised
+/// from their Q32.32 square (found by the proptest
+/// `chain_segment_collision_is_total`).
 #[inline]
 fn normalize_or(v: Vec2, fallback: Vec2) -> (Scalar, Vec2) {
     let (len, n) = v.length_and_normalize();
@@ -206,27 +206,6 @@ fn normalize_or(v: Vec2, fallback: Vec2) -> (Scalar, Vec2) {
         (len, n)
     }
 }
-
-/// [`normalize_or`] with a unit direction for short vectors too: below
-/// [`TINY`] the direction is taken from the vector scaled by 2¹⁶ (exact;
-/// the length is kept as it was). A chain segment's normal against a circle
-/// whose centre lay 15 µm from it came out 1.37 long (found by the proptest
-/// `chain_segment_collision_is_total`).
-#[inline]
-fn normalize_fine_or(v: Vec2, fallback: Vec2) -> (Scalar, Vec2) {
-    // A zero length is the fallback's (`length_and_normalize` gives one
-    // exactly for the vectors it cannot normalise).
-    let (len, n) = normalize_or(v, fallback);
-    if !len.is_zero() && len < TINY {
-        (len, Vec2::new(v.x.shl(16), v.y.shl(16)).normalize())
-    } else {
-        (len, n)
-    }
-}
-
-/// Lengths below which [`normalize_fine_or`] takes the direction from the
-/// vector scaled up: 2⁻⁹ m, where the square has 2¹⁴ ulps.
-const TINY: Scalar = Scalar::from_bits(1 << 23);
 
 /// Circle against circle.
 pub fn collide_circles(a: &Circle, xf_a: Transform, b: &Circle, xf_b: Transform) -> Manifold {
@@ -1059,7 +1038,7 @@ pub fn collide_chain_segment_circle(
     } else {
         Vec2::ZERO.mul_add(v / e.dot(e), e)
     };
-    let (distance, normal) = normalize_fine_or(pb - pa, e.right_perp().normalize());
+    let (distance, normal) = normalize_or(pb - pa, e.right_perp().normalize());
     let separation = distance - b.radius;
     if separation > SPECULATIVE_DISTANCE {
         return m;

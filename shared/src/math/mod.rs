@@ -8,6 +8,7 @@ mod vec2;
 mod wide;
 
 pub use scalar::{fx, Scalar, WORLD_BOUND};
+pub(crate) use sqrt::isqrt_u64;
 pub use sqrt::sqrt;
 pub use trig::{atan2, normalize_angle, sin_cos};
 pub use vec2::{Aabb, Rot, Transform, Vec2};

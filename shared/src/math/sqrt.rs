@@ -65,6 +65,17 @@ fn isqrt_normalised(m: u64) -> u64 {
     y
 }
 
+/// `⌊√n⌋` of an integer (zero for zero).
+#[inline]
+pub(crate) fn isqrt_u64(n: u64) -> u64 {
+    if n == 0 {
+        return 0;
+    }
+    // ⌊⌊√(n·4ᵏ)⌋ / 2ᵏ⌋ = ⌊√n⌋.
+    let shift = n.leading_zeros() & !1;
+    isqrt_normalised(n << shift) >> (shift / 2)
+}
+
 /// Square root of a Q32.32 value; zero for zero or negative input.
 #[inline]
 pub fn sqrt(x: Scalar) -> Scalar {
@@ -111,6 +122,33 @@ mod tests {
         ] {
             let s = isqrt_normalised(m);
             assert_eq!(s, m.isqrt());
+        }
+    }
+
+    #[test]
+    fn integer_root_of_any_u64_is_exact_floor() {
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        for i in 0..100_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let n = x >> (i % 64);
+            assert_eq!(isqrt_u64(n), n.isqrt(), "{n}");
+        }
+        for n in [
+            0u64,
+            1,
+            2,
+            3,
+            4,
+            15,
+            16,
+            17,
+            u64::MAX,
+            1 << 63,
+            (1 << 62) - 1,
+        ] {
+            assert_eq!(isqrt_u64(n), n.isqrt(), "{n}");
         }
     }
 

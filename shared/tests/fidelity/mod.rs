@@ -368,8 +368,49 @@ pub fn bounce(restitution: f64) -> Value {
     json!({"restitution": restitution, "drops": drops})
 }
 
-/// 20 benchmark humans dropped into a 6 m wide box, 10 s.
+/// Piles of [`ragdolls`]: the one as placed and six more shifted right by
+/// 1…6 mm. When a pile sleeps is chaotic (a limb slipping late keeps the
+/// whole island awake: over 24 shifts, bitroom's piles sleep at 3.4–3.6 s
+/// but for two at 4.65 and 6.33 s), so the median and the latest of these
+/// are compared; the other figures are the first pile's.
+pub const RAGDOLL_PILES: usize = 7;
+
+/// 20 benchmark humans dropped into a 6 m wide box, 10 s
+/// ([`RAGDOLL_PILES`] times, shifted).
 pub fn ragdolls() -> Value {
+    let piles: Vec<Pile> = (0..RAGDOLL_PILES)
+        .map(|k| ragdoll_pile(0.001 * k as f64))
+        .collect();
+    // A pile that never sleeps counts as the whole 10 s.
+    let mut sleeps: Vec<f64> = piles
+        .iter()
+        .map(|p| if p.sleep.is_nan() { 10.0 } else { p.sleep })
+        .collect();
+    sleeps.sort_by(f64::total_cmp);
+    let p = &piles[0];
+    json!({"mean_height": num(p.mean), "top_height": num(p.top), "min_y": num(p.min_y),
+           "max_joint_gap": num(p.gap), "sleep_s": num(p.sleep),
+           "sleep_s_median": num(sleeps[RAGDOLL_PILES / 2]),
+           "sleep_s_latest": num(sleeps[RAGDOLL_PILES - 1]),
+           "sleeps": piles.iter().map(|p| num(p.sleep)).collect::<Vec<_>>()})
+}
+
+/// The figures of one ragdoll pile.
+pub struct Pile {
+    /// Final mean height of the bones' origins (m).
+    pub mean: f64,
+    /// Final height of the highest bone origin (m).
+    pub top: f64,
+    /// Lowest bone origin at any step (m).
+    pub min_y: f64,
+    /// Largest distance between a joint's anchors at any step (m).
+    pub gap: f64,
+    /// When every bone first sleeps (s; NaN: never).
+    pub sleep: f64,
+}
+
+/// One pile of [`ragdolls`] with every human `dx` metres to the right.
+pub fn ragdoll_pile(dx: f64) -> Pile {
     let mut w = world(true);
     let g = ground(&mut w, 20.0);
     for side in [-1.0, 1.0] {
@@ -383,7 +424,7 @@ pub fn ragdolls() -> Value {
     }
     let mut bodies = Vec::new();
     for i in 0..20 {
-        let at = v(-1.8 + 1.2 * (i % 4) as f64, 2.0 * (i / 4) as f64);
+        let at = v(-1.8 + dx + 1.2 * (i % 4) as f64, 2.0 * (i / 4) as f64);
         bodies.extend(add_human(&mut w, at, -(i + 1), 0));
     }
     let joints: Vec<JointId> = w.joints().collect();
@@ -405,8 +446,13 @@ pub fn ragdolls() -> Value {
     let ys: Vec<f64> = bodies.iter().map(|&b| pos(&w, b).1).collect();
     let mean = ys.iter().sum::<f64>() / ys.len() as f64;
     let top = ys.iter().cloned().fold(f64::MIN, f64::max);
-    json!({"mean_height": num(mean), "top_height": num(top), "min_y": num(min_y),
-           "max_joint_gap": num(gap), "sleep_s": num(sleep)})
+    Pile {
+        mean,
+        top,
+        min_y,
+        gap,
+        sleep,
+    }
 }
 
 /// bitroom's `car` scene (two sprung, motor-driven wheel joints over hills
@@ -796,7 +842,11 @@ pub fn check(reference: &Value, ours: &Value) -> Vec<Check> {
         let (b2, ours) = c.pair("min_y");
         c.push("min_y", b2, ours, "≥ 0.02".into(), ours >= 0.02);
         c.at_most("max_joint_gap", 2.0, 0.01, 0.1);
-        c.sleeps("sleep_s", 1.5, 1.0);
+        // Over the shifted piles: the median held as one pile was before,
+        // and the latest more loosely (a late slip in one pile is chaos:
+        // see `RAGDOLL_PILES`). The first pile's own time is in the JSON.
+        c.sleeps("sleep_s_median", 1.5, 1.0);
+        c.sleeps("sleep_s_latest", 2.0, 1.0);
     }
     if let (Some(r), Some(o)) = (reference.get("car"), ours.get("car")) {
         let mut c = scenario(&mut out, "car over hills and bumps, 10 s".into(), r, o);

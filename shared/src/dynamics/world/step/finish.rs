@@ -212,8 +212,10 @@ mod tests {
     /// Hit events and bounces from bundled contacts and from the overflow,
     /// for contacts that report hits beside ones that do not, on one thread
     /// and on two: every step's state hash and event digest fold into the
-    /// values recorded when every solved contact had a cold entry (9f3c4a4;
-    /// now only the overflow's and those reporting hits have one).
+    /// value recorded when every solved contact had a cold entry (9f3c4a4;
+    /// now only the overflow's and those reporting hits have one), as
+    /// re-recorded when short vectors got exact lengths and unit directions
+    /// (the golden change of 2026-11-30).
     #[test]
     fn hits_from_bundles_and_the_overflow_keep_their_bits() {
         let run = |threads: usize| {
@@ -245,6 +247,6 @@ mod tests {
             "{overflow_hits} overflow contacts with hit events"
         );
         assert_eq!(run(2).0, digest, "two threads");
-        assert_eq!(digest, 0xacff_c31c_7538_a143);
+        assert_eq!(digest, 0x2a28_2b2f_f142_af62);
     }
 }
