@@ -896,47 +896,20 @@ fn prepare_bundles(
         slot_of,
         order,
     } = inp;
-    // Every lane of `lanes` is rewritten for each bundle (the velocities
-    // only where read: see `Inputs::vax`).
-    let mut lanes = Inputs::default();
-    // Contacts are read in colour order, all over the list: their cache
-    // lines are asked for a few bundles ahead.
-    const AHEAD: usize = 3 * LANES;
-    for (j, ks) in lane_of.chunks_exact(LANES).enumerate() {
-        // The bundles are written, not read: without a word ahead, each
-        // line's stores waited for the line to arrive (1.7 of
-        // many_pyramids' 4.3 ms of preparation). A bundle has a second
-        // point exactly when its first lane's contact has (a colour's
-        // two-point contacts come first); a bundle without one is not
-        // written there.
-        if let (Some(next), Some(next_cold)) = (bundles.get(j + 1), colds.get(j + 1)) {
-            let two = lane_of
-                .get((j + 1) * LANES)
-                .and_then(|&k| order.get(k as usize))
-                .and_then(|&ci| contacts.get(ci as usize))
-                .is_some_and(|c| c.manifold.count > 1);
-            next.prefetch(Ask::Write, if two { 2 } else { 1 });
-            next_cold.prefetch_write();
-        }
-        let (Some(bundle), Some(bcold)) = (bundles.get_mut(j), colds.get_mut(j)) else {
-            break;
-        };
-        for &k in lane_of.iter().skip((j * LANES) + AHEAD).take(LANES) {
-            if let Some(c) = order
-                .get(k as usize)
-                .and_then(|&ci| contacts.get(ci as usize))
-            {
-                // The three lines of a contact (`Contact` is aligned to
-                // them).
-                prefetch(c);
-                prefetch(&c.manifold.points[1]);
-                prefetch(&c.body_a);
-            }
-        }
+    // Every lane of an `Inputs` is rewritten for each bundle (the velocities
+    // only where read: see `Inputs::vax`). Two of them, so that a bundle's
+    // inputs are copied out one bundle before they are read: read as
+    // vectors right after their lanes were stored one by one, each load
+    // waited for the stores to drain (a vector load cannot take its bytes
+    // from several pending stores).
+    let mut lanes = [Inputs::default(), Inputs::default()];
+    let mut any_velocity = [false; 2];
+    let count = bundles.len().min(colds.len()).min(lane_of.len() / LANES);
+    let fill = |j: usize, lanes: &mut Inputs, bundle: &mut Bundle, bcold: &mut BundleCold| {
         // Which lanes need their velocities: the others' are zeroed only
         // if some lane does (otherwise nothing reads them).
         let mut needs = [false; LANES];
-        for (i, &k) in ks.iter().enumerate() {
+        for (i, &k) in lane_of[j * LANES..(j + 1) * LANES].iter().enumerate() {
             bcold.index[i] = k;
             let Some(&ci) = order.get(k as usize) else {
                 bundle.a[i] = 0;
@@ -963,14 +936,57 @@ fn prepare_bundles(
                 lanes.set_velocities(i, (&sb[a as usize], &sb[b as usize]));
             }
         }
-        let any_velocity = needs.contains(&true);
-        if any_velocity {
+        let any = needs.contains(&true);
+        if any {
             for (i, _) in needs.iter().enumerate().filter(|(_, &n)| !n) {
                 lanes.clear_velocities(i);
             }
         }
-        prepare_bundle(bundle, bcold, &lanes, any_velocity);
-        if any_velocity {
+        any
+    };
+    if count > 0 {
+        any_velocity[0] = fill(0, &mut lanes[0], &mut bundles[0], &mut colds[0]);
+    }
+    // Contacts are read in colour order, all over the list: their cache
+    // lines are asked for a few bundles ahead.
+    const AHEAD: usize = 3 * LANES;
+    for j in 0..count {
+        // The bundles are written, not read: without a word ahead, each
+        // line's stores waited for the line to arrive (1.7 of
+        // many_pyramids' 4.3 ms of preparation). A bundle has a second
+        // point exactly when its first lane's contact has (a colour's
+        // two-point contacts come first); a bundle without one is not
+        // written there.
+        if let (Some(next), Some(next_cold)) = (bundles.get(j + 2), colds.get(j + 2)) {
+            let two = lane_of
+                .get((j + 2) * LANES)
+                .and_then(|&k| order.get(k as usize))
+                .and_then(|&ci| contacts.get(ci as usize))
+                .is_some_and(|c| c.manifold.count > 1);
+            next.prefetch(Ask::Write, if two { 2 } else { 1 });
+            next_cold.prefetch_write();
+        }
+        for &k in lane_of.iter().skip((j * LANES) + AHEAD).take(LANES) {
+            if let Some(c) = order
+                .get(k as usize)
+                .and_then(|&ci| contacts.get(ci as usize))
+            {
+                // The three lines of a contact (`Contact` is aligned to
+                // them).
+                prefetch(c);
+                prefetch(&c.manifold.points[1]);
+                prefetch(&c.body_a);
+            }
+        }
+        if j + 1 < count {
+            let n = (j + 1) % 2;
+            any_velocity[n] = fill(j + 1, &mut lanes[n], &mut bundles[j + 1], &mut colds[j + 1]);
+        }
+        let (bundle, bcold) = (&mut bundles[j], &mut colds[j]);
+        let any = any_velocity[j % 2];
+        prepare_bundle(bundle, bcold, &lanes[j % 2], any);
+        if any {
+            let ks = &lane_of[j * LANES..(j + 1) * LANES];
             let rv = bcold.relative_velocity.map(Wide::to_array);
             for (i, &k) in ks.iter().enumerate() {
                 let Some(&ci) = order.get(k as usize) else {
