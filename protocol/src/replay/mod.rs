@@ -105,7 +105,7 @@ pub const MAGIC: &[u8; 8] = b"BRREPLAY";
 /// speed: protocol 16), so states of 9 do not decode. 11: the bytes of
 /// 10, from the simulation of protocol 17, where short vectors have exact
 /// lengths and unit directions: files of 10 replay to other hashes
-/// wherever circles, capsules or joints move.
+/// wherever shapes meet at a vertex or a rounded end or joints move.
 ///
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
 /// [`Rules::Input`]: bitroom_sim::game::Rules::Input

@@ -462,7 +462,10 @@ pub fn collide_capsules(a: &Capsule, xf_a: Transform, b: &Capsule, xf_b: Transfo
     if sd.distance_squared > max_distance * max_distance {
         return m;
     }
-    let distance = sd.distance_squared.sqrt();
+    // The exact length, not the root of `distance_squared`: that square,
+    // in Q32.32, has one ulp at 2⁻¹⁶ m, so its root is rough in deep
+    // overlaps (tens of percent at 15 µm).
+    let distance = (sd.closest2 - sd.closest1).length();
     let d1 = q1 - p1;
     let d2 = q2 - p2;
     let (length1, u1) = d1.length_and_normalize();
@@ -1636,6 +1639,28 @@ mod tests {
         // Far apart along the axis: no contact.
         let m = collide_capsules(&c, xf(fx(0), fx(0)), &c, xf(fx(4), fx(0)));
         assert_eq!(m.count, 0);
+    }
+
+    #[test]
+    fn capsules_whose_segments_nearly_touch_get_the_exact_separation() {
+        // B's end 15 µm above A's axis: the Q32.32 square of that distance
+        // is under one ulp, so its root was 0 and the separation 15 µm too
+        // deep.
+        let d = Scalar::from_bits(64_424);
+        let a = Capsule {
+            c1: Vec2::ZERO,
+            c2: Vec2::from_ints(1, 0),
+            radius: Scalar::ratio(1, 10),
+        };
+        let b = Capsule {
+            c1: Vec2::new(Scalar::HALF, d),
+            c2: Vec2::new(Scalar::HALF, Scalar::ONE),
+            radius: Scalar::ratio(1, 10),
+        };
+        let m = collide_capsules(&a, xf(fx(0), fx(0)), &b, xf(fx(0), fx(0)));
+        assert_eq!(m.count, 1);
+        assert_eq!(m.normal, Vec2::new(Scalar::ZERO, Scalar::ONE));
+        assert_eq!(m.points[0].separation, d - (a.radius + b.radius));
     }
 
     #[test]
