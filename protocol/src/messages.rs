@@ -91,8 +91,8 @@ use std::fmt;
 /// slide fast, and one more byte per contact. 17: a vector's length is
 /// exact below half a metre and its direction unit at every length from
 /// 2⁻²³ m (Box2D's threshold; the direction was rough below a millimetre,
-/// a contact normal 1.37 long), and a capsule pair's separation is that
-/// exact length: a new simulation wherever shapes meet at a vertex or a
+/// a contact normal 1.37 long), and a capsule pair's separation is taken
+/// from the exact distance between its segments: a new simulation wherever shapes meet at a vertex or a
 /// rounded end and wherever joints move (boxes resting face to face keep
 /// theirs), the same encodings.
 ///

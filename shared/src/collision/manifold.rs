@@ -464,7 +464,7 @@ pub fn collide_capsules(a: &Capsule, xf_a: Transform, b: &Capsule, xf_b: Transfo
     }
     // The exact length, not the root of `distance_squared`: that square,
     // in Q32.32, has one ulp at 2⁻¹⁶ m, so its root is rough in deep
-    // overlaps (tens of percent at 15 µm).
+    // overlaps (at 15 µm the square is under one ulp and the root 0).
     let distance = (sd.closest2 - sd.closest1).length();
     let d1 = q1 - p1;
     let d2 = q2 - p2;
@@ -544,8 +544,14 @@ pub fn collide_capsules(a: &Capsule, xf_a: Transform, b: &Capsule, xf_b: Transfo
     }
 
     if m.count == 0 {
-        // Single point between the closest points.
+        // Single point between the closest points. The early out above
+        // compared floored Q32.32 squares; the exact distance can lie a few
+        // ulps past the speculative reach, which the clipped points check
+        // too.
         m = Manifold::default();
+        if distance - radius > SPECULATIVE_DISTANCE {
+            return m;
+        }
         let (_, n) = normalize_or(sd.closest2 - sd.closest1, u1.left_perp());
         let ca = sd.closest1.mul_add(ra, n);
         let cb = sd.closest2.mul_sub(rb, n);
@@ -1661,6 +1667,34 @@ mod tests {
         assert_eq!(m.count, 1);
         assert_eq!(m.normal, Vec2::new(Scalar::ZERO, Scalar::ONE));
         assert_eq!(m.points[0].separation, d - (a.radius + b.radius));
+    }
+
+    #[test]
+    fn a_single_capsule_point_stays_within_the_speculative_reach() {
+        // Found by review: the early out compares floored squares, so a
+        // pair 2 ulps past the reach got through it, and the exact
+        // distance then gave a point beyond the reach.
+        let a = Capsule {
+            c1: Vec2::ZERO,
+            c2: Vec2::from_ints(1, 0),
+            radius: Scalar::ZERO,
+        };
+        let at = |y: Scalar| Capsule {
+            c1: Vec2::new(Scalar::HALF, y),
+            c2: Vec2::new(Scalar::HALF, Scalar::ONE),
+            radius: Scalar::ZERO,
+        };
+        let past = SPECULATIVE_DISTANCE + Scalar::from_bits(2);
+        let m = collide_capsules(&a, xf(fx(0), fx(0)), &at(past), xf(fx(0), fx(0)));
+        assert_eq!(m.count, 0);
+        let m = collide_capsules(
+            &a,
+            xf(fx(0), fx(0)),
+            &at(SPECULATIVE_DISTANCE),
+            xf(fx(0), fx(0)),
+        );
+        assert_eq!(m.count, 1);
+        assert_eq!(m.points[0].separation, SPECULATIVE_DISTANCE);
     }
 
     #[test]

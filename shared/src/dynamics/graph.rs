@@ -896,8 +896,9 @@ fn prepare_bundles(
         slot_of,
         order,
     } = inp;
-    // Every lane of an `Inputs` is rewritten for each bundle (the velocities
-    // only where read: see `Inputs::vax`). Two of them, so that a bundle's
+    // Every lane of an `Inputs` is rewritten for each bundle it holds (the
+    // velocities only where read: see `Inputs::vax`). Two of them, taking
+    // bundles in turn, so that a bundle's
     // inputs are copied out one bundle before they are read: read as
     // vectors right after their lanes were stored one by one, each load
     // waited for the stores to drain (a vector load cannot take its bytes
@@ -944,6 +945,23 @@ fn prepare_bundles(
         }
         any
     };
+    // The bundles are written, not read: without a word ahead, each line's
+    // stores waited for the line to arrive (1.7 of many_pyramids' 4.3 ms of
+    // preparation). A bundle has a second point exactly when its first
+    // lane's contact has (a colour's two-point contacts come first); a
+    // bundle without one is not written there.
+    let ask = |bundles: &[Bundle], colds: &[BundleCold], j: usize| {
+        if let (Some(next), Some(next_cold)) = (bundles.get(j), colds.get(j)) {
+            let two = lane_of
+                .get(j * LANES)
+                .and_then(|&k| order.get(k as usize))
+                .and_then(|&ci| contacts.get(ci as usize))
+                .is_some_and(|c| c.manifold.count > 1);
+            next.prefetch(Ask::Write, if two { 2 } else { 1 });
+            next_cold.prefetch_write();
+        }
+    };
+    ask(bundles, colds, 1);
     if count > 0 {
         any_velocity[0] = fill(0, &mut lanes[0], &mut bundles[0], &mut colds[0]);
     }
@@ -951,21 +969,8 @@ fn prepare_bundles(
     // lines are asked for a few bundles ahead.
     const AHEAD: usize = 3 * LANES;
     for j in 0..count {
-        // The bundles are written, not read: without a word ahead, each
-        // line's stores waited for the line to arrive (1.7 of
-        // many_pyramids' 4.3 ms of preparation). A bundle has a second
-        // point exactly when its first lane's contact has (a colour's
-        // two-point contacts come first); a bundle without one is not
-        // written there.
-        if let (Some(next), Some(next_cold)) = (bundles.get(j + 2), colds.get(j + 2)) {
-            let two = lane_of
-                .get((j + 2) * LANES)
-                .and_then(|&k| order.get(k as usize))
-                .and_then(|&ci| contacts.get(ci as usize))
-                .is_some_and(|c| c.manifold.count > 1);
-            next.prefetch(Ask::Write, if two { 2 } else { 1 });
-            next_cold.prefetch_write();
-        }
+        // Two ahead: the next one's inputs are being copied out now.
+        ask(bundles, colds, j + 2);
         for &k in lane_of.iter().skip((j * LANES) + AHEAD).take(LANES) {
             if let Some(c) = order
                 .get(k as usize)
