@@ -898,11 +898,10 @@ fn prepare_bundles(
     } = inp;
     // Every lane of an `Inputs` is rewritten for each bundle it holds (the
     // velocities only where read: see `Inputs::vax`). Two of them, taking
-    // bundles in turn, so that a bundle's
-    // inputs are copied out one bundle before they are read: read as
-    // vectors right after their lanes were stored one by one, each load
-    // waited for the stores to drain (a vector load cannot take its bytes
-    // from several pending stores).
+    // bundles in turn, so that a bundle's inputs are copied out one bundle
+    // before they are read: read as vectors right after their lanes were
+    // stored one by one, each load waited for the stores to drain (a
+    // vector load cannot take its bytes from several pending stores).
     let mut lanes = [Inputs::default(), Inputs::default()];
     let mut any_velocity = [false; 2];
     let count = bundles.len().min(colds.len()).min(lane_of.len() / LANES);

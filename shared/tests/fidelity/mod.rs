@@ -372,8 +372,8 @@ pub fn bounce(restitution: f64) -> Value {
 /// 1…6 mm. When a pile sleeps is chaotic (a limb slipping late keeps the
 /// whole island awake: over 24 shifts of 0…23 mm, bitroom's piles sleep
 /// at 3.40–3.77 s but for two at 4.02 and 4.23 s, Box2D's at 2.83–3.93 s),
-/// so the median and the latest of these
-/// are compared; the other figures are the first pile's.
+/// so the median and the latest of these are compared; the other figures
+/// are the first pile's.
 pub const RAGDOLL_PILES: usize = 7;
 
 /// 20 benchmark humans dropped into a 6 m wide box, 10 s
