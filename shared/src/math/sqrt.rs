@@ -102,13 +102,18 @@ pub fn sqrt(x: Scalar) -> Scalar {
 mod tests {
     use super::*;
 
+    /// The next value of a xorshift64 sequence (the tests' inputs).
+    fn xorshift(x: &mut u64) {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+    }
+
     #[test]
     fn integer_root_is_exact_floor() {
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
         for _ in 0..100_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            xorshift(&mut x);
             let m = x | (1 << 62);
             let s = isqrt_normalised(m);
             assert!(s * s <= m, "{m}");
@@ -129,9 +134,7 @@ mod tests {
     fn integer_root_of_any_u64_is_exact_floor() {
         let mut x: u64 = 0x2545_F491_4F6C_DD1D;
         for i in 0..100_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            xorshift(&mut x);
             let n = x >> (i % 64);
             assert_eq!(isqrt_u64(n), n.isqrt(), "{n}");
         }
@@ -157,9 +160,7 @@ mod tests {
         // Reference: exact integer root of the 96-bit value r·2³², computed in u128.
         let mut x: u64 = 12345;
         for i in 0..50_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            xorshift(&mut x);
             let bits = (x >> (i % 40)) as i64 & i64::MAX;
             if bits == 0 {
                 continue;
