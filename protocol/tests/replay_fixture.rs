@@ -3,11 +3,11 @@
 //! ```sh
 //! cargo run --release --bin bitroom-server -- replay record --loose-bodies 8 \
 //!     --players 4 --ticks 240 --keyframe-interval 120 --room fixture \
-//!     --out protocol/tests/fixtures/arena-4-bots-v11.brr
+//!     --out protocol/tests/fixtures/arena-4-bots-v12.brr
 //! ```
 //!
-//! (replay format 11; recorded 2026-11-30 for protocol 17's simulation,
-//! where short vectors have exact lengths and unit directions.)
+//! (replay format 12; recorded 2026-11-30 for protocol 18's simulation,
+//! whose substeps solve the joints after the contacts.)
 //!
 //! It must verify in every build (debug tests included) and on every
 //! platform: `.ci/cross-check.sh` runs this file on each target and diffs
@@ -22,8 +22,8 @@
 use bitroom_protocol::replay::{verify, Record, ReplayReader, VerifyOptions, VerifyReport};
 use bitroom_sim::game::sandbox::{PlayerInput, Sandbox};
 
-/// Format 11.
-const FIXTURE: &[u8] = include_bytes!("fixtures/arena-4-bots-v11.brr");
+/// Format 12.
+const FIXTURE: &[u8] = include_bytes!("fixtures/arena-4-bots-v12.brr");
 /// Ticks in the fixture.
 const TICKS: u64 = 240;
 /// Its final state hash (also recorded in the file).

@@ -51,6 +51,11 @@ fn ragdoll_pile_settles_as_box2d_s() {
 }
 
 #[test]
+fn ragdoll_heap_settles_as_box2d_s() {
+    group("ragdoll_heaps");
+}
+
+#[test]
 fn car_drives_as_box2d_s() {
     group("car");
 }

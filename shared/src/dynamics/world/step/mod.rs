@@ -5,8 +5,9 @@
 //!    touching contacts coloured into bundles (see `graph`) and prepared;
 //!    the joints prepared (see `joint`);
 //! 2. **substeps** (`substeps.rs`) — the soft-step solver (see `solver`):
-//!    each substep integrates velocities, warm starts, solves the joints
-//!    then the contacts, integrates positions and relaxes;
+//!    each substep integrates velocities, warm starts, solves the contacts
+//!    then the joints, integrates positions and relaxes (contacts, then
+//!    joints);
 //! 3. **finish** (`finish.rs`) — restitution; impulses stored for the next
 //!    warm start; hit events; bodies finalized (transforms, sleep timers);
 //!    continuous collision for fast bodies (see `ccd`); fat boxes follow the
