@@ -61,6 +61,11 @@ fn car_drives_as_box2d_s() {
 }
 
 #[test]
+fn a_loaded_bridge_sags_and_holds_as_box2d_s() {
+    group("bridge");
+}
+
+#[test]
 fn dominoes_fall_as_box2d_s() {
     group("dominoes");
 }

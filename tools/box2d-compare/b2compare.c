@@ -648,6 +648,98 @@ static void Segment( b2BodyId ground, const b2ShapeDef* sd, float x1, float y1, 
 	b2CreateSegmentShape( ground, sd, &seg );
 }
 
+// ------------------------------------------------------------------ bridge
+// bitroom's `bridge` scene (shared/src/scene/joint_scenes.rs), built here as
+// it is there: 30 planks (half 0.5 x 0.125, density 20) pinned end to end by
+// revolute joints between two static anchors at (-15, 10) and (15, 10), five
+// boxes (half 0.5) dropped from y = 13 and three balls (radius 0.6) from
+// y = 16; 600 steps.
+static void Bridge( void )
+{
+	b2WorldId w = NewWorld( true );
+	Ground( w, 40.0f );
+	b2BodyDef bd = b2DefaultBodyDef();
+	b2BodyId anchors = b2CreateBody( w, &bd );
+	b2ShapeDef plank = b2DefaultShapeDef();
+	plank.density = 20.0f;
+	b2Polygon plankBox = b2MakeBox( 0.5f, 0.125f );
+	enum
+	{
+		PLANKS = 30,
+		LOADS = 8
+	};
+	b2BodyId bodies[PLANKS + LOADS];
+	b2JointId joints[PLANKS + 1];
+	b2BodyId prev = anchors;
+	bd.type = b2_dynamicBody;
+	for ( int i = 0; i < PLANKS; ++i )
+	{
+		bd.position = ( b2Vec2 ){ -15.0f + i + 0.5f, 10.0f };
+		b2BodyId b = b2CreateBody( w, &bd );
+		b2CreatePolygonShape( b, &plank, &plankBox );
+		b2Vec2 pivot = { -15.0f + i, 10.0f };
+		b2RevoluteJointDef jd = b2DefaultRevoluteJointDef();
+		jd.base.bodyIdA = prev;
+		jd.base.bodyIdB = b;
+		jd.base.localFrameA.p = b2Body_GetLocalPoint( prev, pivot );
+		jd.base.localFrameB.p = b2Body_GetLocalPoint( b, pivot );
+		joints[i] = b2CreateRevoluteJoint( w, &jd );
+		bodies[i] = b;
+		prev = b;
+	}
+	{
+		b2Vec2 pivot = { 15.0f, 10.0f };
+		b2RevoluteJointDef jd = b2DefaultRevoluteJointDef();
+		jd.base.bodyIdA = prev;
+		jd.base.bodyIdB = anchors;
+		jd.base.localFrameA.p = b2Body_GetLocalPoint( prev, pivot );
+		jd.base.localFrameB.p = b2Body_GetLocalPoint( anchors, pivot );
+		joints[PLANKS] = b2CreateRevoluteJoint( w, &jd );
+	}
+	b2ShapeDef sd = b2DefaultShapeDef();
+	b2Polygon box = b2MakeBox( 0.5f, 0.5f );
+	for ( int i = 0; i < 5; ++i )
+	{
+		bd.position = ( b2Vec2 ){ -8.0f + 4.0f * i, 13.0f };
+		bodies[PLANKS + i] = b2CreateBody( w, &bd );
+		b2CreatePolygonShape( bodies[PLANKS + i], &sd, &box );
+	}
+	for ( int i = 0; i < 3; ++i )
+	{
+		bd.position = ( b2Vec2 ){ -6.0f + 6.0f * i, 16.0f };
+		bodies[PLANKS + 5 + i] = b2CreateBody( w, &bd );
+		b2Circle ball = { { 0.0f, 0.0f }, 0.6f };
+		b2CreateCircleShape( bodies[PLANKS + 5 + i], &sd, &ball );
+	}
+	double maxSag = 0.0, gap = 0.0, sleep = NAN, lowest = 0.0;
+	for ( int s = 1; s <= 600; ++s )
+	{
+		Step( w );
+		lowest = 1e9;
+		for ( int i = 0; i < PLANKS; ++i )
+			lowest = fmin( lowest, b2Body_GetPosition( bodies[i] ).y );
+		maxSag = fmax( maxSag, 10.0 - lowest );
+		for ( int i = 0; i <= PLANKS; ++i )
+			gap = fmax( gap, JointGap( joints[i] ) );
+		if ( isnan( sleep ) && AllAsleep( bodies, PLANKS + LOADS ) )
+			sleep = s * DT;
+	}
+	// A load still on the bridge: above the lowest plank's centre less 1 m.
+	int on = 0;
+	for ( int i = 0; i < LOADS; ++i )
+		on += b2Body_GetPosition( bodies[PLANKS + i] ).y > lowest - 1.0;
+	printf( "{\"sag\": " );
+	PrintNumber( 10.0 - lowest );
+	printf( ", \"max_sag\": " );
+	PrintNumber( maxSag );
+	printf( ", \"max_joint_gap\": " );
+	PrintNumber( gap );
+	printf( ", \"loads_on\": %d, \"sleep_s\": ", on );
+	PrintNumber( sleep );
+	printf( "}" );
+	b2DestroyWorld( w );
+}
+
 static void Car( void )
 {
 	b2WorldId w = NewWorld( true );
@@ -999,6 +1091,8 @@ int main( void )
 	RagdollHeaps();
 	printf( ",\n  \"car\": " );
 	Car();
+	printf( ",\n  \"bridge\": " );
+	Bridge();
 	printf( ",\n  \"dominoes\": " );
 	Dominoes();
 	printf( ",\n  \"struck_wall\": " );

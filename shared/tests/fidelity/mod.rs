@@ -517,6 +517,39 @@ pub fn car() -> Value {
     json!({"x_5s": num(x5), "x_10s": num(pos(&w, chassis).0), "max_tilt": num(tilt)})
 }
 
+/// bitroom's `bridge` scene (30 planks pinned end to end between two
+/// static anchors by revolute joints, five boxes and three balls dropped
+/// on it), 10 s: joints and contacts in one island, the planks held by
+/// their joints and pressed by their loads.
+pub fn bridge() -> Value {
+    let mut w = bitroom_sim::scene::joint_scenes::bridge();
+    // The scene creates the 30 planks, then the 8 loads.
+    let dynamic: Vec<BodyId> = w
+        .bodies()
+        .filter(|&b| w.body_kind(b).expect("live") == BodyKind::Dynamic)
+        .collect();
+    let (planks, loads) = dynamic.split_at(30);
+    let joints: Vec<JointId> = w.joints().collect();
+    let lowest = |w: &World| planks.iter().map(|&b| pos(w, b).1).fold(f64::MAX, f64::min);
+    let (mut max_sag, mut gap, mut sleep) = (0.0f64, 0.0f64, f64::NAN);
+    for step in 1..=600 {
+        w.step();
+        max_sag = max_sag.max(10.0 - lowest(&w));
+        for &j in &joints {
+            let (a, b) = w.joint_world_anchors(j).expect("live joint");
+            gap = gap.max((b - a).length().to_f64());
+        }
+        if sleep.is_nan() && all_asleep(&w, &dynamic) {
+            sleep = step as f64 * DT;
+        }
+    }
+    // A load still on the bridge: above the lowest plank's centre less 1 m.
+    let floor = lowest(&w) - 1.0;
+    let on = loads.iter().filter(|&&b| pos(&w, b).1 > floor).count();
+    json!({"sag": num(10.0 - lowest(&w)), "max_sag": num(max_sag),
+           "max_joint_gap": num(gap), "loads_on": on, "sleep_s": num(sleep)})
+}
+
 /// bitroom's `dominoes` scene: 40 dominoes, the first spun; 15 s.
 pub fn dominoes() -> Value {
     let mut w = bitroom_sim::scene::builders::dominoes();
@@ -622,7 +655,7 @@ pub fn spinner() -> Value {
 }
 
 /// The scenario groups, in the reference file's order.
-pub const GROUPS: [&str; 12] = [
+pub const GROUPS: [&str; 13] = [
     "columns",
     "pyramids",
     "ramp",
@@ -632,6 +665,7 @@ pub const GROUPS: [&str; 12] = [
     "ragdolls",
     "ragdoll_heaps",
     "car",
+    "bridge",
     "dominoes",
     "struck_wall",
     "spinner",
@@ -657,6 +691,7 @@ pub fn group(name: &str) -> Value {
         "ragdolls" => ragdolls(),
         "ragdoll_heaps" => ragdoll_heaps(),
         "car" => car(),
+        "bridge" => bridge(),
         "dominoes" => dominoes(),
         "struck_wall" => struck_wall(),
         "spinner" => spinner(),
@@ -906,6 +941,19 @@ pub fn check(reference: &Value, ours: &Value) -> Vec<Check> {
         c.near("x_5s", 0.15, 0.5);
         c.near("x_10s", 0.15, 0.5);
         c.at_most("max_tilt", 1.5, 0.1, 1.5);
+    }
+    if let (Some(r), Some(o)) = (reference.get("bridge"), ours.get("bridge")) {
+        let mut c = scenario(
+            &mut out,
+            "bridge of 30 planks under 8 loads, 10 s".into(),
+            r,
+            o,
+        );
+        c.near("sag", 0.1, 0.02);
+        c.near("max_sag", 0.1, 0.02);
+        c.at_most("max_joint_gap", 2.0, 0.005, 0.05);
+        c.near("loads_on", 0.0, 0.0);
+        c.sleeps("sleep_s", 1.5, 0.5);
     }
     if let (Some(r), Some(o)) = (reference.get("dominoes"), ours.get("dominoes")) {
         let mut c = scenario(&mut out, "40 dominoes, 15 s".into(), r, o);
