@@ -9,8 +9,10 @@
 //! `--reference` reads Box2D's figures from FILE instead of the committed
 //! `shared/tests/data/box2d_reference.json`; `--before` adds a column of
 //! bitroom figures saved earlier with `--json` (e.g. from another commit).
-//! `--only` runs some groups of scenarios (columns, pyramids, ramp, pendulum,
-//! chain, bounce, ragdolls, car, dominoes). Exits 1 when a figure is outside its bound.
+//! `--only` runs some groups of scenarios (`fidelity::GROUPS`: columns,
+//! pyramids, ramp, pendulum, chain, bounce, ragdolls, ragdoll_heaps, car,
+//! bridge, dominoes, struck_wall, spinner). Exits 1 when a figure is
+//! outside its bound.
 
 #[path = "../tests/fidelity/mod.rs"]
 mod fidelity;

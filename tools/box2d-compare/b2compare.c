@@ -571,6 +571,11 @@ enum
 static void PrintPiles( const PileFigures* p, int count )
 {
 	double sleeps[16];
+	if ( count > 16 )
+	{
+		fprintf( stderr, "PrintPiles: at most 16 piles\n" );
+		exit( 1 );
+	}
 	for ( int k = 0; k < count; ++k )
 		sleeps[k] = isnan( p[k].sleep ) ? 10.0 : p[k].sleep;
 	qsort( sleeps, count, sizeof( double ), CompareDoubles );

@@ -30,7 +30,8 @@
 //! and of which bodies are awake: the revolutes window by window and colour
 //! by colour, in bundles solved lane by lane at once (see
 //! `revolute::Revolutes`); then the revolutes that found no colour, then
-//! every other type, one at a time in joint order; all before the contacts.
+//! every other type, one at a time in joint order; all after the contacts
+//! (see `world::step::substeps`: the joints have the final word).
 //!
 //! Point constraints rebuild their 2×2 effective mass from the current
 //! anchors in every iteration (as Box2D v3 does; a mass from the start of

@@ -19,7 +19,7 @@
 //! 7.5 s, where Box2D's all slept by 4.2 s (Box2D solves each colour's
 //! joints, then its contacts, and a ragdoll's joints hold the low colours,
 //! so its contacts mostly come after). Solved last, the joint holds and
-//! the contact's push is spent against it: the seven heaps sleep by 4.8 s.
+//! the contact's push is spent against it: the seven heaps sleep by 4.9 s.
 
 use super::Solve;
 use crate::dynamics::body::{BodyKind, MAX_ANGULAR_SPEED};
