@@ -82,7 +82,9 @@ fn spinner_debris_turns_and_stays_in_its_ring_as_box2d_s() {
 
 /// The bounds can fail: the figures bitroom had before these fixes (a
 /// pendulum on a revolute joint losing 0.034 % a period, a 50-box column
-/// falling, a ram bouncing off a wall created asleep) are outside them.
+/// falling, a ram bouncing off a wall created asleep, the spinner's debris
+/// caught on its ring, a heap of ragdolls that never slept) are outside
+/// them, and so is a bridge whose joints gave way.
 #[test]
 fn bounds_reject_the_old_figures() {
     let r = reference();
@@ -122,6 +124,17 @@ fn bounds_reject_the_old_figures() {
             .iter()
             .all(|c| c.pass == (c.figure != "sleep_s_latest")),
         "{heaps:?}"
+    );
+    // A bridge whose joints stretched (no commit had one: made up to show
+    // that these bounds bite): sagging 36 cm more, a 6 cm gap and a load
+    // off; its largest sag as Box2D's.
+    let bridge = serde_json::json!({"bridge": {"sag": 2.30, "max_sag": 2.944,
+        "max_joint_gap": 0.06, "loads_on": 7}});
+    let bridge = check(&r, &bridge);
+    assert_eq!(bridge.len(), 4, "{bridge:?}");
+    assert!(
+        bridge.iter().all(|c| c.pass == (c.figure == "max_sag")),
+        "{bridge:?}"
     );
     // And today's figures for the same two pass.
     old["pendulum"][0]["loss_per_period_pct"] = serde_json::json!(0.0005);

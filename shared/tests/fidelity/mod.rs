@@ -953,7 +953,9 @@ pub fn check(reference: &Value, ours: &Value) -> Vec<Check> {
         c.near("max_sag", 0.1, 0.02);
         c.at_most("max_joint_gap", 2.0, 0.005, 0.05);
         c.near("loads_on", 0.0, 0.0);
-        c.sleeps("sleep_s", 1.5, 0.5);
+        // `sleep_s` is reported, not bounded: neither engine's bridge
+        // sleeps within the 10 s (a bound against Box2D's "never" passes
+        // whatever bitroom does).
     }
     if let (Some(r), Some(o)) = (reference.get("dominoes"), ours.get("dominoes")) {
         let mut c = scenario(&mut out, "40 dominoes, 15 s".into(), r, o);
