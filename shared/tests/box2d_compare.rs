@@ -80,6 +80,24 @@ fn spinner_debris_turns_and_stays_in_its_ring_as_box2d_s() {
     group("spinner");
 }
 
+/// Checks `figures` against `reference`: `count` figures compared, and
+/// exactly those named in `passing` within their bounds.
+fn only_these_pass(
+    reference: &serde_json::Value,
+    figures: &serde_json::Value,
+    count: usize,
+    passing: &[&str],
+) {
+    let checks = check(reference, figures);
+    assert_eq!(checks.len(), count, "{checks:?}");
+    assert!(
+        checks
+            .iter()
+            .all(|c| c.pass == passing.contains(&c.figure.as_str())),
+        "{checks:?}"
+    );
+}
+
 /// The bounds can fail: the figures bitroom had before these fixes (a
 /// pendulum on a revolute joint losing 0.034 % a period, a 50-box column
 /// falling, a ram bouncing off a wall created asleep, the spinner's debris
@@ -98,44 +116,25 @@ fn bounds_reject_the_old_figures() {
     // out of the solve (the ram bounced off a wall that stayed put).
     let wall = serde_json::json!({"struck_wall": {"ram_vx_05s": -2.9225, "ram_vx_1s": -2.9227,
         "ram_vx_2s": -2.9227, "moving": 160, "wall_mean_vx": -0.1341}});
-    let wall = check(&r, &wall);
-    assert_eq!(wall.len(), 5, "{wall:?}");
-    assert!(wall.iter().all(|c| !c.pass), "{wall:?}");
+    only_these_pass(&r, &wall, 5, &[]);
     // The spinner before chain shapes (its ring 360 separate two-sided
     // segments): the debris caught on the joints and two pieces left.
     let spin = serde_json::json!({"spinner": {"mean_speed_100": 17.389, "mean_speed_200": 15.643,
         "mean_speed_300": 17.418, "mean_y_300": 30.727, "outside": 2}});
-    let spin = check(&r, &spin);
-    assert_eq!(spin.len(), 5, "{spin:?}");
     // Its mean height was within bound; the speeds and the escapes not.
-    assert!(
-        spin.iter().all(|c| c.pass == (c.figure == "mean_y_300")),
-        "{spin:?}"
-    );
+    only_these_pass(&r, &spin, 5, &["mean_y_300"]);
     // The heaps of ragdolls before the joints were solved after the
     // contacts: one of seven never slept (counted as 10 s); the rest of
     // their figures were within bounds.
     let heaps = serde_json::json!({"ragdoll_heaps": {"min_y": 0.0330, "max_joint_gap": 0.0744,
         "sleep_s_median": 4.9333, "sleep_s_latest": 10.0}});
-    let heaps = check(&r, &heaps);
-    assert_eq!(heaps.len(), 4, "{heaps:?}");
-    assert!(
-        heaps
-            .iter()
-            .all(|c| c.pass == (c.figure != "sleep_s_latest")),
-        "{heaps:?}"
-    );
+    only_these_pass(&r, &heaps, 4, &["min_y", "max_joint_gap", "sleep_s_median"]);
     // A bridge whose joints stretched (no commit had one: made up to show
     // that these bounds bite): sagging 36 cm more, a 6 cm gap and a load
     // off; its largest sag as Box2D's.
     let bridge = serde_json::json!({"bridge": {"sag": 2.30, "max_sag": 2.944,
         "max_joint_gap": 0.06, "loads_on": 7}});
-    let bridge = check(&r, &bridge);
-    assert_eq!(bridge.len(), 4, "{bridge:?}");
-    assert!(
-        bridge.iter().all(|c| c.pass == (c.figure == "max_sag")),
-        "{bridge:?}"
-    );
+    only_these_pass(&r, &bridge, 4, &["max_sag"]);
     // And today's figures for the same two pass.
     old["pendulum"][0]["loss_per_period_pct"] = serde_json::json!(0.0005);
     let pend = check(

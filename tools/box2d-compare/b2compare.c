@@ -56,6 +56,18 @@ static b2BodyId DynamicBox( b2WorldId w, float x, float y, float hx, float hy, c
 	return b;
 }
 
+// A revolute joint's definition pinning `a` and `b` together at the world
+// point `pivot`: each body's frame there, unturned, and nothing else set.
+static b2RevoluteJointDef PinDef( b2BodyId a, b2BodyId b, b2Vec2 pivot )
+{
+	b2RevoluteJointDef jd = b2DefaultRevoluteJointDef();
+	jd.base.bodyIdA = a;
+	jd.base.bodyIdB = b;
+	jd.base.localFrameA.p = b2Body_GetLocalPoint( a, pivot );
+	jd.base.localFrameB.p = b2Body_GetLocalPoint( b, pivot );
+	return jd;
+}
+
 static bool AllAsleep( const b2BodyId* bodies, int n )
 {
 	for ( int i = 0; i < n; ++i )
@@ -232,11 +244,7 @@ static void Pendulum( bool distance )
 	}
 	else
 	{
-		b2RevoluteJointDef jd = b2DefaultRevoluteJointDef();
-		jd.base.bodyIdA = ground;
-		jd.base.bodyIdB = bob;
-		jd.base.localFrameA.p = pivot;
-		jd.base.localFrameB.p = b2Body_GetLocalPoint( bob, pivot );
+		b2RevoluteJointDef jd = PinDef( ground, bob, pivot );
 		b2CreateRevoluteJoint( w, &jd );
 	}
 	double prev2 = 0.0, prev = a0, first = NAN, last = NAN;
@@ -312,11 +320,7 @@ static void Chain( void )
 		b2CreateCapsuleShape( links[i], &sd, &link );
 		mass += b2Body_GetMass( links[i] );
 		b2Vec2 pivot = { (float)i, 20.0f };
-		b2RevoluteJointDef jd = b2DefaultRevoluteJointDef();
-		jd.base.bodyIdA = prevBody;
-		jd.base.bodyIdB = links[i];
-		jd.base.localFrameA.p = b2Body_GetLocalPoint( prevBody, pivot );
-		jd.base.localFrameB.p = b2Body_GetLocalPoint( links[i], pivot );
+		b2RevoluteJointDef jd = PinDef( prevBody, links[i], pivot );
 		b2CreateRevoluteJoint( w, &jd );
 		prevBody = links[i];
 	}
@@ -463,11 +467,7 @@ static void Human( b2WorldId w, b2Vec2 at, int group, b2BodyId* bodies, b2JointI
 		if ( b->parent < 0 )
 			continue;
 		b2Vec2 pivot = b2Add( ( b2Vec2 ){ 0.0f, b->pivotY }, at );
-		b2RevoluteJointDef jd = b2DefaultRevoluteJointDef();
-		jd.base.bodyIdA = bodies[b->parent];
-		jd.base.bodyIdB = bodies[i];
-		jd.base.localFrameA.p = b2Body_GetLocalPoint( jd.base.bodyIdA, pivot );
-		jd.base.localFrameB.p = b2Body_GetLocalPoint( jd.base.bodyIdB, pivot );
+		b2RevoluteJointDef jd = PinDef( bodies[b->parent], bodies[i], pivot );
 		if ( b->lowerArm )
 			jd.base.localFrameA.q = b2MakeRot( 0.25f * B2_PI );
 		jd.enableLimit = true;
@@ -682,25 +682,13 @@ static void Bridge( void )
 		bd.position = ( b2Vec2 ){ -15.0f + i + 0.5f, 10.0f };
 		b2BodyId b = b2CreateBody( w, &bd );
 		b2CreatePolygonShape( b, &plank, &plankBox );
-		b2Vec2 pivot = { -15.0f + i, 10.0f };
-		b2RevoluteJointDef jd = b2DefaultRevoluteJointDef();
-		jd.base.bodyIdA = prev;
-		jd.base.bodyIdB = b;
-		jd.base.localFrameA.p = b2Body_GetLocalPoint( prev, pivot );
-		jd.base.localFrameB.p = b2Body_GetLocalPoint( b, pivot );
+		b2RevoluteJointDef jd = PinDef( prev, b, ( b2Vec2 ){ -15.0f + i, 10.0f } );
 		joints[i] = b2CreateRevoluteJoint( w, &jd );
 		bodies[i] = b;
 		prev = b;
 	}
-	{
-		b2Vec2 pivot = { 15.0f, 10.0f };
-		b2RevoluteJointDef jd = b2DefaultRevoluteJointDef();
-		jd.base.bodyIdA = prev;
-		jd.base.bodyIdB = anchors;
-		jd.base.localFrameA.p = b2Body_GetLocalPoint( prev, pivot );
-		jd.base.localFrameB.p = b2Body_GetLocalPoint( anchors, pivot );
-		joints[PLANKS] = b2CreateRevoluteJoint( w, &jd );
-	}
+	b2RevoluteJointDef last = PinDef( prev, anchors, ( b2Vec2 ){ 15.0f, 10.0f } );
+	joints[PLANKS] = b2CreateRevoluteJoint( w, &last );
 	b2ShapeDef sd = b2DefaultShapeDef();
 	b2Polygon box = b2MakeBox( 0.5f, 0.5f );
 	for ( int i = 0; i < 5; ++i )
