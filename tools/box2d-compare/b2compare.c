@@ -566,8 +566,9 @@ enum
 	RAGDOLL_PILES = 7
 };
 
-// Prints the figures of `count` piles (the first one's own, the median
-// and latest sleep over all, each one's sleep). `p` is sorted no further.
+// Prints the figures of `count` piles (the first one's own; over all, the
+// lowest bone, the widest joint gap, the median and latest sleep; each
+// one's sleep). `p` is sorted no further.
 static void PrintPiles( const PileFigures* p, int count )
 {
 	double sleeps[16];
@@ -576,8 +577,13 @@ static void PrintPiles( const PileFigures* p, int count )
 		fprintf( stderr, "PrintPiles: at most 16 piles\n" );
 		exit( 1 );
 	}
+	double minY = 1e9, gap = 0.0;
 	for ( int k = 0; k < count; ++k )
+	{
 		sleeps[k] = isnan( p[k].sleep ) ? 10.0 : p[k].sleep;
+		minY = fmin( minY, p[k].minY );
+		gap = fmax( gap, p[k].gap );
+	}
 	qsort( sleeps, count, sizeof( double ), CompareDoubles );
 	printf( "{\"mean_height\": " );
 	PrintNumber( p[0].mean );
@@ -587,6 +593,10 @@ static void PrintPiles( const PileFigures* p, int count )
 	PrintNumber( p[0].minY );
 	printf( ", \"max_joint_gap\": " );
 	PrintNumber( p[0].gap );
+	printf( ", \"min_y_all\": " );
+	PrintNumber( minY );
+	printf( ", \"max_joint_gap_all\": " );
+	PrintNumber( gap );
 	printf( ", \"sleep_s\": " );
 	PrintNumber( p[0].sleep );
 	printf( ", \"sleep_s_median\": " );
