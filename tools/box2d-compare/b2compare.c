@@ -655,6 +655,65 @@ static void RagdollHeaps( void )
 	PrintPiles( p, RAGDOLL_HEAPS );
 }
 
+// ---------------------------------------------------------------- heap tail
+// When do heaps of ragdolls sleep, over many of them: 960 heaps of n humans,
+// human i at (s·i, dy·i), (n, dy) = (16, 1), (20, 0.8), (10, 1.5), (14, 1.1),
+// s = 3 cm + o + 1.37 k cm (k < 60, o = 0, 0.31, 0.57, 0.83 cm), each
+// stepped until it sleeps or for 20 s. One heap's time is chaos; the median,
+// the 90th percentile and how many never sleep or sleep after 8 s are the
+// figures (a heap that never sleeps counts as 20 s). Long (a minute here, 40
+// s in Box2D): bitroom runs it only when asked (`--only heap_tail`).
+enum
+{
+	TAIL_HEAPS = 960
+};
+
+static double TailHeap( int n, float spacing, float dy )
+{
+	b2WorldId w = NewWorld( true );
+	Ground( w, 20.0f );
+	b2BodyId bodies[11 * 20];
+	b2JointId joints[11 * 20];
+	for ( int i = 0; i < n; ++i )
+	{
+		b2Vec2 at = { spacing * i, dy * i };
+		Human( w, at, i + 1, bodies + 11 * i, joints + 11 * i );
+	}
+	double sleep = NAN;
+	for ( int s = 1; s <= 1200 && isnan( sleep ); ++s )
+	{
+		Step( w );
+		if ( AllAsleep( bodies, 11 * n ) )
+			sleep = s * DT;
+	}
+	b2DestroyWorld( w );
+	return sleep;
+}
+
+static void HeapTail( void )
+{
+	const int ns[4] = { 16, 20, 10, 14 };
+	const float dys[4] = { 1.0f, 0.8f, 1.5f, 1.1f };
+	const float offsets[4] = { 0.0f, 0.0031f, 0.0057f, 0.0083f };
+	static double sleeps[TAIL_HEAPS];
+	int count = 0, never = 0, late = 0;
+	for ( int o = 0; o < 4; ++o )
+		for ( int g = 0; g < 4; ++g )
+			for ( int k = 0; k < 60; ++k )
+			{
+				double t = TailHeap( ns[g], 0.03f + offsets[o] + 0.0137f * k, dys[g] );
+				never += isnan( t );
+				late += !isnan( t ) && t > 8.0;
+				sleeps[count++] = isnan( t ) ? 20.0 : t;
+			}
+	qsort( sleeps, count, sizeof( double ), CompareDoubles );
+	printf( "{\"heaps\": %d, \"never\": %d, \"after_8s\": %d, \"sleep_s_median\": ", count, never, late );
+	PrintNumber( sleeps[count / 2] );
+	printf( ", \"sleep_s_p90\": " );
+	PrintNumber( sleeps[count * 9 / 10] );
+	printf( "}" );
+}
+
 // ------------------------------------------------------------------ car
 // bitroom's `car` scene (shared/src/scene/joint_scenes.rs), built here as it is there.
 static void Segment( b2BodyId ground, const b2ShapeDef* sd, float x1, float y1, float x2, float y2 )
@@ -1092,6 +1151,8 @@ int main( void )
 	Ragdolls();
 	printf( ",\n  \"ragdoll_heaps\": " );
 	RagdollHeaps();
+	printf( ",\n  \"heap_tail\": " );
+	HeapTail();
 	printf( ",\n  \"car\": " );
 	Car();
 	printf( ",\n  \"bridge\": " );
