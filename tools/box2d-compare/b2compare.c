@@ -217,6 +217,39 @@ static void Ramp( float mu, bool first )
 	b2DestroyWorld( w );
 }
 
+// ------------------------------------------------------------------ rolling
+// A ball of radius 0.5 rolling on the ground at `speed` m/s (v and ω set to
+// roll without slipping); 600 steps. Whether a slow roller keeps rolling or
+// falls asleep: at 2 cm/s its farthest point moves at 4 cm/s, under the
+// sleep threshold (5 cm/s); at 3 cm/s, 6 cm/s.
+static void Rolling( float speed, bool first )
+{
+	b2WorldId w = NewWorld( true );
+	Ground( w, 20.0f );
+	b2BodyDef bd = b2DefaultBodyDef();
+	bd.type = b2_dynamicBody;
+	bd.position = ( b2Vec2 ){ 0.0f, 0.5f };
+	bd.linearVelocity = ( b2Vec2 ){ speed, 0.0f };
+	bd.angularVelocity = -speed / 0.5f;
+	b2BodyId ball = b2CreateBody( w, &bd );
+	b2ShapeDef sd = b2DefaultShapeDef();
+	b2Circle c = { { 0.0f, 0.0f }, 0.5f };
+	b2CreateCircleShape( ball, &sd, &c );
+	double sleep = NAN;
+	for ( int s = 1; s <= 600; ++s )
+	{
+		Step( w );
+		if ( isnan( sleep ) && !b2Body_IsAwake( ball ) )
+			sleep = s * DT;
+	}
+	printf( "%s\n    {\"speed\": %g, \"x_10s\": ", first ? "" : ",", speed );
+	PrintNumber( b2Body_GetPosition( ball ).x );
+	printf( ", \"sleep_s\": " );
+	PrintNumber( sleep );
+	printf( "}" );
+	b2DestroyWorld( w );
+}
+
 // ------------------------------------------------------------------ pendulum
 // A 2 m pendulum released at 10°, on a revolute joint (distance = false) or a
 // rigid distance joint; 60 s, sleep off.
@@ -1137,6 +1170,10 @@ int main( void )
 	float mus[8] = { 0.0f, 0.1f, 0.2f, 0.3f, 0.34f, 0.38f, 0.45f, 0.6f };
 	for ( int i = 0; i < 8; ++i )
 		Ramp( mus[i], i == 0 );
+	printf( "\n  ],\n  \"rolling\": [" );
+	float speeds[5] = { 0.02f, 0.03f, 0.04f, 0.06f, 0.1f };
+	for ( int i = 0; i < 5; ++i )
+		Rolling( speeds[i], i == 0 );
 	printf( "\n  ],\n  \"pendulum\": [" );
 	Pendulum( false );
 	printf( ", " );

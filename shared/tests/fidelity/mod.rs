@@ -198,6 +198,34 @@ pub fn ramp(mu: f64) -> Value {
     json!({"friction": mu, "slid": num(slid)})
 }
 
+/// Speeds of the rolling balls.
+pub const ROLL_SPEEDS: [f64; 5] = [0.02, 0.03, 0.04, 0.06, 0.1];
+
+/// A ball of radius 0.5 rolling on the ground at `speed` m/s without
+/// slipping, 10 s: where it is, and when it sleeps (b2compare.c `Rolling`).
+pub fn rolling(speed: f64) -> Value {
+    let mut w = world(true);
+    ground(&mut w, 20.0);
+    let b = w
+        .create_body(&BodyDef {
+            kind: BodyKind::Dynamic,
+            position: v(0.0, 0.5),
+            linear_velocity: v(speed, 0.0),
+            angular_velocity: s(-speed / 0.5),
+            ..BodyDef::default()
+        })
+        .expect("ball");
+    shape(&mut w, b, &ShapeDef::default(), circle(0.5));
+    let mut sleep = f64::NAN;
+    for step in 1..=600 {
+        w.step();
+        if sleep.is_nan() && !w.is_awake(b).expect("live body") {
+            sleep = step as f64 * DT;
+        }
+    }
+    json!({"speed": speed, "x_10s": num(pos(&w, b).0), "sleep_s": num(sleep)})
+}
+
 /// A 2 m pendulum released at 10° on a revolute (or rigid distance) joint, 60 s.
 pub fn pendulum(distance: bool) -> Value {
     let mut w = world(false);
@@ -708,10 +736,11 @@ pub fn spinner() -> Value {
 }
 
 /// The scenario groups, in the reference file's order.
-pub const GROUPS: [&str; 13] = [
+pub const GROUPS: [&str; 14] = [
     "columns",
     "pyramids",
     "ramp",
+    "rolling",
     "pendulum",
     "chain",
     "bounce",
@@ -738,6 +767,7 @@ pub fn group(name: &str) -> Value {
         }
         "pyramids" => json!([pyramid(20), pyramid(40)]),
         "ramp" => json!(FRICTIONS.iter().map(|&m| ramp(m)).collect::<Vec<_>>()),
+        "rolling" => json!(ROLL_SPEEDS.iter().map(|&v| rolling(v)).collect::<Vec<_>>()),
         "pendulum" => json!([pendulum(false), pendulum(true)]),
         "chain" => chain(),
         "bounce" => json!(RESTITUTIONS.iter().map(|&e| bounce(e)).collect::<Vec<_>>()),
@@ -940,6 +970,16 @@ pub fn check(reference: &Value, ours: &Value) -> Vec<Check> {
         } else {
             c.near("slid", 0.03, 0.01);
         }
+    }
+    for o in list(ours, "rolling") {
+        let r = list(reference, "rolling")
+            .into_iter()
+            .find(|r| get(r, "speed") == get(&o, "speed"))
+            .expect("reference rolling ball");
+        let name = format!("ball rolling at {} m/s", get(&o, "speed"));
+        let mut c = scenario(&mut out, name, &r, &o);
+        // Rolls as far (or stops, asleep, where Box2D's does).
+        c.near("x_10s", 0.02, 0.01);
     }
     for o in list(ours, "pendulum") {
         let r = list(reference, "pendulum")
