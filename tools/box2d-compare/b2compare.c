@@ -694,8 +694,9 @@ static void RagdollHeaps( void )
 // s = 3 cm + o + 1.37 k cm (k < 60, o = 0, 0.31, 0.57, 0.83 cm), each
 // stepped until it sleeps or for 20 s. One heap's time is chaos; the median,
 // the 90th percentile and how many never sleep or sleep after 8 s are the
-// figures (a heap that never sleeps counts as 20 s). Long (a minute here, 40
-// s in Box2D): bitroom runs it only when asked (`--only heap_tail`).
+// figures (a heap that never sleeps counts as 20 s). Long (about 40 s for
+// Box2D or bitroom's release build): bitroom's example runs it only when
+// named (`--only heap_tail`).
 enum
 {
 	TAIL_HEAPS = 960

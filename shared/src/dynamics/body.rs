@@ -52,7 +52,7 @@ pub struct BodyDef {
     pub angular_damping: Scalar,
     /// Multiplier on world gravity.
     pub gravity_scale: Scalar,
-    /// Speed below which the body may fall asleep (m/s): the speed of its
+    /// Speed at or below which the body may fall asleep (m/s): the speed of its
     /// farthest point, `|v| + |ω|·r` (`r` its largest extent), and half the
     /// rate of its motion over a step (position correction included), as
     /// Box2D v3 measures it.

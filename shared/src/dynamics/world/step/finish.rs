@@ -164,12 +164,23 @@ impl World {
 /// `a·a ≤ (t − e)²`. A ball rolling at 3 cm/s has `|v| + |ω|·r` of 6 cm/s
 /// and keeps rolling, as in Box2D; the larger of the two terms, which this
 /// compared before, put it to sleep after half a second.
+///
+/// A threshold above [`SLEEP_THRESHOLD_CAP`] counts as the cap (no body
+/// moves that fast: speeds stop at `max_linear_speed`, at most the world's
+/// bound a second), so that `(t − e)²` stays within range for any
+/// threshold a body was given.
 #[inline]
 fn sleepy(s: &solver::SolverBody, extent: Scalar, threshold: Scalar, dt: Scalar) -> bool {
+    let threshold = threshold.min(SLEEP_THRESHOLD_CAP);
     let within = |a: Vec2, e: Scalar, t: Scalar| e <= t && a.dot(a) <= (t - e) * (t - e);
     within(s.v, s.w.abs() * extent, threshold)
         && within(s.dp, s.dq.s.abs() * extent, (threshold * dt).shl(1))
 }
+
+/// The largest sleep threshold [`sleepy`] takes as given (m/s): twice the
+/// world's bound, above any speed (`|v| ≤ √2 · WORLD_BOUND` a second) and
+/// with its square (4·10⁸) within Q32.32's range (2³¹).
+const SLEEP_THRESHOLD_CAP: Scalar = WORLD_BOUND.shl(1);
 
 #[cfg(test)]
 mod tests {
