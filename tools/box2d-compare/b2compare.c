@@ -666,17 +666,25 @@ enum
 	RAGDOLL_HEAPS = 7
 };
 
-static PileFigures RagdollHeap( float spacing )
+// A world of `n` humans dropped on open ground, human i at (spacing·i,
+// dy·i); their bones and joints (11 a human) into `bodies` and `joints`.
+static b2WorldId HeapWorld( int n, float spacing, float dy, b2BodyId* bodies, b2JointId* joints )
 {
 	b2WorldId w = NewWorld( true );
 	Ground( w, 20.0f );
-	b2BodyId bodies[11 * HEAP_HUMANS];
-	b2JointId joints[11 * HEAP_HUMANS];
-	for ( int i = 0; i < HEAP_HUMANS; ++i )
+	for ( int i = 0; i < n; ++i )
 	{
-		b2Vec2 at = { spacing * i, 1.2f * i };
+		b2Vec2 at = { spacing * i, dy * i };
 		Human( w, at, i + 1, bodies + 11 * i, joints + 11 * i );
 	}
+	return w;
+}
+
+static PileFigures RagdollHeap( float spacing )
+{
+	b2BodyId bodies[11 * HEAP_HUMANS];
+	b2JointId joints[11 * HEAP_HUMANS];
+	b2WorldId w = HeapWorld( HEAP_HUMANS, spacing, 1.2f, bodies, joints );
 	return RunRagdolls( w, bodies, joints, HEAP_HUMANS );
 }
 
@@ -704,15 +712,9 @@ enum
 
 static double TailHeap( int n, float spacing, float dy )
 {
-	b2WorldId w = NewWorld( true );
-	Ground( w, 20.0f );
 	b2BodyId bodies[11 * 20];
 	b2JointId joints[11 * 20];
-	for ( int i = 0; i < n; ++i )
-	{
-		b2Vec2 at = { spacing * i, dy * i };
-		Human( w, at, i + 1, bodies + 11 * i, joints + 11 * i );
-	}
+	b2WorldId w = HeapWorld( n, spacing, dy, bodies, joints );
 	double sleep = NAN;
 	for ( int s = 1; s <= 1200 && isnan( sleep ); ++s )
 	{

@@ -518,14 +518,21 @@ pub fn ragdoll_heaps() -> Value {
 
 /// One heap of [`ragdoll_heaps`], human `i` at (`spacing`·i, 1.2 i).
 pub fn ragdoll_heap(spacing: f64) -> Pile {
+    let (w, bodies) = heap(12, spacing, 1.2);
+    run_ragdolls(w, &bodies)
+}
+
+/// A world of `n` humans dropped on open ground, human i at
+/// (`spacing`·i, `dy`·i), group −(i+1), and their bones.
+fn heap(n: i32, spacing: f64, dy: f64) -> (World, Vec<BodyId>) {
     let mut w = world(true);
     ground(&mut w, 20.0);
     let mut bodies = Vec::new();
-    for i in 0..12 {
-        let at = v(spacing * i as f64, 1.2 * i as f64);
+    for i in 0..n {
+        let at = v(spacing * i as f64, dy * i as f64);
         bodies.extend(add_human(&mut w, at, -(i + 1), 0));
     }
-    run_ragdolls(w, &bodies)
+    (w, bodies)
 }
 
 /// When heaps of ragdolls sleep, over [`TAIL_HEAPS`] of them (b2compare.c
@@ -562,13 +569,7 @@ pub const TAIL_HEAPS: usize = 960;
 
 /// One heap of [`heap_tail`]: when it sleeps (NaN: not within 20 s).
 fn tail_heap(n: i32, spacing: f64, dy: f64) -> f64 {
-    let mut w = world(true);
-    ground(&mut w, 20.0);
-    let mut bodies = Vec::new();
-    for i in 0..n {
-        let at = v(spacing * i as f64, dy * i as f64);
-        bodies.extend(add_human(&mut w, at, -(i + 1), 0));
-    }
+    let (mut w, bodies) = heap(n, spacing, dy);
     for step in 1..=1200 {
         w.step();
         if all_asleep(&w, &bodies) {
