@@ -104,10 +104,15 @@ use std::fmt;
 /// Box2D's do, not by the larger of `|v|` and `|ω|·r` (a ball rolling at
 /// 3 cm/s fell asleep): a new simulation wherever bodies slow to rest,
 /// the same encodings.
+/// 20: a body's angular speed is capped at a quarter turn per step at any
+/// tick rate (0.25π·`tick_rate`, as Box2D's; it was 15π, a quarter turn
+/// at 60 Hz, at every rate), and bodies with `allow_fast_rotation` (a new
+/// flag each body carries in snapshots) at a quarter turn per substep: a
+/// new simulation at rates other than 60 Hz, and new snapshot bytes.
 ///
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
 /// [`Rules::Input`]: bitroom_sim::game::Rules::Input
-pub const PROTOCOL_VERSION: u32 = 19;
+pub const PROTOCOL_VERSION: u32 = 20;
 /// A state hash as frames carry it: its low 24 bits.
 pub fn wire_hash(hash: u64) -> u32 {
     (hash & 0x00FF_FFFF) as u32

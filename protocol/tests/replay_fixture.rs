@@ -3,12 +3,11 @@
 //! ```sh
 //! cargo run --release --bin bitroom-server -- replay record --loose-bodies 8 \
 //!     --players 4 --ticks 240 --keyframe-interval 120 --room fixture \
-//!     --out protocol/tests/fixtures/arena-4-bots-v13.brr
+//!     --out protocol/tests/fixtures/arena-4-bots-v14.brr
 //! ```
 //!
-//! (replay format 13; recorded 2026-11-30 for protocol 19's simulation,
-//! whose bodies count toward sleep by the speed of their farthest point
-//! and their motion over the step.)
+//! (replay format 14; recorded 2026-11-30 for protocol 20, whose bodies
+//! carry the `allow_fast_rotation` flag in their state.)
 //!
 //! It must verify in every build (debug tests included) and on every
 //! platform: `.ci/cross-check.sh` runs this file on each target and diffs
@@ -23,12 +22,12 @@
 use bitroom_protocol::replay::{verify, Record, ReplayReader, VerifyOptions, VerifyReport};
 use bitroom_sim::game::sandbox::{PlayerInput, Sandbox};
 
-/// Format 13.
-const FIXTURE: &[u8] = include_bytes!("fixtures/arena-4-bots-v13.brr");
+/// Format 14.
+const FIXTURE: &[u8] = include_bytes!("fixtures/arena-4-bots-v14.brr");
 /// Ticks in the fixture.
 const TICKS: u64 = 240;
 /// Its final state hash (also recorded in the file).
-const FINAL_HASH: u64 = 0xc39e659f064d0cf5;
+const FINAL_HASH: u64 = 0xbafd3fde2e8a425d;
 
 fn run(bytes: &[u8], synctest: Option<u32>) -> VerifyReport {
     let reader = ReplayReader::open(bytes).expect("the fixture opens");

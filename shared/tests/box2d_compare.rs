@@ -36,6 +36,11 @@ fn slow_balls_roll_on_or_sleep_as_box2d_s() {
 }
 
 #[test]
+fn spin_is_capped_as_box2d_s() {
+    group("spin");
+}
+
+#[test]
 fn pendulums_keep_their_amplitude_as_box2d_s() {
     group("pendulum");
 }
@@ -112,7 +117,8 @@ fn only_these_pass(
 /// pendulum on a revolute joint losing 0.034 % a period, a 50-box column
 /// falling, a ram bouncing off a wall created asleep, the spinner's debris
 /// caught on its ring, a heap of ragdolls that never slept, slow balls
-/// that fell asleep mid-roll) are outside them, and so are a bridge whose
+/// that fell asleep mid-roll, spin capped at 15π rad/s whatever the tick
+/// rate) are outside them, and so are a bridge whose
 /// joints gave way, the heaps of a build that kept more of them awake and
 /// heaps put to sleep too early.
 #[test]
@@ -155,6 +161,28 @@ fn bounds_reject_the_old_figures() {
     let roll = serde_json::json!({"rolling": [{"speed": 0.03, "x_10s": 0.0155},
         {"speed": 0.04, "x_10s": 0.0207}]});
     only_these_pass(&r, &roll, 2, &[]);
+    // Before the angular speed cap was Box2D's (a quarter turn per step at
+    // any tick rate, lifted to one per substep for fast rotation), it was
+    // 15π rad/s whatever the rate (a quarter turn per step at 60 Hz), and
+    // no body could spin faster: the figures of 5c7b148 (fast rotation
+    // asked for but not there). At 60 Hz without fast rotation it was
+    // Box2D's cap; in the three other cases every figure fails.
+    let spin = serde_json::json!({"spin": [
+        {"rate": 60, "fast": false, "w_free": 47.1239, "v_4s": 9.4695, "w_4s": 47.1239},
+        {"rate": 60, "fast": true, "w_free": 47.1239, "v_4s": 9.4695, "w_4s": 47.1239},
+        {"rate": 30, "fast": false, "w_free": 47.1239, "v_4s": 9.1464, "w_4s": 47.1239},
+        {"rate": 120, "fast": false, "w_free": 47.1239, "v_4s": 9.4597, "w_4s": 47.1239}]});
+    let at_60 = ["w_free", "v_4s", "w_4s"];
+    let checks = check(&r, &spin);
+    assert_eq!(checks.len(), 12, "{checks:?}");
+    for c in &checks {
+        let at_60_slow = c.scenario == "spin at 60 Hz";
+        assert_eq!(
+            c.pass,
+            at_60_slow && at_60.contains(&c.figure.as_str()),
+            "{c:?}"
+        );
+    }
     // The heap tail of a scratch build (2026-11-30) that coloured the
     // joints with the contacts and solved them colour by colour, as Box2D
     // does: 31 heaps never slept and 34 after 8 s; its median and 90th

@@ -251,6 +251,61 @@ fn sensors_bullets_and_event_switches_reach_the_world() {
 
 // ----- bad input -------------------------------------------------------------
 
+/// `allow_fast_rotation` reaches the world and raises the bound on a
+/// body's starting spin to its cap (a quarter turn per substep: 60π rad/s
+/// at 60 Hz and 4 substeps); without it the bound is 47 rad/s, or the
+/// step's cap where that is higher (0.25π · 120 ≈ 94.2 at 120 Hz). The
+/// first step caps the spin at Box2D's cap.
+#[test]
+fn fast_rotation_reaches_the_world_and_bounds_the_spin() {
+    let wheel = |extra: &str| {
+        with_body(&format!(
+            r#"{{"type": "dynamic", "position": [0, 5], "user_data": 7, {extra}
+                "shapes": [{{"type": "circle", "radius": 0.4}}]}}"#
+        ))
+    };
+    let spin_after_a_step = |text: &str| {
+        let mut w = parse_scene(text).unwrap();
+        let b = body_by_user_data(&w, 7);
+        let fast = w.allows_fast_rotation(b).unwrap();
+        w.step();
+        (fast, w.angular_velocity(b).unwrap().to_f64())
+    };
+    let (fast, spin) = spin_after_a_step(&wheel(
+        r#""allow_fast_rotation": true, "angular_velocity": 150,"#,
+    ));
+    assert!(fast);
+    assert!((spin - 150.0).abs() < 1e-6, "{spin}");
+    let (fast, spin) = spin_after_a_step(&wheel(r#""angular_velocity": 47,"#));
+    assert!(!fast);
+    assert!((spin - 47.0).abs() < 1e-6, "{spin}");
+    // 0.25π · 120: a start at 90 rad/s is kept at 120 Hz, and one at 47
+    // at 30 Hz is capped at 0.25π · 30 by the first step.
+    let at_rate = |rate: u32, spin: &str| {
+        wheel(spin).replacen(
+            r#"{"version": 1,"#,
+            &format!(r#"{{"version": 1, "world": {{"tick_rate": {rate}}},"#),
+            1,
+        )
+    };
+    let (_, spin) = spin_after_a_step(&at_rate(120, r#""angular_velocity": 90,"#));
+    assert!((spin - 90.0).abs() < 1e-6, "{spin}");
+    let (_, spin) = spin_after_a_step(&at_rate(30, r#""angular_velocity": 47,"#));
+    assert!((spin - 7.5 * std::f64::consts::PI).abs() < 1e-6, "{spin}");
+    assert_err(
+        &wheel(r#""angular_velocity": 150,"#),
+        &["body 1: angular_velocity 150 is out of range (allowed -47.1239 to 47.1239)"],
+    );
+    assert_err(
+        &wheel(r#""allow_fast_rotation": true, "angular_velocity": 190,"#),
+        &["body 1: angular_velocity 190 is out of range"],
+    );
+    assert_err(
+        &with_body(r#"{"type": "dynamic", "allow_fast_rotation": 1}"#),
+        &["body 1: invalid type: integer 1, expected a boolean"],
+    );
+}
+
 #[test]
 fn bad_sensor_bullet_and_event_values() {
     assert_err(
@@ -462,7 +517,7 @@ fn world_bounds() {
     );
     assert_err(
         &with_body(r#"{"type": "dynamic", "angular_velocity": 100}"#),
-        &["angular_velocity 100 is out of range (allowed -47 to 47)"],
+        &["angular_velocity 100 is out of range (allowed -47.1239 to 47.1239)"],
     );
     assert_err(
         &with_body(r#"{"type": "dynamic", "linear_damping": -1}"#),

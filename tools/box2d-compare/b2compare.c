@@ -250,6 +250,59 @@ static void Rolling( float speed, bool first )
 	b2DestroyWorld( w );
 }
 
+// ------------------------------------------------------------------ spin
+// The cap on angular speed: a quarter turn per step (B2_MAX_ROTATION · 1/dt),
+// none with allowFastRotation. At `rate` Hz: a free disc (radius 0.5, no
+// gravity) started at 100 rad/s, its angular velocity after 1 s; and a ball
+// of radius 0.2 rolling from rest down a 30° ramp (friction 0.6) for 4 s,
+// its speed and angular speed (rolling freely it passes 47 rad/s at 2.8 s).
+static void Spin( int rate, bool fast, bool first )
+{
+	float dt = 1.0f / (float)rate;
+	b2WorldDef wd = b2DefaultWorldDef();
+	wd.gravity = ( b2Vec2 ){ 0.0f, 0.0f };
+	b2WorldId w = b2CreateWorld( &wd );
+	b2BodyDef bd = b2DefaultBodyDef();
+	bd.type = b2_dynamicBody;
+	bd.angularVelocity = 100.0f;
+	bd.allowFastRotation = fast;
+	b2BodyId disc = b2CreateBody( w, &bd );
+	b2ShapeDef sd = b2DefaultShapeDef();
+	b2Circle c = { { 0.0f, 0.0f }, 0.5f };
+	b2CreateCircleShape( disc, &sd, &c );
+	for ( int s = 0; s < rate; ++s )
+		b2World_Step( w, dt, SUBSTEPS );
+	double wFree = b2Body_GetAngularVelocity( disc );
+	b2DestroyWorld( w );
+
+	w = NewWorld( false );
+	b2Rot q = b2MakeRot( 30.0f * B2_PI / 180.0f );
+	sd.material.friction = 0.6f;
+	b2BodyDef rd = b2DefaultBodyDef();
+	rd.rotation = q;
+	b2BodyId ramp = b2CreateBody( w, &rd );
+	b2Polygon slab = b2MakeBox( 20.0f, 0.25f );
+	b2CreatePolygonShape( ramp, &sd, &slab );
+	bd = b2DefaultBodyDef();
+	bd.type = b2_dynamicBody;
+	bd.allowFastRotation = fast;
+	bd.position = b2RotateVector( q, ( b2Vec2 ){ 17.0f, 0.45f } );
+	b2BodyId ball = b2CreateBody( w, &bd );
+	b2Circle small = { { 0.0f, 0.0f }, 0.2f };
+	b2CreateCircleShape( ball, &sd, &small );
+	for ( int s = 0; s < 4 * rate; ++s )
+		b2World_Step( w, dt, SUBSTEPS );
+	b2Vec2 v = b2Body_GetLinearVelocity( ball );
+	printf( "%s\n    {\"rate\": %d, \"fast\": %s, \"w_free\": ", first ? "" : ",", rate, fast ? "true" : "false" );
+	PrintNumber( wFree );
+	printf( ", \"v_4s\": " );
+	PrintNumber( -( v.x * q.c + v.y * q.s ) );
+	printf( ", \"w_4s\": " );
+	PrintNumber( b2Body_GetAngularVelocity( ball ) );
+	printf( "}" );
+	b2DestroyWorld( w );
+}
+
 // ------------------------------------------------------------------ pendulum
 // A 2 m pendulum released at 10°, on a revolute joint (distance = false) or a
 // rigid distance joint; 60 s, sleep off.
@@ -1177,6 +1230,11 @@ int main( void )
 	float speeds[5] = { 0.02f, 0.03f, 0.04f, 0.06f, 0.1f };
 	for ( int i = 0; i < 5; ++i )
 		Rolling( speeds[i], i == 0 );
+	printf( "\n  ],\n  \"spin\": [" );
+	Spin( 60, false, true );
+	Spin( 60, true, false );
+	Spin( 30, false, false );
+	Spin( 120, false, false );
 	printf( "\n  ],\n  \"pendulum\": [" );
 	Pendulum( false );
 	printf( ", " );

@@ -111,15 +111,18 @@ pub const MAGIC: &[u8; 8] = b"BRREPLAY";
 /// hashes wherever joints and contacts meet. 13: the bytes of 12, from the
 /// simulation of protocol 19, whose bodies count toward sleep by the speed
 /// of their farthest point and their motion over the step: files of 12
-/// replay to other hashes wherever bodies slow to rest.
+/// replay to other hashes wherever bodies slow to rest. 14: each body of
+/// a state carries one more flag (`allow_fast_rotation`), and the
+/// simulation of protocol 20 caps angular speed at a quarter turn per step
+/// at any tick rate: states of 13 do not decode.
 ///
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
 /// [`Rules::Input`]: bitroom_sim::game::Rules::Input
-pub const FORMAT_VERSION: u32 = 13;
-/// The oldest format this build reads: 13, its own. Older files hold
+pub const FORMAT_VERSION: u32 = 14;
+/// The oldest format this build reads: 14, its own. Older files hold
 /// states and hashes of an earlier simulation, which this build cannot
 /// reproduce.
-pub const OLDEST_FORMAT_VERSION: u32 = 13;
+pub const OLDEST_FORMAT_VERSION: u32 = 14;
 /// Largest record payload accepted (a keyframe of the largest snapshot,
 /// 64 MiB of world plus 1 MiB of game state, fits).
 pub const MAX_RECORD: usize = 72 << 20;

@@ -1,6 +1,6 @@
 //! Bodies, shapes, contacts, the solver and the world that steps them.
 
-mod body;
+pub(crate) mod body;
 mod ccd;
 mod contact;
 mod events;

@@ -21,7 +21,7 @@ use crate::geometry::{ShapeGeometry, MAX_POLYGON_VERTICES};
 use crate::math::{Aabb, Scalar, Transform, Vec2};
 
 /// Bytes of a body record.
-const BODY: usize = 229;
+const BODY: usize = 230;
 /// Bytes of a shape record before its geometry: generation, alive, body.
 const SHAPE_SLOT: usize = 9;
 /// Bytes of a shape record after its geometry: definition (48), fat box,
@@ -197,6 +197,7 @@ fn body(b: &Body, c: &BodyConfig, out: &mut Vec<u8>) {
     r.u32(b.first_shape);
     r.bool(c.bullet);
     r.scalar(c.min_extent);
+    r.bool(c.allow_fast_rotation);
     r.close();
 }
 
@@ -409,6 +410,7 @@ mod tests {
                     fixed_rotation: k == 2,
                     user_data: 1000 + k as u64,
                     bullet: k == 0,
+                    allow_fast_rotation: k == 1,
                     ..BodyDef::default()
                 })
                 .unwrap();

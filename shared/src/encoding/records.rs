@@ -106,6 +106,7 @@ slot_record! {
         first_shape: u32 = b.first_shape,
         bullet: bool = c.bullet,
         min_extent: Scalar = c.min_extent,
+        allow_fast_rotation: bool = c.allow_fast_rotation,
     }
 }
 
@@ -265,6 +266,7 @@ mod tests {
                 fixed_rotation: k == 2,
                 user_data: 1000 + k as u64,
                 bullet: k == 0,
+                allow_fast_rotation: k == 1,
             };
             let b = w.create_body(&def).expect("body");
             let circle = Circle::new(

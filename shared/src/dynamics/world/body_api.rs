@@ -3,7 +3,7 @@
 
 use super::{World, WorldError};
 use crate::dynamics::body::{
-    Body, BodyConfig, BodyDef, BodyId, BodyKind, MAX_ANGULAR_SPEED, NONE, NO_ISLAND,
+    angular_speed_cap, Body, BodyConfig, BodyDef, BodyId, BodyKind, NONE, NO_ISLAND,
 };
 use crate::dynamics::island;
 use crate::geometry::MassData;
@@ -43,6 +43,7 @@ impl World {
             fixed_rotation: def.fixed_rotation,
             user_data: def.user_data,
             bullet: def.bullet && def.kind == BodyKind::Dynamic,
+            allow_fast_rotation: def.allow_fast_rotation,
             ..BodyConfig::VACANT
         };
         let b = &mut self.state.bodies[index as usize];
@@ -346,8 +347,8 @@ impl World {
             return Ok(());
         }
         self.wake_body(i);
-        self.state.bodies[i as usize].angular_velocity =
-            w.clamp(-MAX_ANGULAR_SPEED, MAX_ANGULAR_SPEED);
+        let cap = self.angular_cap(i);
+        self.state.bodies[i as usize].angular_velocity = w.clamp(-cap, cap);
         Ok(())
     }
 
@@ -405,6 +406,7 @@ impl World {
             return Ok(());
         }
         self.wake_body(i);
+        let cap = self.angular_cap(i);
         let c = &self.state.body_config[i as usize];
         let b = &mut self.state.bodies[i as usize];
         b.linear_velocity = b
@@ -412,7 +414,7 @@ impl World {
             .mul_add(c.inv_mass, impulse)
             .clamp_length(self.state.settings.max_linear_speed);
         let dw = c.inv_inertia * (point - b.center).cross(impulse);
-        b.angular_velocity = (b.angular_velocity + dw).clamp(-MAX_ANGULAR_SPEED, MAX_ANGULAR_SPEED);
+        b.angular_velocity = (b.angular_velocity + dw).clamp(-cap, cap);
         Ok(())
     }
 
@@ -426,10 +428,10 @@ impl World {
             return Ok(());
         }
         self.wake_body(i);
+        let cap = self.angular_cap(i);
         let inv_inertia = self.state.body_config[i as usize].inv_inertia;
         let b = &mut self.state.bodies[i as usize];
-        b.angular_velocity = (b.angular_velocity + inv_inertia * impulse)
-            .clamp(-MAX_ANGULAR_SPEED, MAX_ANGULAR_SPEED);
+        b.angular_velocity = (b.angular_velocity + inv_inertia * impulse).clamp(-cap, cap);
         Ok(())
     }
 
@@ -496,5 +498,33 @@ impl World {
     pub fn is_bullet(&self, id: BodyId) -> Result<bool, WorldError> {
         let i = self.body_index(id)?;
         Ok(self.state.body_config[i as usize].bullet)
+    }
+
+    /// Lets the body spin past a quarter turn per step (a wheel), or not
+    /// (see [`BodyDef::allow_fast_rotation`]). A body that may not keeps
+    /// its angular speed until the next step caps it.
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn set_allow_fast_rotation(&mut self, id: BodyId, allow: bool) -> Result<(), WorldError> {
+        let i = self.body_index(id)?;
+        self.state.config_mut(i).allow_fast_rotation = allow;
+        Ok(())
+    }
+
+    /// Whether the body may spin past a quarter turn per step.
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn allows_fast_rotation(&self, id: BodyId) -> Result<bool, WorldError> {
+        let i = self.body_index(id)?;
+        Ok(self.state.body_config[i as usize].allow_fast_rotation)
+    }
+
+    /// The cap on body `i`'s angular speed (rad/s).
+    pub(crate) fn angular_cap(&self, i: u32) -> Scalar {
+        let s = &self.state.settings;
+        let fast = self.state.body_config[i as usize].allow_fast_rotation;
+        angular_speed_cap(s.tick_rate, s.substeps, fast)
     }
 }

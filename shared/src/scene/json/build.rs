@@ -8,8 +8,9 @@ use super::*;
 
 /// Bound shared by most tuning values (damping, gravity, hertz, …).
 pub(super) const TUNING_BOUND: Scalar = Scalar::from_int(1000);
-/// Angular speed limit (rad/s); the engine's own limit is a quarter turn
-/// per step at 60 Hz (≈ 47.1).
+/// Angular speed limit (rad/s) at any tick rate; a body's own cap (a
+/// quarter turn per step, or per substep with `allow_fast_rotation`) where
+/// that is higher. The step caps a faster start at the body's cap.
 pub(super) const MAX_ANGULAR_VELOCITY: Scalar = Scalar::from_int(47);
 
 pub(super) fn world_def(w: Option<&WorldTracked>) -> Result<WorldDef, SceneError> {
@@ -170,6 +171,9 @@ pub(super) fn build_body(
         Rot::from_angle(angle)
     };
     let max_v = wdef.max_linear_speed;
+    let fast = b.allow_fast_rotation.unwrap_or(d.allow_fast_rotation);
+    let cap = crate::dynamics::body::angular_speed_cap(wdef.tick_rate, wdef.substeps, fast)
+        .max(MAX_ANGULAR_VELOCITY);
     let def = BodyDef {
         kind,
         position,
@@ -178,13 +182,7 @@ pub(super) fn build_body(
             ranged_vec(at, "linear_velocity", v, max_v)
         })?,
         angular_velocity: opt(b.angular_velocity, Scalar::ZERO, |v| {
-            ranged(
-                at,
-                "angular_velocity",
-                v,
-                -MAX_ANGULAR_VELOCITY,
-                MAX_ANGULAR_VELOCITY,
-            )
+            ranged(at, "angular_velocity", v, -cap, cap)
         })?,
         linear_damping: opt(b.linear_damping, d.linear_damping, |v| {
             ranged(at, "linear_damping", v, Scalar::ZERO, TUNING_BOUND)
@@ -203,6 +201,7 @@ pub(super) fn build_body(
         fixed_rotation: b.fixed_rotation.unwrap_or(d.fixed_rotation),
         user_data: b.user_data.unwrap_or(d.user_data),
         bullet: b.bullet.unwrap_or(d.bullet),
+        allow_fast_rotation: fast,
     };
     let id = world
         .create_body(&def)

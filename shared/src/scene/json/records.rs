@@ -181,6 +181,7 @@ pub(super) struct BodyJson {
     pub(super) awake: Option<bool>,
     pub(super) fixed_rotation: Option<bool>,
     pub(super) bullet: Option<bool>,
+    pub(super) allow_fast_rotation: Option<bool>,
     pub(super) user_data: Option<u64>,
     pub(super) shapes: Option<ShapeList>,
 }

@@ -236,9 +236,10 @@ mod tests {
     /// and on two: every step's state hash and event digest fold into the
     /// value recorded when every solved contact had a cold entry (9f3c4a4;
     /// now only the overflow's and those reporting hits have one), as
-    /// re-recorded when short vectors got exact lengths and unit directions
-    /// and when the sleep test took the speed of a body's farthest point
-    /// (the golden changes of 2026-11-30).
+    /// re-recorded when short vectors got exact lengths and unit directions,
+    /// when the sleep test took the speed of a body's farthest point and
+    /// when bodies got the `allow_fast_rotation` flag, which the state hash
+    /// covers (the golden changes of 2026-11-30).
     #[test]
     fn hits_from_bundles_and_the_overflow_keep_their_bits() {
         let run = |threads: usize| {
@@ -270,6 +271,6 @@ mod tests {
             "{overflow_hits} overflow contacts with hit events"
         );
         assert_eq!(run(2).0, digest, "two threads");
-        assert_eq!(digest, 0x9eb2_a347_5a8c_060f);
+        assert_eq!(digest, 0x1ec6_0d49_b972_94e4);
     }
 }
