@@ -292,6 +292,10 @@ fn fast_rotation_reaches_the_world_and_bounds_the_spin() {
     assert!((spin - 90.0).abs() < 1e-6, "{spin}");
     let (_, spin) = spin_after_a_step(&at_rate(30, r#""angular_velocity": 47,"#));
     assert!((spin - 7.5 * std::f64::consts::PI).abs() < 1e-6, "{spin}");
+    // A kinematic body too, as Box2D's (nothing else ever caps it).
+    let turntable = at_rate(30, r#""angular_velocity": 47,"#).replace("dynamic", "kinematic");
+    let (_, spin) = spin_after_a_step(&turntable);
+    assert!((spin - 7.5 * std::f64::consts::PI).abs() < 1e-6, "{spin}");
     assert_err(
         &wheel(r#""angular_velocity": 150,"#),
         &["body 1: angular_velocity 150 is out of range (allowed -47.1239 to 47.1239)"],

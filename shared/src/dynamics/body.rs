@@ -68,9 +68,9 @@ pub struct BodyDef {
     /// Continuous collision against dynamic bodies too (dynamic bodies only;
     /// every fast dynamic body already gets it against static ones).
     pub bullet: bool,
-    /// Lifts the cap on the angular speed of a quarter turn per step (Box2D
-    /// v3's `allowFastRotation`), for round bodies such as wheels; the cap
-    /// is then a quarter turn per substep (see [`angular_speed_cap`]).
+    /// Lifts the cap on the angular speed of a quarter turn per step,
+    /// 0.25π · `tick_rate` rad/s (Box2D v3's `allowFastRotation`), for round
+    /// bodies such as wheels; the cap is then a quarter turn per substep.
     pub allow_fast_rotation: bool,
 }
 
@@ -223,19 +223,22 @@ impl Body {
     }
 }
 
-/// π/4 in Q0.64, rounded: 0.785398163397448309615… · 2⁶⁴.
-const QUARTER_PI_Q64: u128 = 14_488_038_916_154_245_685;
+/// π/4 in Q0.96, rounded: 0.785398163397448309615… · 2⁹⁶.
+const QUARTER_PI_Q96: u128 = 62_225_653_328_057_771_307_630_486_156;
 
 /// The largest angular speed of a body (rad/s), as Box2D v3 caps it
 /// (`B2_MAX_ROTATION · inv_dt`, 0.25π): a quarter turn per step, so
 /// 0.25π · `tick_rate` (15π ≈ 47.1 rad/s at 60 Hz); with
 /// `allow_fast_rotation`, a quarter turn per substep (Box2D has no cap
 /// then; the rotation's first-order integration means nothing past it, and
-/// the bound keeps every speed far inside Q32.32). Correctly rounded.
+/// the bound keeps every speed far inside Q32.32). Correctly rounded for
+/// every rate and substep count a world allows (all 258 721 products
+/// `tick_rate · substeps` checked against π/4 to 140 digits; π/4 in Q0.64
+/// missed four of them by a unit).
 pub(crate) fn angular_speed_cap(tick_rate: u32, substeps: u32, fast: bool) -> Scalar {
     let turns = u128::from(tick_rate) * if fast { u128::from(substeps) } else { 1 };
-    // At most 10 000 · 64 steps a second: below 2⁶⁴ · 2²⁰ before the shift.
-    let q = (QUARTER_PI_Q64 * turns + (1 << 31)) >> 32;
+    // At most 10 000 · 64 quarter turns a second: below 2⁹⁶ · 2²⁰.
+    let q = (QUARTER_PI_Q96 * turns + (1 << 63)) >> 64;
     Scalar::from_bits(i64::try_from(q).unwrap_or(i64::MAX))
 }
 
@@ -244,32 +247,30 @@ mod tests {
     use super::*;
 
     /// The cap is 0.25π per step (or substep), correctly rounded: at 60 Hz
-    /// the bits of the constant 15π that every rate had before protocol 20,
-    /// and within half a unit of 0.25π·n for the rates and substep counts
-    /// worlds allow (checked against π/4 to 40 digits in 128-bit units).
+    /// the bits of the constant 15π that every rate had before protocol 20;
+    /// the others as π/4 to 140 digits gives them, among them the four
+    /// products of rate and substeps where π/4 in Q0.64 was a unit high.
     #[test]
     fn the_cap_is_a_quarter_turn_per_step_correctly_rounded() {
-        assert_eq!(
-            angular_speed_cap(60, 4, false),
-            Scalar::from_bits(202_395_565_568)
-        );
         assert_eq!(
             angular_speed_cap(60, 4, true),
             angular_speed_cap(240, 1, false)
         );
-        // π/4 · 2⁹⁶, rounded: enough bits that the products below are
-        // exact to far under a unit of the result.
-        let quarter_pi_q96: u128 = 62_225_653_328_057_771_307_630_486_156;
-        for (rate, substeps) in [(1, 1), (30, 4), (60, 8), (120, 4), (10_000, 64)] {
-            for fast in [false, true] {
-                let n = u128::from(rate) * if fast { u128::from(substeps) } else { 1 };
-                let exact = (quarter_pi_q96 * n + (1 << 63)) >> 64;
-                let got = angular_speed_cap(rate, substeps, fast).to_bits();
-                assert_eq!(
-                    got as u128, exact,
-                    "rate {rate}, {substeps} substeps, fast {fast}"
-                );
-            }
+        for (rate, substeps, fast, bits) in [
+            (60, 4, false, 202_395_565_568),
+            (30, 4, false, 101_197_782_784),
+            (120, 8, false, 404_791_131_136),
+            (60, 4, true, 809_582_262_271),
+            (3167, 47, true, 502_106_292_320_099),
+            (5849, 45, true, 887_858_747_254_679),
+            (9501, 47, true, 1_506_318_876_960_298),
+            (7424, 64, true, 1_602_756_990_693_943),
+        ] {
+            assert_eq!(
+                angular_speed_cap(rate, substeps, fast).to_bits(),
+                bits,
+                "rate {rate}, {substeps} substeps, fast {fast}"
+            );
         }
     }
 }

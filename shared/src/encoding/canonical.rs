@@ -24,7 +24,7 @@
 //!    and torque, mass and inertia (and inverses), damping, gravity scale,
 //!    sleep threshold, sleep timer, extent, awake, sleep switch, fixed
 //!    rotation, sleeping-island id, user data, first shape, bullet flag,
-//!    smallest shape extent;
+//!    smallest shape extent, fast-rotation flag;
 //! 4. `free_bodies` — the body id pool (order matters: the last is reused first);
 //! 5. `shapes` — every shape slot: generation, alive, body, geometry,
 //!    material (density, friction, restitution, filter, user data, sensor

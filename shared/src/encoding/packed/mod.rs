@@ -2,11 +2,11 @@
 //! value, used for snapshots on the wire (see [`crate::Snapshot::to_packed`]).
 //!
 //! The canonical encoding (`canonical`) writes a state field after field, so
-//! a body's 28 fields sit next to each other and the same field of the next
-//! body is 229 bytes further on. Most of those fields are the same for every
+//! a body's 29 fields sit next to each other and the same field of the next
+//! body is 230 bytes further on. Most of those fields are the same for every
 //! body (masses, damping, switches) or change little from one body to the
 //! next (positions in a stack, ids, rotations near 1), but a general
-//! compressor cannot see that across a 229-byte stride. This encoding turns
+//! compressor cannot see that across a 230-byte stride. This encoding turns
 //! the value inside out first:
 //!
 //! 1. **Columns.** Every primitive goes to a *column* chosen by its place in

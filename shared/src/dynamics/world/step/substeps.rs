@@ -84,10 +84,15 @@ impl World {
             // behaviour suite's 960 ragdoll heaps, 23 never slept (9 with
             // the cap here, 3 in Box2D) and a heap's joint opened 12 cm.
             for (k, (d, &cap)) in deltas.iter().zip(&caps).enumerate() {
-                if !sc.states.moves(k as u32 + 1) && d.0 == Vec2::ZERO {
+                let still = !sc.states.moves(k as u32 + 1) && d.0 == Vec2::ZERO;
+                let s = &mut sc.states.bodies[k + 1];
+                if still {
+                    // A kinematic body: nothing to add, but Box2D caps its
+                    // speeds too (a scene's start, a decoded state).
+                    s.v = s.v.clamp_length(max_v);
+                    s.w = s.w.clamp(-cap, cap);
                     continue;
                 }
-                let s = &mut sc.states.bodies[k + 1];
                 // Undamped bodies (damping factor exactly one) skip the
                 // products by one, which would not change a bit.
                 let v = if d.2 == Scalar::ONE { s.v } else { s.v * d.2 };
