@@ -303,6 +303,176 @@ static void Spin( int rate, bool fast, bool first )
 	b2DestroyWorld( w );
 }
 
+// ------------------------------------------------------------------ joints
+// Weld, prismatic and revolute joints with their limits, motors and springs
+// (sleep off). Each case prints the coordinate it moves at 1, 2 and 3 s and
+// its lowest value: a cantilever's tip height; an elevator's height; a
+// flipper's angle (unwrapped). `first` as in the other lists.
+static void PrintJointCase( const char* name, const double* at, double low, bool first )
+{
+	printf( "%s\n    {\"name\": \"%s\", \"at_1s\": ", first ? "" : ",", name );
+	PrintNumber( at[0] );
+	printf( ", \"at_2s\": " );
+	PrintNumber( at[1] );
+	printf( ", \"at_3s\": " );
+	PrintNumber( at[2] );
+	printf( ", \"low\": " );
+	PrintNumber( low );
+	printf( "}" );
+}
+
+// Eight capsules (half length 0.5, radius 0.125) welded end to end out from
+// a static body at the origin, rigid welds or soft ones (15 Hz, 5 Hz,
+// damping 0.5): the tip of the last.
+static void Cantilever( bool soft, bool first )
+{
+	b2WorldId w = NewWorld( false );
+	b2BodyDef bd = b2DefaultBodyDef();
+	b2BodyId prev = b2CreateBody( w, &bd );
+	float hx = 0.5f;
+	b2Capsule cap = { { -hx, 0.0f }, { hx, 0.0f }, 0.125f };
+	b2ShapeDef sd = b2DefaultShapeDef();
+	for ( int i = 0; i < 8; ++i )
+	{
+		bd = b2DefaultBodyDef();
+		bd.type = b2_dynamicBody;
+		bd.position = ( b2Vec2 ){ ( 1.0f + 2.0f * i ) * hx, 0.0f };
+		b2BodyId b = b2CreateBody( w, &bd );
+		b2CreateCapsuleShape( b, &sd, &cap );
+		b2Vec2 pivot = { 2.0f * i * hx, 0.0f };
+		b2WeldJointDef jd = b2DefaultWeldJointDef();
+		jd.base.bodyIdA = prev;
+		jd.base.bodyIdB = b;
+		jd.base.localFrameA.p = b2Body_GetLocalPoint( prev, pivot );
+		jd.base.localFrameB.p = b2Body_GetLocalPoint( b, pivot );
+		jd.linearHertz = soft ? 15.0f : 0.0f;
+		jd.angularHertz = soft ? 5.0f : 0.0f;
+		jd.linearDampingRatio = 0.5f;
+		jd.angularDampingRatio = 0.5f;
+		b2CreateWeldJoint( w, &jd );
+		prev = b;
+	}
+	double at[3], low = 0.0;
+	for ( int s = 1; s <= 180; ++s )
+	{
+		Step( w );
+		double y = b2Body_GetWorldPoint( prev, ( b2Vec2 ){ hx, 0.0f } ).y;
+		low = y < low ? y : low;
+		if ( s % 60 == 0 )
+			at[s / 60 - 1] = y;
+	}
+	PrintJointCase( soft ? "cantilever soft" : "cantilever rigid", at, low, first );
+	b2DestroyWorld( w );
+}
+
+// A unit box on a vertical prismatic joint at height 1, limits −0.5 and 3:
+// a motor at 2 m/s with 50 N (it rises to the upper limit), one with 5 N
+// (it rests on the lower), or a spring (2 Hz, damping 0.1) toward 1.
+static void Elevator( int mode )
+{
+	b2WorldId w = NewWorld( false );
+	b2BodyDef bd = b2DefaultBodyDef();
+	b2BodyId ground = b2CreateBody( w, &bd );
+	bd.type = b2_dynamicBody;
+	bd.position = ( b2Vec2 ){ 0.0f, 1.0f };
+	b2BodyId box = b2CreateBody( w, &bd );
+	b2ShapeDef sd = b2DefaultShapeDef();
+	b2Polygon p = b2MakeBox( 0.5f, 0.5f );
+	b2CreatePolygonShape( box, &sd, &p );
+	b2PrismaticJointDef jd = b2DefaultPrismaticJointDef();
+	jd.base.bodyIdA = ground;
+	jd.base.bodyIdB = box;
+	jd.base.localFrameA.p = ( b2Vec2 ){ 0.0f, 1.0f };
+	jd.base.localFrameA.q = b2MakeRot( 0.5f * B2_PI );
+	jd.base.localFrameB.q = b2MakeRot( 0.5f * B2_PI );
+	jd.enableLimit = true;
+	jd.lowerTranslation = -0.5f;
+	jd.upperTranslation = 3.0f;
+	const char* names[3] = { "elevator motor", "elevator weak motor", "elevator spring" };
+	if ( mode < 2 )
+	{
+		jd.enableMotor = true;
+		jd.motorSpeed = 2.0f;
+		jd.maxMotorForce = mode == 0 ? 50.0f : 5.0f;
+	}
+	else
+	{
+		jd.enableSpring = true;
+		jd.hertz = 2.0f;
+		jd.dampingRatio = 0.1f;
+		jd.targetTranslation = 1.0f;
+	}
+	b2CreatePrismaticJoint( w, &jd );
+	double at[3], low = 1.0;
+	for ( int s = 1; s <= 180; ++s )
+	{
+		Step( w );
+		double y = b2Body_GetPosition( box ).y;
+		low = y < low ? y : low;
+		if ( s % 60 == 0 )
+			at[s / 60 - 1] = y;
+	}
+	PrintJointCase( names[mode], at, low, false );
+	b2DestroyWorld( w );
+}
+
+// A 2 m plank pinned at its end at the origin (revolute joint): a motor at
+// 10 rad/s with 100 N·m against limits of ±0.5 rad, a spring (1 Hz,
+// undamped) toward 0.5 rad, or a motor at 3 rad/s with 5 N·m (it swings
+// over the top).
+static void Flipper( int mode )
+{
+	b2WorldId w = NewWorld( false );
+	b2BodyDef bd = b2DefaultBodyDef();
+	b2BodyId ground = b2CreateBody( w, &bd );
+	bd.type = b2_dynamicBody;
+	bd.position = ( b2Vec2 ){ 1.0f, 0.0f };
+	b2BodyId plank = b2CreateBody( w, &bd );
+	b2ShapeDef sd = b2DefaultShapeDef();
+	b2Polygon p = b2MakeBox( 1.0f, 0.1f );
+	b2CreatePolygonShape( plank, &sd, &p );
+	b2RevoluteJointDef jd = PinDef( ground, plank, ( b2Vec2 ){ 0.0f, 0.0f } );
+	const char* names[3] = { "flipper limit", "flipper spring", "flipper motor" };
+	if ( mode == 0 )
+	{
+		jd.enableMotor = true;
+		jd.motorSpeed = 10.0f;
+		jd.maxMotorTorque = 100.0f;
+		jd.enableLimit = true;
+		jd.lowerAngle = -0.5f;
+		jd.upperAngle = 0.5f;
+	}
+	else if ( mode == 1 )
+	{
+		jd.enableSpring = true;
+		jd.hertz = 1.0f;
+		jd.dampingRatio = 0.0f;
+		jd.targetAngle = 0.5f;
+	}
+	else
+	{
+		jd.enableMotor = true;
+		jd.motorSpeed = 3.0f;
+		jd.maxMotorTorque = 5.0f;
+	}
+	b2CreateRevoluteJoint( w, &jd );
+	double at[3], low = 0.0, angle = 0.0, prev = 0.0;
+	for ( int s = 1; s <= 180; ++s )
+	{
+		Step( w );
+		double a = b2Rot_GetAngle( b2Body_GetRotation( plank ) );
+		double d = a - prev;
+		d = d > B2_PI ? d - 2.0 * B2_PI : ( d < -B2_PI ? d + 2.0 * B2_PI : d );
+		angle += d;
+		prev = a;
+		low = angle < low ? angle : low;
+		if ( s % 60 == 0 )
+			at[s / 60 - 1] = angle;
+	}
+	PrintJointCase( names[mode], at, low, false );
+	b2DestroyWorld( w );
+}
+
 // ------------------------------------------------------------------ pendulum
 // A 2 m pendulum released at 10°, on a revolute joint (distance = false) or a
 // rigid distance joint; 60 s, sleep off.
@@ -1235,6 +1405,13 @@ int main( void )
 	Spin( 60, true, false );
 	Spin( 30, false, false );
 	Spin( 120, false, false );
+	printf( "\n  ],\n  \"joints\": [" );
+	Cantilever( false, true );
+	Cantilever( true, false );
+	for ( int m = 0; m < 3; ++m )
+		Elevator( m );
+	for ( int m = 0; m < 3; ++m )
+		Flipper( m );
 	printf( "\n  ],\n  \"pendulum\": [" );
 	Pendulum( false );
 	printf( ", " );

@@ -10,7 +10,7 @@
 
 #![allow(dead_code)]
 
-use bitroom_sim::dynamics::{DistanceJoint, RevoluteJoint};
+use bitroom_sim::dynamics::{DistanceJoint, PrismaticJoint, RevoluteJoint, WeldJoint};
 use bitroom_sim::scene::human::add_human;
 use bitroom_sim::{
     BodyDef, BodyId, BodyKind, Capsule, Circle, Filter, JointDef, JointId, JointKind, Polygon, Rot,
@@ -292,6 +292,164 @@ pub fn spin(rate: u32, fast: bool) -> Value {
         "v_4s": num(along),
         "w_4s": num(w.angular_velocity(ball).expect("live body").to_f64()),
     })
+}
+
+/// Steps `w` 3 s and reads one coordinate each step (b2compare.c's joint
+/// cases): its value at 1, 2 and 3 s and its lowest.
+fn joint_case(name: &str, w: &mut World, mut read: impl FnMut(&World) -> f64) -> Value {
+    // The lowest value so far, from where each case starts.
+    let mut at = [0.0; 3];
+    let mut low: f64 = if name.starts_with("elevator") {
+        1.0
+    } else {
+        0.0
+    };
+    for step in 1..=180 {
+        w.step();
+        let x = read(w);
+        low = low.min(x);
+        if step % 60 == 0 {
+            at[step / 60 - 1] = x;
+        }
+    }
+    json!({"name": name, "at_1s": num(at[0]), "at_2s": num(at[1]), "at_3s": num(at[2]), "low": num(low)})
+}
+
+/// Eight capsules welded end to end out from a static body, rigid welds or
+/// soft ones (15 Hz, 5 Hz, damping 0.5): the tip of the last.
+fn cantilever(soft: bool) -> Value {
+    let mut w = world(false);
+    let mut prev = body(&mut w, BodyKind::Static, Vec2::ZERO);
+    let hx = 0.5;
+    let cap =
+        ShapeGeometry::Capsule(Capsule::new(v(-hx, 0.0), v(hx, 0.0), s(0.125)).expect("capsule"));
+    for i in 0..8 {
+        let b = body(
+            &mut w,
+            BodyKind::Dynamic,
+            v((1.0 + 2.0 * i as f64) * hx, 0.0),
+        );
+        shape(&mut w, b, &ShapeDef::default(), cap);
+        let pivot = v(2.0 * i as f64 * hx, 0.0);
+        let (lh, ah) = if soft { (15.0, 5.0) } else { (0.0, 0.0) };
+        let weld = WeldJoint {
+            linear_hertz: s(lh),
+            angular_hertz: s(ah),
+            linear_damping_ratio: s(0.5),
+            angular_damping_ratio: s(0.5),
+        };
+        w.create_joint(&JointDef {
+            local_anchor_a: w.local_point(prev, pivot).expect("live body"),
+            local_anchor_b: w.local_point(b, pivot).expect("live body"),
+            ..JointDef::new(prev, b, JointKind::Weld(weld))
+        })
+        .expect("weld");
+        prev = b;
+    }
+    let name = if soft {
+        "cantilever soft"
+    } else {
+        "cantilever rigid"
+    };
+    joint_case(name, &mut w, |w| {
+        let tip = w.transform(prev).expect("live body").apply(v(hx, 0.0));
+        tip.y.to_f64()
+    })
+}
+
+/// A unit box on a vertical prismatic joint at height 1, limits −0.5 and 3:
+/// a motor at 2 m/s with 50 N, one with 5 N, or a spring toward 1.
+fn elevator(mode: usize) -> Value {
+    let mut w = world(false);
+    let g = body(&mut w, BodyKind::Static, Vec2::ZERO);
+    let b = body(&mut w, BodyKind::Dynamic, v(0.0, 1.0));
+    shape(&mut w, b, &ShapeDef::default(), boxed(0.5, 0.5));
+    let mut joint = PrismaticJoint {
+        local_axis_a: v(0.0, 1.0),
+        enable_limit: true,
+        lower_translation: s(-0.5),
+        upper_translation: s(3.0),
+        ..PrismaticJoint::default()
+    };
+    if mode < 2 {
+        joint.enable_motor = true;
+        joint.motor_speed = s(2.0);
+        joint.max_motor_force = s(if mode == 0 { 50.0 } else { 5.0 });
+    } else {
+        joint.enable_spring = true;
+        joint.hertz = s(2.0);
+        joint.damping_ratio = s(0.1);
+        joint.target_translation = s(1.0);
+    }
+    w.create_joint(&JointDef {
+        local_anchor_a: v(0.0, 1.0),
+        ..JointDef::new(g, b, JointKind::Prismatic(joint))
+    })
+    .expect("prismatic");
+    let name = ["elevator motor", "elevator weak motor", "elevator spring"][mode];
+    joint_case(name, &mut w, |w| pos(w, b).1)
+}
+
+/// A 2 m plank pinned at its end at the origin: a motor at 10 rad/s with
+/// 100 N·m against limits of ±0.5 rad, a spring (1 Hz, undamped) toward
+/// 0.5 rad, or a motor at 3 rad/s with 5 N·m; its angle, unwrapped.
+fn flipper(mode: usize) -> Value {
+    let mut w = world(false);
+    let g = body(&mut w, BodyKind::Static, Vec2::ZERO);
+    let b = body(&mut w, BodyKind::Dynamic, v(1.0, 0.0));
+    shape(&mut w, b, &ShapeDef::default(), boxed(1.0, 0.1));
+    let mut joint = RevoluteJoint::default();
+    match mode {
+        0 => {
+            joint.enable_motor = true;
+            joint.motor_speed = s(10.0);
+            joint.max_motor_torque = s(100.0);
+            joint.enable_limit = true;
+            joint.lower_angle = s(-0.5);
+            joint.upper_angle = s(0.5);
+        }
+        1 => {
+            joint.enable_spring = true;
+            joint.hertz = s(1.0);
+            joint.damping_ratio = s(0.0);
+            joint.target_angle = s(0.5);
+        }
+        _ => {
+            joint.enable_motor = true;
+            joint.motor_speed = s(3.0);
+            joint.max_motor_torque = s(5.0);
+        }
+    }
+    w.create_joint(&JointDef {
+        local_anchor_b: v(-1.0, 0.0),
+        ..JointDef::new(g, b, JointKind::Revolute(joint))
+    })
+    .expect("revolute");
+    let name = ["flipper limit", "flipper spring", "flipper motor"][mode];
+    let (mut angle, mut prev) = (0.0, 0.0);
+    joint_case(name, &mut w, move |w| {
+        let a = w.transform(b).expect("live body").q.angle().to_f64();
+        let pi = std::f64::consts::PI;
+        let d = a - prev;
+        angle += if d > pi {
+            d - 2.0 * pi
+        } else if d < -pi {
+            d + 2.0 * pi
+        } else {
+            d
+        };
+        prev = a;
+        angle
+    })
+}
+
+/// Weld, prismatic and revolute joints with their limits, motors and
+/// springs (b2compare.c `Cantilever`, `Elevator`, `Flipper`).
+pub fn joints() -> Value {
+    let mut cases = vec![cantilever(false), cantilever(true)];
+    cases.extend((0..3).map(elevator));
+    cases.extend((0..3).map(flipper));
+    Value::Array(cases)
 }
 
 /// A 2 m pendulum released at 10° on a revolute (or rigid distance) joint, 60 s.
@@ -805,12 +963,13 @@ pub fn spinner() -> Value {
 }
 
 /// The scenario groups, in the reference file's order.
-pub const GROUPS: [&str; 15] = [
+pub const GROUPS: [&str; 16] = [
     "columns",
     "pyramids",
     "ramp",
     "rolling",
     "spin",
+    "joints",
     "pendulum",
     "chain",
     "bounce",
@@ -839,6 +998,7 @@ pub fn group(name: &str) -> Value {
         "ramp" => json!(FRICTIONS.iter().map(|&m| ramp(m)).collect::<Vec<_>>()),
         "rolling" => json!(ROLL_SPEEDS.iter().map(|&v| rolling(v)).collect::<Vec<_>>()),
         "spin" => json!(SPINS.iter().map(|&(r, f)| spin(r, f)).collect::<Vec<_>>()),
+        "joints" => joints(),
         "pendulum" => json!([pendulum(false), pendulum(true)]),
         "chain" => chain(),
         "bounce" => json!(RESTITUTIONS.iter().map(|&e| bounce(e)).collect::<Vec<_>>()),
@@ -1087,6 +1247,26 @@ pub fn check(reference: &Value, ours: &Value) -> Vec<Check> {
         };
         c.near("v_4s", rel, 0.05);
         c.near("w_4s", rel, 0.2);
+    }
+    for o in list(ours, "joints") {
+        let r = list(reference, "joints")
+            .into_iter()
+            .find(|r| r["name"] == o["name"])
+            .expect("reference joint case");
+        let name = o["name"].as_str().unwrap_or("?").to_string();
+        // Lengths in metres, angles in radians: within 1 % and 1 cm (a
+        // cantilever's tip), 1 mm (an elevator) or 5 mrad (a flipper).
+        let abs = if name.starts_with("cantilever") {
+            0.01
+        } else if name.starts_with("elevator") {
+            0.001
+        } else {
+            0.005
+        };
+        let mut c = scenario(&mut out, name, &r, &o);
+        for key in ["at_1s", "at_2s", "at_3s", "low"] {
+            c.near(key, 0.01, abs);
+        }
     }
     for o in list(ours, "pendulum") {
         let r = list(reference, "pendulum")
