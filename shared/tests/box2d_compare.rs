@@ -46,6 +46,11 @@ fn welds_sliders_and_motors_move_as_box2d_s() {
 }
 
 #[test]
+fn bins_of_balls_settle_and_sleep_as_box2d_s() {
+    group("circle_bins");
+}
+
+#[test]
 fn pendulums_keep_their_amplitude_as_box2d_s() {
     group("pendulum");
 }
@@ -188,6 +193,11 @@ fn bounds_reject_the_old_figures() {
             "{c:?}"
         );
     }
+    // Bins whose balls keep rolling (made up: no build had them): half
+    // never sleep; their heights pass.
+    let bins = serde_json::json!({"circle_bins": {"bins": 8, "mean_y_median": 4.47,
+        "top_median": 8.96, "sleep_s_median": 15.0, "sleep_s_latest": 15.0}});
+    only_these_pass(&r, &bins, 5, &["bins", "mean_y_median", "top_median"]);
     // An elevator whose upper limit let go (made up: no build had one) rises
     // on at its motor's 2 m/s; a flipper spring twice as stiff swings
     // faster (made up too). Their first-second figures and lows pass.

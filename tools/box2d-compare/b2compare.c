@@ -973,6 +973,85 @@ static void HeapTail( void )
 	printf( "}" );
 }
 
+// ------------------------------------------------------------------ circle bins
+// 200 balls of radius 0.3 dropped in rows of 11 (0.7 m apart, every other
+// row shifted by `o`) into a bin 8 m wide, 15 s: the mean and highest ball
+// heights and when all sleep (NaN: not within 15 s). Eight bins, `o` from
+// 0 (a lattice: the balls stay in columns) to 0.19 m.
+typedef struct BinFigures
+{
+	double meanY, top, sleep;
+} BinFigures;
+
+static BinFigures CircleBin( float o )
+{
+	b2WorldId w = NewWorld( true );
+	b2BodyDef bd = b2DefaultBodyDef();
+	b2BodyId g = b2CreateBody( w, &bd );
+	b2ShapeDef sd = b2DefaultShapeDef();
+	b2Polygon floor = b2MakeOffsetBox( 4.0f, 0.5f, ( b2Vec2 ){ 0.0f, -0.5f }, b2Rot_identity );
+	b2CreatePolygonShape( g, &sd, &floor );
+	for ( int side = -1; side <= 1; side += 2 )
+	{
+		b2Polygon wall = b2MakeOffsetBox( 0.5f, 10.0f, ( b2Vec2 ){ 4.5f * side, 10.0f }, b2Rot_identity );
+		b2CreatePolygonShape( g, &sd, &wall );
+	}
+	enum
+	{
+		BALLS = 200
+	};
+	b2BodyId balls[BALLS];
+	b2Circle c = { { 0.0f, 0.0f }, 0.3f };
+	for ( int i = 0; i < BALLS; ++i )
+	{
+		bd = b2DefaultBodyDef();
+		bd.type = b2_dynamicBody;
+		bd.position = ( b2Vec2 ){ -3.5f + 0.7f * ( i % 11 ) + o * ( ( i / 11 ) % 2 ), 0.5f + 0.7f * ( i / 11 ) };
+		balls[i] = b2CreateBody( w, &bd );
+		b2CreateCircleShape( balls[i], &sd, &c );
+	}
+	BinFigures f = { 0.0, 0.0, NAN };
+	for ( int s = 1; s <= 900; ++s )
+	{
+		Step( w );
+		if ( isnan( f.sleep ) && AllAsleep( balls, BALLS ) )
+			f.sleep = s * DT;
+	}
+	for ( int i = 0; i < BALLS; ++i )
+	{
+		double y = b2Body_GetPosition( balls[i] ).y;
+		f.meanY += y / BALLS;
+		f.top = fmax( f.top, y );
+	}
+	b2DestroyWorld( w );
+	return f;
+}
+
+static void CircleBins( void )
+{
+	float offsets[8] = { 0.0f, 0.02f, 0.05f, 0.08f, 0.11f, 0.13f, 0.17f, 0.19f };
+	double mean[8], top[8], sleep[8];
+	for ( int k = 0; k < 8; ++k )
+	{
+		BinFigures f = CircleBin( offsets[k] );
+		mean[k] = f.meanY;
+		top[k] = f.top;
+		sleep[k] = isnan( f.sleep ) ? 15.0 : f.sleep;
+	}
+	qsort( mean, 8, sizeof( double ), CompareDoubles );
+	qsort( top, 8, sizeof( double ), CompareDoubles );
+	qsort( sleep, 8, sizeof( double ), CompareDoubles );
+	printf( "{\"bins\": 8, \"mean_y_median\": " );
+	PrintNumber( mean[4] );
+	printf( ", \"top_median\": " );
+	PrintNumber( top[4] );
+	printf( ", \"sleep_s_median\": " );
+	PrintNumber( sleep[4] );
+	printf( ", \"sleep_s_latest\": " );
+	PrintNumber( sleep[7] );
+	printf( "}" );
+}
+
 // ------------------------------------------------------------------ car
 // bitroom's `car` scene (shared/src/scene/joint_scenes.rs), built here as it is there.
 static void Segment( b2BodyId ground, const b2ShapeDef* sd, float x1, float y1, float x2, float y2 )
@@ -1428,6 +1507,8 @@ int main( void )
 	RagdollHeaps();
 	printf( ",\n  \"heap_tail\": " );
 	HeapTail();
+	printf( ",\n  \"circle_bins\": " );
+	CircleBins();
 	printf( ",\n  \"car\": " );
 	Car();
 	printf( ",\n  \"bridge\": " );

@@ -452,6 +452,76 @@ pub fn joints() -> Value {
     Value::Array(cases)
 }
 
+/// Row offsets of the circle bins.
+pub const BIN_OFFSETS: [f64; 8] = [0.0, 0.02, 0.05, 0.08, 0.11, 0.13, 0.17, 0.19];
+
+/// 200 balls of radius 0.3 dropped in rows of 11 (0.7 m apart, every
+/// other row shifted by `o`) into a bin 8 m wide, 15 s: the mean and
+/// highest ball heights and when all sleep (b2compare.c `CircleBin`).
+fn circle_bin(o: f64) -> (f64, f64, f64) {
+    let mut w = world(true);
+    let g = body(&mut w, BodyKind::Static, Vec2::ZERO);
+    let slab = |hx: f64, hy: f64, x: f64, y: f64| {
+        ShapeGeometry::Polygon(Polygon::make_offset_box(
+            s(hx),
+            s(hy),
+            v(x, y),
+            Rot::IDENTITY,
+        ))
+    };
+    shape(&mut w, g, &ShapeDef::default(), slab(4.0, 0.5, 0.0, -0.5));
+    for side in [-1.0, 1.0] {
+        shape(
+            &mut w,
+            g,
+            &ShapeDef::default(),
+            slab(0.5, 10.0, 4.5 * side, 10.0),
+        );
+    }
+    let balls: Vec<BodyId> = (0..200)
+        .map(|i| {
+            let row = (i / 11) as f64;
+            let x = -3.5 + 0.7 * (i % 11) as f64 + o * ((i / 11) % 2) as f64;
+            let b = body(&mut w, BodyKind::Dynamic, v(x, 0.5 + 0.7 * row));
+            shape(&mut w, b, &ShapeDef::default(), circle(0.3));
+            b
+        })
+        .collect();
+    let mut sleep = f64::NAN;
+    for step in 1..=900 {
+        w.step();
+        if sleep.is_nan() && all_asleep(&w, &balls) {
+            sleep = step as f64 * DT;
+        }
+    }
+    let ys: Vec<f64> = balls.iter().map(|&b| pos(&w, b).1).collect();
+    let mean = ys.iter().map(|y| y / ys.len() as f64).sum();
+    (mean, ys.iter().copied().fold(0.0, f64::max), sleep)
+}
+
+/// The eight circle bins ([`BIN_OFFSETS`]): medians of the mean and top
+/// heights and of the sleep times (15 s for a bin that never slept), and
+/// the latest sleep.
+pub fn circle_bins() -> Value {
+    let (mut mean, mut top, mut sleep) = (Vec::new(), Vec::new(), Vec::new());
+    for &o in &BIN_OFFSETS {
+        let (m, t, s) = circle_bin(o);
+        mean.push(m);
+        top.push(t);
+        sleep.push(if s.is_nan() { 15.0 } else { s });
+    }
+    for list in [&mut mean, &mut top, &mut sleep] {
+        list.sort_by(f64::total_cmp);
+    }
+    json!({
+        "bins": BIN_OFFSETS.len(),
+        "mean_y_median": num(mean[4]),
+        "top_median": num(top[4]),
+        "sleep_s_median": num(sleep[4]),
+        "sleep_s_latest": num(sleep[7]),
+    })
+}
+
 /// A 2 m pendulum released at 10° on a revolute (or rigid distance) joint, 60 s.
 pub fn pendulum(distance: bool) -> Value {
     let mut w = world(false);
@@ -963,7 +1033,7 @@ pub fn spinner() -> Value {
 }
 
 /// The scenario groups, in the reference file's order.
-pub const GROUPS: [&str; 16] = [
+pub const GROUPS: [&str; 17] = [
     "columns",
     "pyramids",
     "ramp",
@@ -975,6 +1045,7 @@ pub const GROUPS: [&str; 16] = [
     "bounce",
     "ragdolls",
     "ragdoll_heaps",
+    "circle_bins",
     "car",
     "bridge",
     "dominoes",
@@ -1005,6 +1076,7 @@ pub fn group(name: &str) -> Value {
         "ragdolls" => ragdolls(),
         "ragdoll_heaps" => ragdoll_heaps(),
         "heap_tail" => heap_tail(),
+        "circle_bins" => circle_bins(),
         "car" => car(),
         "bridge" => bridge(),
         "dominoes" => dominoes(),
@@ -1343,6 +1415,17 @@ pub fn check(reference: &Value, ours: &Value) -> Vec<Check> {
         // The tail: Box2D's has heaps that never sleep too.
         c.at_most("never", 3.0, 5.0, 48.0);
         c.at_most("after_8s", 3.0, 10.0, 96.0);
+    }
+    if let (Some(r), Some(o)) = (reference.get("circle_bins"), ours.get("circle_bins")) {
+        let name = "8 bins of 200 balls, 15 s".to_string();
+        let mut c = scenario(&mut out, name, r, o);
+        c.near("bins", 0.0, 0.0);
+        // As compact as Box2D's piles: chaotic bin by bin, so medians.
+        c.near("mean_y_median", 0.02, 0.02);
+        c.near("top_median", 0.05, 0.05);
+        // Asleep about when Box2D's are, both ways; none much later.
+        c.near("sleep_s_median", 0.25, 0.25);
+        c.sleeps("sleep_s_latest", 2.0, 1.0);
     }
     if let (Some(r), Some(o)) = (reference.get("car"), ours.get("car")) {
         let mut c = scenario(&mut out, "car over hills and bumps, 10 s".into(), r, o);
