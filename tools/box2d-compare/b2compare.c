@@ -304,10 +304,11 @@ static void Spin( int rate, bool fast, bool first )
 }
 
 // ------------------------------------------------------------------ joints
-// Weld, prismatic and revolute joints with their limits, motors and springs
-// (sleep off). Each case prints the coordinate it moves at 1, 2 and 3 s and
-// its lowest value: a cantilever's tip height; an elevator's height; a
-// flipper's angle (unwrapped). `first` as in the other lists.
+// Weld, prismatic, revolute and distance joints with their limits, motors
+// and springs (sleep off). Each case prints the coordinate it moves at 1, 2
+// and 3 s and its lowest value from the start: a cantilever's tip height;
+// an elevator's height; a flipper's angle (unwrapped); a rope's length.
+// `first` as in the other lists.
 static void PrintJointCase( const char* name, const double* at, double low, bool first )
 {
 	printf( "%s\n    {\"name\": \"%s\", \"at_1s\": ", first ? "" : ",", name );
@@ -420,6 +421,65 @@ static void Elevator( int mode )
 // 10 rad/s with 100 N·m against limits of ±0.5 rad, a spring (1 Hz,
 // undamped) toward 0.5 rad, or a motor at 3 rad/s with 5 N·m (it swings
 // over the top).
+// A ball (radius 0.25) on a distance joint of length 2 from (0, 10),
+// released at (1.2, 8.4): a spring (2 Hz, damping 0.1); a softer spring
+// (0.5 Hz) held by limits of 1.5 and 2.5 m; or no spring force (0 Hz)
+// with limits of 1 and 3 m and a motor winding it in at 1 m/s with 50 N.
+static void Rope( int mode )
+{
+	b2WorldId w = NewWorld( false );
+	b2BodyDef bd = b2DefaultBodyDef();
+	b2BodyId ground = b2CreateBody( w, &bd );
+	bd.type = b2_dynamicBody;
+	bd.position = ( b2Vec2 ){ 1.2f, 8.4f };
+	b2BodyId ball = b2CreateBody( w, &bd );
+	b2ShapeDef sd = b2DefaultShapeDef();
+	b2Circle c = { { 0.0f, 0.0f }, 0.25f };
+	b2CreateCircleShape( ball, &sd, &c );
+	b2DistanceJointDef jd = b2DefaultDistanceJointDef();
+	jd.base.bodyIdA = ground;
+	jd.base.bodyIdB = ball;
+	jd.base.localFrameA.p = ( b2Vec2 ){ 0.0f, 10.0f };
+	jd.length = 2.0f;
+	jd.enableSpring = true;
+	const char* names[3] = { "rope spring", "rope limits", "rope winch" };
+	if ( mode == 0 )
+	{
+		jd.hertz = 2.0f;
+		jd.dampingRatio = 0.1f;
+	}
+	else if ( mode == 1 )
+	{
+		jd.hertz = 0.5f;
+		jd.dampingRatio = 0.1f;
+		jd.enableLimit = true;
+		jd.minLength = 1.5f;
+		jd.maxLength = 2.5f;
+	}
+	else
+	{
+		jd.hertz = 0.0f;
+		jd.enableLimit = true;
+		jd.minLength = 1.0f;
+		jd.maxLength = 3.0f;
+		jd.enableMotor = true;
+		jd.motorSpeed = -1.0f;
+		jd.maxMotorForce = 50.0f;
+	}
+	b2CreateDistanceJoint( w, &jd );
+	double at[3], low = 2.0;
+	for ( int s = 1; s <= 180; ++s )
+	{
+		Step( w );
+		double len = b2Length( b2Sub( b2Body_GetPosition( ball ), ( b2Vec2 ){ 0.0f, 10.0f } ) );
+		low = len < low ? len : low;
+		if ( s % 60 == 0 )
+			at[s / 60 - 1] = len;
+	}
+	PrintJointCase( names[mode], at, low, false );
+	b2DestroyWorld( w );
+}
+
 static void Flipper( int mode )
 {
 	b2WorldId w = NewWorld( false );
@@ -1491,6 +1551,8 @@ int main( void )
 		Elevator( m );
 	for ( int m = 0; m < 3; ++m )
 		Flipper( m );
+	for ( int m = 0; m < 3; ++m )
+		Rope( m );
 	printf( "\n  ],\n  \"pendulum\": [" );
 	Pendulum( false );
 	printf( ", " );

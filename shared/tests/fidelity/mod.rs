@@ -295,15 +295,10 @@ pub fn spin(rate: u32, fast: bool) -> Value {
 }
 
 /// Steps `w` 3 s and reads one coordinate each step (b2compare.c's joint
-/// cases): its value at 1, 2 and 3 s and its lowest.
-fn joint_case(name: &str, w: &mut World, mut read: impl FnMut(&World) -> f64) -> Value {
-    // The lowest value so far, from where each case starts.
-    let mut at = [0.0; 3];
-    let mut low: f64 = if name.starts_with("elevator") {
-        1.0
-    } else {
-        0.0
-    };
+/// cases): its value at 1, 2 and 3 s and its lowest from `start`, its
+/// value before the first step.
+fn joint_case(name: &str, w: &mut World, start: f64, mut read: impl FnMut(&World) -> f64) -> Value {
+    let (mut at, mut low) = ([0.0; 3], start);
     for step in 1..=180 {
         w.step();
         let x = read(w);
@@ -351,7 +346,7 @@ fn cantilever(soft: bool) -> Value {
     } else {
         "cantilever rigid"
     };
-    joint_case(name, &mut w, |w| {
+    joint_case(name, &mut w, 0.0, |w| {
         let tip = w.transform(prev).expect("live body").apply(v(hx, 0.0));
         tip.y.to_f64()
     })
@@ -387,7 +382,7 @@ fn elevator(mode: usize) -> Value {
     })
     .expect("prismatic");
     let name = ["elevator motor", "elevator weak motor", "elevator spring"][mode];
-    joint_case(name, &mut w, |w| pos(w, b).1)
+    joint_case(name, &mut w, 1.0, |w| pos(w, b).1)
 }
 
 /// A 2 m plank pinned at its end at the origin: a motor at 10 rad/s with
@@ -427,7 +422,7 @@ fn flipper(mode: usize) -> Value {
     .expect("revolute");
     let name = ["flipper limit", "flipper spring", "flipper motor"][mode];
     let (mut angle, mut prev) = (0.0, 0.0);
-    joint_case(name, &mut w, move |w| {
+    joint_case(name, &mut w, 0.0, move |w| {
         let a = w.transform(b).expect("live body").q.angle().to_f64();
         let pi = std::f64::consts::PI;
         let d = a - prev;
@@ -443,12 +438,60 @@ fn flipper(mode: usize) -> Value {
     })
 }
 
-/// Weld, prismatic and revolute joints with their limits, motors and
-/// springs (b2compare.c `Cantilever`, `Elevator`, `Flipper`).
+/// A ball on a distance joint of length 2 from (0, 10), released at
+/// (1.2, 8.4): a spring, a softer one held by limits, or a winch (no spring
+/// force, limits, a motor winding it in); its length.
+fn rope(mode: usize) -> Value {
+    let mut w = world(false);
+    let g = body(&mut w, BodyKind::Static, Vec2::ZERO);
+    let ball = body(&mut w, BodyKind::Dynamic, v(1.2, 8.4));
+    shape(&mut w, ball, &ShapeDef::default(), circle(0.25));
+    let mut joint = DistanceJoint {
+        length: Some(s(2.0)),
+        enable_spring: true,
+        ..DistanceJoint::default()
+    };
+    match mode {
+        0 => {
+            joint.hertz = s(2.0);
+            joint.damping_ratio = s(0.1);
+        }
+        1 => {
+            joint.hertz = s(0.5);
+            joint.damping_ratio = s(0.1);
+            joint.enable_limit = true;
+            joint.min_length = s(1.5);
+            joint.max_length = s(2.5);
+        }
+        _ => {
+            joint.hertz = Scalar::ZERO;
+            joint.enable_limit = true;
+            joint.min_length = s(1.0);
+            joint.max_length = s(3.0);
+            joint.enable_motor = true;
+            joint.motor_speed = s(-1.0);
+            joint.max_motor_force = s(50.0);
+        }
+    }
+    w.create_joint(&JointDef {
+        local_anchor_a: v(0.0, 10.0),
+        ..JointDef::new(g, ball, JointKind::Distance(joint))
+    })
+    .expect("distance");
+    let name = ["rope spring", "rope limits", "rope winch"][mode];
+    joint_case(name, &mut w, 2.0, |w| {
+        let (x, y) = pos(w, ball);
+        x.hypot(y - 10.0)
+    })
+}
+
+/// Weld, prismatic, revolute and distance joints with their limits, motors
+/// and springs (b2compare.c `Cantilever`, `Elevator`, `Flipper`, `Rope`).
 pub fn joints() -> Value {
     let mut cases = vec![cantilever(false), cantilever(true)];
     cases.extend((0..3).map(elevator));
     cases.extend((0..3).map(flipper));
+    cases.extend((0..3).map(rope));
     Value::Array(cases)
 }
 
@@ -1327,10 +1370,11 @@ pub fn check(reference: &Value, ours: &Value) -> Vec<Check> {
             .expect("reference joint case");
         let name = o["name"].as_str().unwrap_or("?").to_string();
         // Lengths in metres, angles in radians: within 1 % and 1 cm (a
-        // cantilever's tip), 1 mm (an elevator) or 5 mrad (a flipper).
+        // cantilever's tip), 1 mm (an elevator, a rope) or 5 mrad (a
+        // flipper).
         let abs = if name.starts_with("cantilever") {
             0.01
-        } else if name.starts_with("elevator") {
+        } else if name.starts_with("elevator") || name.starts_with("rope") {
             0.001
         } else {
             0.005
