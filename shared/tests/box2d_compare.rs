@@ -41,6 +41,11 @@ fn spin_is_capped_as_box2d_s() {
 }
 
 #[test]
+fn pyramids_and_bounces_at_30_and_120_hz_as_box2d_s() {
+    group("rates");
+}
+
+#[test]
 fn welds_sliders_and_motors_move_as_box2d_s() {
     group("joints");
 }

@@ -533,6 +533,73 @@ static void Flipper( int mode )
 	b2DestroyWorld( w );
 }
 
+// ------------------------------------------------------------------ rates
+// Other tick rates (4 substeps): at `rate` Hz, a pyramid of 20 rows of unit
+// boxes for 6 s (its top box's motion, when all sleep) and a ball of radius
+// 0.5 with restitution 0.5 dropped from 5 m (the heights of its first
+// three bounces, sleep off).
+static void Rate( int rate, bool first )
+{
+	float dt = 1.0f / (float)rate;
+	b2WorldId w = NewWorld( true );
+	Ground( w, 40.0f );
+	enum
+	{
+		ROWS = 20
+	};
+	b2BodyId boxes[ROWS * ( ROWS + 1 ) / 2];
+	int n = 0;
+	b2ShapeDef sd = b2DefaultShapeDef();
+	for ( int r = 0; r < ROWS; ++r )
+		for ( int i = 0; i < ROWS - r; ++i )
+			boxes[n++] = DynamicBox( w, -0.5f * ( ROWS - r - 1 ) + i, 0.5f + r, 0.5f, 0.5f, &sd );
+	b2Vec2 top0 = b2Body_GetPosition( boxes[n - 1] );
+	double sleep = NAN;
+	for ( int s = 1; s <= 6 * rate; ++s )
+	{
+		b2World_Step( w, dt, SUBSTEPS );
+		if ( isnan( sleep ) && AllAsleep( boxes, n ) )
+			sleep = (double)s / rate;
+	}
+	b2Vec2 top = b2Body_GetPosition( boxes[n - 1] );
+	b2DestroyWorld( w );
+
+	w = NewWorld( false );
+	Ground( w, 20.0f );
+	b2BodyDef bd = b2DefaultBodyDef();
+	bd.type = b2_dynamicBody;
+	bd.position = ( b2Vec2 ){ 0.0f, 5.5f };
+	b2BodyId ball = b2CreateBody( w, &bd );
+	sd.material.restitution = 0.5f;
+	b2Circle c = { { 0.0f, 0.0f }, 0.5f };
+	b2CreateCircleShape( ball, &sd, &c );
+	double vyPrev = 0.0, peak = 0.0, peaks[3] = { NAN, NAN, NAN };
+	int bounces = 0;
+	for ( int s = 1; s <= 6 * rate; ++s )
+	{
+		b2World_Step( w, dt, SUBSTEPS );
+		double y = b2Body_GetPosition( ball ).y, vy = b2Body_GetLinearVelocity( ball ).y;
+		if ( vyPrev > 0.0 && vy <= 0.0 && bounces < 3 )
+			peaks[bounces++] = peak;
+		if ( vy > 0.0 )
+			peak = y;
+		vyPrev = vy;
+	}
+	b2DestroyWorld( w );
+	printf( "%s\n    {\"rate\": %d, \"top_dx\": ", first ? "" : ",", rate );
+	PrintNumber( top.x - top0.x );
+	printf( ", \"top_dy\": " );
+	PrintNumber( top.y - top0.y );
+	printf( ", \"sleep_s\": " );
+	PrintNumber( sleep );
+	for ( int k = 0; k < 3; ++k )
+	{
+		printf( ", \"peak_%d\": ", k + 1 );
+		PrintNumber( peaks[k] );
+	}
+	printf( "}" );
+}
+
 // ------------------------------------------------------------------ pendulum
 // A 2 m pendulum released at 10°, on a revolute joint (distance = false) or a
 // rigid distance joint; 60 s, sleep off.
@@ -1544,6 +1611,9 @@ int main( void )
 	Spin( 60, true, false );
 	Spin( 30, false, false );
 	Spin( 120, false, false );
+	printf( "\n  ],\n  \"rates\": [" );
+	Rate( 30, true );
+	Rate( 120, false );
 	printf( "\n  ],\n  \"joints\": [" );
 	Cantilever( false, true );
 	Cantilever( true, false );
