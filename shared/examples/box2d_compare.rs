@@ -10,8 +10,9 @@
 //! `shared/tests/data/box2d_reference.json`; `--before` adds a column of
 //! bitroom figures saved earlier with `--json` (e.g. from another commit).
 //! `--only` runs some groups of scenarios (`fidelity::GROUPS`: columns,
-//! pyramids, ramp, rolling, spin, joints, pendulum, chain, bounce, ragdolls,
-//! ragdoll_heaps, car, bridge, dominoes, struck_wall, spinner; and
+//! pyramids, ramp, rolling, spin, rates, joints, pendulum, chain, bounce,
+//! ragdolls, ragdoll_heaps, circle_bins, car, bridge, dominoes,
+//! struck_wall, spinner; and
 //! `heap_tail`, about 40 s, run only when named). Exits 1 when a figure
 //! is outside its bound.
 

@@ -133,9 +133,10 @@ fn only_these_pass(
 /// falling, a ram bouncing off a wall created asleep, the spinner's debris
 /// caught on its ring, a heap of ragdolls that never slept, slow balls
 /// that fell asleep mid-roll, spin capped at 15π rad/s whatever the tick
-/// rate) are outside them, and so are a bridge whose
-/// joints gave way, the heaps of a build that kept more of them awake and
-/// heaps put to sleep too early.
+/// rate) are outside them, and so are a bridge whose joints gave way, the
+/// heaps of a build that kept more of them awake, heaps put to sleep too
+/// early, bins of balls that never sleep, a prismatic limit that lets go
+/// and a revolute spring at the wrong pace.
 #[test]
 fn bounds_reject_the_old_figures() {
     let r = reference();
@@ -203,9 +204,9 @@ fn bounds_reject_the_old_figures() {
     let bins = serde_json::json!({"circle_bins": {"bins": 8, "mean_y_median": 4.47,
         "top_median": 8.96, "sleep_s_median": 15.0, "sleep_s_latest": 15.0}});
     only_these_pass(&r, &bins, 5, &["bins", "mean_y_median", "top_median"]);
-    // An elevator whose upper limit let go (made up: no build had one) rises
-    // on at its motor's 2 m/s; a flipper spring twice as stiff swings
-    // faster (made up too). Their first-second figures and lows pass.
+    // Made up (no build had them): an elevator whose upper limit let go
+    // rises on at its motor's 2 m/s, its first second and its low as Box2D's;
+    // a flipper whose spring swings at another pace, its low as Box2D's.
     let joints = serde_json::json!({"joints": [
         {"name": "elevator motor", "at_1s": 2.9542, "at_2s": 4.9542, "at_3s": 6.9542, "low": 1.0},
         {"name": "flipper spring", "at_1s": -0.21, "at_2s": 0.30, "at_3s": 0.10, "low": -0.4457}]});

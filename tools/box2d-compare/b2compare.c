@@ -417,10 +417,6 @@ static void Elevator( int mode )
 	b2DestroyWorld( w );
 }
 
-// A 2 m plank pinned at its end at the origin (revolute joint): a motor at
-// 10 rad/s with 100 N·m against limits of ±0.5 rad, a spring (1 Hz,
-// undamped) toward 0.5 rad, or a motor at 3 rad/s with 5 N·m (it swings
-// over the top).
 // A ball (radius 0.25) on a distance joint of length 2 from (0, 10),
 // released at (1.2, 8.4): a spring (2 Hz, damping 0.1); a softer spring
 // (0.5 Hz) held by limits of 1.5 and 2.5 m; or no spring force (0 Hz)
@@ -480,6 +476,10 @@ static void Rope( int mode )
 	b2DestroyWorld( w );
 }
 
+// A 2 m plank pinned at its end at the origin (revolute joint): a motor at
+// 10 rad/s with 100 N·m against limits of ±0.5 rad, a spring (1 Hz,
+// undamped) toward 0.5 rad, or a motor at 3 rad/s with 5 N·m (it swings
+// over the top).
 static void Flipper( int mode )
 {
 	b2WorldId w = NewWorld( false );
