@@ -70,7 +70,8 @@ pub struct BodyDef {
     pub bullet: bool,
     /// Lifts the cap on the angular speed of a quarter turn per step,
     /// 0.25π · `tick_rate` rad/s (Box2D v3's `allowFastRotation`), for round
-    /// bodies such as wheels; the cap is then a quarter turn per substep.
+    /// bodies such as wheels; the cap is then a quarter turn per substep
+    /// (and never past 2¹⁴ rad/s, whatever the rates).
     pub allow_fast_rotation: bool,
 }
 
@@ -226,20 +227,27 @@ impl Body {
 /// π/4 in Q0.96, rounded: 0.785398163397448309615… · 2⁹⁶.
 const QUARTER_PI_Q96: u128 = 62_225_653_328_057_771_307_630_486_156;
 
+/// The bound on every body's angular speed whatever the rates: 2¹⁴ rad/s
+/// (about 2 600 turns a second). Times the largest extent a body can have
+/// (4·10⁴ m, the snapshot bound) it stays under 2³¹, so that the point
+/// speeds `|ω|·r` the solver and the sleep test form cannot wrap; only a
+/// fast-rotating body at thousands of substeps a second reaches it.
+const SPIN_BOUND: Scalar = Scalar::from_int(1 << 14);
+
 /// The largest angular speed of a body (rad/s), as Box2D v3 caps it
 /// (`B2_MAX_ROTATION · inv_dt`, 0.25π): a quarter turn per step, so
 /// 0.25π · `tick_rate` (15π ≈ 47.1 rad/s at 60 Hz); with
 /// `allow_fast_rotation`, a quarter turn per substep (Box2D has no cap
-/// then; the rotation's first-order integration means nothing past it, and
-/// the bound keeps every speed far inside Q32.32). Correctly rounded for
-/// every rate and substep count a world allows (all 258 721 products
-/// `tick_rate · substeps` checked against π/4 to 140 digits; π/4 in Q0.64
-/// missed four of them by a unit).
+/// then; the rotation's first-order integration means nothing past it).
+/// At most [`SPIN_BOUND`]. Correctly rounded for every rate and substep
+/// count a world allows (all 258 721 products `tick_rate · substeps`
+/// checked against π/4 to 140 digits; π/4 in Q0.64 missed four of them by
+/// a unit).
 pub(crate) fn angular_speed_cap(tick_rate: u32, substeps: u32, fast: bool) -> Scalar {
     let turns = u128::from(tick_rate) * if fast { u128::from(substeps) } else { 1 };
     // At most 10 000 · 64 quarter turns a second: below 2⁹⁶ · 2²⁰.
     let q = (QUARTER_PI_Q96 * turns + (1 << 63)) >> 64;
-    Scalar::from_bits(i64::try_from(q).unwrap_or(i64::MAX))
+    Scalar::from_bits(i64::try_from(q).unwrap_or(i64::MAX)).min(SPIN_BOUND)
 }
 
 #[cfg(test)]
@@ -248,8 +256,9 @@ mod tests {
 
     /// The cap is 0.25π per step (or substep), correctly rounded: at 60 Hz
     /// the bits of the constant 15π that every rate had before protocol 20;
-    /// the others as π/4 to 140 digits gives them, among them the four
-    /// products of rate and substeps where π/4 in Q0.64 was a unit high.
+    /// the others as π/4 to 140 digits gives them; and never past
+    /// `SPIN_BOUND` (the four products of rate and substeps where π/4 in
+    /// Q0.64 was a unit high are all past it).
     #[test]
     fn the_cap_is_a_quarter_turn_per_step_correctly_rounded() {
         assert_eq!(
@@ -261,10 +270,11 @@ mod tests {
             (30, 4, false, 101_197_782_784),
             (120, 8, false, 404_791_131_136),
             (60, 4, true, 809_582_262_271),
-            (3167, 47, true, 502_106_292_320_099),
-            (5849, 45, true, 887_858_747_254_679),
-            (9501, 47, true, 1_506_318_876_960_298),
-            (7424, 64, true, 1_602_756_990_693_943),
+            (9999, 1, false, 33_729_221_001_879),
+            (10_000, 1, false, 33_732_594_261_305),
+            (2000, 10, true, 67_465_188_522_610),
+            (3167, 47, true, 1 << 46),
+            (10_000, 64, true, 1 << 46),
         ] {
             assert_eq!(
                 angular_speed_cap(rate, substeps, fast).to_bits(),
