@@ -184,6 +184,63 @@ fn velocities_set_then_a_snapshot_steps_as_the_original() {
     }
 }
 
+/// A wheel allowed fast rotation keeps the flag through a snapshot's bytes
+/// and spins on as the original (at 80 rad/s, past the 47.1 rad/s cap of a
+/// body without it); the flag is one byte of its body record, and a byte
+/// other than 0 or 1 there is refused, not read as either.
+#[test]
+fn fast_rotation_survives_a_snapshot_and_a_bad_flag_byte_is_refused() {
+    let world = |fast: bool| {
+        let mut w = World::new(WorldDef::default()).unwrap();
+        let b = w
+            .create_body(&BodyDef {
+                angular_velocity: fx(80),
+                allow_fast_rotation: fast,
+                ..BodyDef::dynamic(Vec2::new(fx(0), fx(5)))
+            })
+            .unwrap();
+        let disc = ShapeGeometry::Circle(Circle::new(Vec2::ZERO, Scalar::HALF).unwrap());
+        w.create_shape(b, &ShapeDef::default(), disc).unwrap();
+        w.step();
+        (w, b)
+    };
+    let (mut w, b) = world(true);
+    let bytes = w.snapshot().to_bytes();
+    let mut decoded = World::from_snapshot(&Snapshot::from_bytes(&bytes).unwrap());
+    assert!(decoded.allows_fast_rotation(b).unwrap());
+    assert_eq!(run(&mut decoded, 20), run(&mut w, 20));
+    assert_eq!(w.angular_velocity(b).unwrap(), fx(80));
+    // The same world without the flag: capped, and one byte apart.
+    let (slow, _) = world(false);
+    assert!(slow.angular_velocity(b).unwrap() < fx(48));
+    let (fast, _) = world(true);
+    let (fast, slow) = (fast.snapshot().to_bytes(), slow.snapshot().to_bytes());
+    assert_eq!(fast.len(), slow.len());
+    let differ: Vec<usize> = (0..fast.len()).filter(|&i| fast[i] != slow[i]).collect();
+    assert!(!differ.is_empty());
+    // Velocity and pose bytes differ too (one spun faster for a step); the
+    // flag is the byte that is 1 in one and 0 in the other, the body
+    // record's last.
+    let flag = *differ
+        .iter()
+        .rev()
+        .find(|&&i| fast[i] == 1 && slow[i] == 0)
+        .expect("the flag byte");
+    // It is the flag: cleared, the decoded body may not spin fast.
+    let mut cleared = fast.clone();
+    cleared[flag] = 0;
+    let cleared = World::from_snapshot(&Snapshot::from_bytes(&cleared).unwrap());
+    assert!(!cleared.allows_fast_rotation(b).unwrap());
+    for bad in [2u8, 0xff] {
+        let mut crafted = fast.clone();
+        crafted[flag] = bad;
+        assert!(
+            Snapshot::from_bytes(&crafted).is_err(),
+            "flag byte {bad} was accepted"
+        );
+    }
+}
+
 /// A shape added to a box of a standing stack, off its centre, then a
 /// snapshot before the next step; later the shape destroyed, and again.
 /// The box's centre of mass moves, and a recycled manifold's lever arms
