@@ -189,18 +189,27 @@ static void Pyramid( int rows, bool first )
 }
 
 // ------------------------------------------------------------------ ramp
+// A static slab (half `halfLength` × 0.25) about the origin, turned up by
+// `degrees`, of material `sd`; its rotation.
+static b2Rot Slope( b2WorldId w, float degrees, float halfLength, const b2ShapeDef* sd )
+{
+	b2Rot q = b2MakeRot( degrees * B2_PI / 180.0f );
+	b2BodyDef bd = b2DefaultBodyDef();
+	bd.rotation = q;
+	b2BodyId slope = b2CreateBody( w, &bd );
+	b2Polygon slab = b2MakeBox( halfLength, 0.25f );
+	b2CreatePolygonShape( slope, sd, &slab );
+	return q;
+}
+
 static void Ramp( float mu, bool first )
 {
 	b2WorldId w = NewWorld( true );
-	float angle = 20.0f * B2_PI / 180.0f;
-	b2Rot q = b2MakeRot( angle );
 	b2ShapeDef sd = b2DefaultShapeDef();
 	sd.material.friction = mu;
+	b2Rot q = Slope( w, 20.0f, 10.0f, &sd );
 	b2BodyDef bd = b2DefaultBodyDef();
 	bd.rotation = q;
-	b2BodyId ramp = b2CreateBody( w, &bd );
-	b2Polygon slab = b2MakeBox( 10.0f, 0.25f );
-	b2CreatePolygonShape( ramp, &sd, &slab );
 	bd.type = b2_dynamicBody;
 	bd.position = b2RotateVector( q, ( b2Vec2 ){ 6.0f, 0.75f } );
 	b2BodyId box = b2CreateBody( w, &bd );
@@ -276,13 +285,8 @@ static void Spin( int rate, bool fast, bool first )
 	b2DestroyWorld( w );
 
 	w = NewWorld( false );
-	b2Rot q = b2MakeRot( 30.0f * B2_PI / 180.0f );
 	sd.material.friction = 0.6f;
-	b2BodyDef rd = b2DefaultBodyDef();
-	rd.rotation = q;
-	b2BodyId ramp = b2CreateBody( w, &rd );
-	b2Polygon slab = b2MakeBox( 20.0f, 0.25f );
-	b2CreatePolygonShape( ramp, &sd, &slab );
+	b2Rot q = Slope( w, 30.0f, 20.0f, &sd );
 	bd = b2DefaultBodyDef();
 	bd.type = b2_dynamicBody;
 	bd.allowFastRotation = fast;
@@ -309,8 +313,24 @@ static void Spin( int rate, bool fast, bool first )
 // and 3 s and its lowest value from the start: a cantilever's tip height;
 // an elevator's height; a flipper's angle (unwrapped); a rope's length.
 // `first` as in the other lists.
-static void PrintJointCase( const char* name, const double* at, double low, bool first )
+//
+// RunJointCase steps `w` 3 s, reading the coordinate of `body` after each
+// step with `read` (`state` is its own), prints the case and destroys `w`.
+typedef double ( *ReadCoordinate )( b2BodyId body, void* state );
+
+static void RunJointCase( b2WorldId w, const char* name, double start, ReadCoordinate read, b2BodyId body,
+						  void* state, bool first )
 {
+	double at[3], low = start;
+	for ( int s = 1; s <= 180; ++s )
+	{
+		Step( w );
+		double x = read( body, state );
+		low = x < low ? x : low;
+		if ( s % 60 == 0 )
+			at[s / 60 - 1] = x;
+	}
+	b2DestroyWorld( w );
 	printf( "%s\n    {\"name\": \"%s\", \"at_1s\": ", first ? "" : ",", name );
 	PrintNumber( at[0] );
 	printf( ", \"at_2s\": " );
@@ -320,6 +340,36 @@ static void PrintJointCase( const char* name, const double* at, double low, bool
 	printf( ", \"low\": " );
 	PrintNumber( low );
 	printf( "}" );
+}
+
+static double TipHeight( b2BodyId link, void* state )
+{
+	(void)state;
+	return b2Body_GetWorldPoint( link, ( b2Vec2 ){ 0.5f, 0.0f } ).y;
+}
+
+static double Height( b2BodyId body, void* state )
+{
+	(void)state;
+	return b2Body_GetPosition( body ).y;
+}
+
+static double RopeLength( b2BodyId ball, void* state )
+{
+	(void)state;
+	return b2Length( b2Sub( b2Body_GetPosition( ball ), ( b2Vec2 ){ 0.0f, 10.0f } ) );
+}
+
+// The angle unwrapped: `state` holds the angle so far and the last read.
+static double UnwrappedAngle( b2BodyId body, void* state )
+{
+	double* angle = state;
+	double a = b2Rot_GetAngle( b2Body_GetRotation( body ) );
+	double d = a - angle[1];
+	d = d > B2_PI ? d - 2.0 * B2_PI : ( d < -B2_PI ? d + 2.0 * B2_PI : d );
+	angle[0] += d;
+	angle[1] = a;
+	return angle[0];
 }
 
 // Eight capsules (half length 0.5, radius 0.125) welded end to end out from
@@ -353,17 +403,7 @@ static void Cantilever( bool soft, bool first )
 		b2CreateWeldJoint( w, &jd );
 		prev = b;
 	}
-	double at[3], low = 0.0;
-	for ( int s = 1; s <= 180; ++s )
-	{
-		Step( w );
-		double y = b2Body_GetWorldPoint( prev, ( b2Vec2 ){ hx, 0.0f } ).y;
-		low = y < low ? y : low;
-		if ( s % 60 == 0 )
-			at[s / 60 - 1] = y;
-	}
-	PrintJointCase( soft ? "cantilever soft" : "cantilever rigid", at, low, first );
-	b2DestroyWorld( w );
+	RunJointCase( w, soft ? "cantilever soft" : "cantilever rigid", 0.0, TipHeight, prev, NULL, first );
 }
 
 // A unit box on a vertical prismatic joint at height 1, limits −0.5 and 3:
@@ -404,17 +444,7 @@ static void Elevator( int mode )
 		jd.targetTranslation = 1.0f;
 	}
 	b2CreatePrismaticJoint( w, &jd );
-	double at[3], low = 1.0;
-	for ( int s = 1; s <= 180; ++s )
-	{
-		Step( w );
-		double y = b2Body_GetPosition( box ).y;
-		low = y < low ? y : low;
-		if ( s % 60 == 0 )
-			at[s / 60 - 1] = y;
-	}
-	PrintJointCase( names[mode], at, low, false );
-	b2DestroyWorld( w );
+	RunJointCase( w, names[mode], 1.0, Height, box, NULL, false );
 }
 
 // A ball (radius 0.25) on a distance joint of length 2 from (0, 10),
@@ -463,17 +493,7 @@ static void Rope( int mode )
 		jd.maxMotorForce = 50.0f;
 	}
 	b2CreateDistanceJoint( w, &jd );
-	double at[3], low = 2.0;
-	for ( int s = 1; s <= 180; ++s )
-	{
-		Step( w );
-		double len = b2Length( b2Sub( b2Body_GetPosition( ball ), ( b2Vec2 ){ 0.0f, 10.0f } ) );
-		low = len < low ? len : low;
-		if ( s % 60 == 0 )
-			at[s / 60 - 1] = len;
-	}
-	PrintJointCase( names[mode], at, low, false );
-	b2DestroyWorld( w );
+	RunJointCase( w, names[mode], 2.0, RopeLength, ball, NULL, false );
 }
 
 // A 2 m plank pinned at its end at the origin (revolute joint): a motor at
@@ -516,21 +536,8 @@ static void Flipper( int mode )
 		jd.maxMotorTorque = 5.0f;
 	}
 	b2CreateRevoluteJoint( w, &jd );
-	double at[3], low = 0.0, angle = 0.0, prev = 0.0;
-	for ( int s = 1; s <= 180; ++s )
-	{
-		Step( w );
-		double a = b2Rot_GetAngle( b2Body_GetRotation( plank ) );
-		double d = a - prev;
-		d = d > B2_PI ? d - 2.0 * B2_PI : ( d < -B2_PI ? d + 2.0 * B2_PI : d );
-		angle += d;
-		prev = a;
-		low = angle < low ? angle : low;
-		if ( s % 60 == 0 )
-			at[s / 60 - 1] = angle;
-	}
-	PrintJointCase( names[mode], at, low, false );
-	b2DestroyWorld( w );
+	double angle[2] = { 0.0, 0.0 };
+	RunJointCase( w, names[mode], 0.0, UnwrappedAngle, plank, angle, false );
 }
 
 // ------------------------------------------------------------------ rates

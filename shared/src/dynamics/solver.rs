@@ -127,7 +127,8 @@ impl States {
     }
 
     /// Whether the body in slot `s` moves in the solver (a non-zero
-    /// inverse mass or inertia).
+    /// inverse mass or inertia). For the debug builds' checks and tests.
+    #[cfg(any(debug_assertions, test))]
     pub(crate) fn moves(&self, s: u32) -> bool {
         let m = &self.inv[s as usize];
         !(m.inv_mass.is_zero() && m.inv_inertia.is_zero())

@@ -164,21 +164,28 @@ pub fn pyramid(rows: usize) -> Value {
 /// Friction coefficients of the ramp sweep.
 pub const FRICTIONS: [f64; 8] = [0.0, 0.1, 0.2, 0.3, 0.34, 0.38, 0.45, 0.6];
 
-/// A 1 m box resting on a 20° ramp, both of friction `mu`; how far it slides in 2 s.
-pub fn ramp(mu: f64) -> Value {
-    let mut w = world(true);
-    let q = Rot::from_angle(s(20f64.to_radians()));
-    let sd = ShapeDef {
-        friction: s(mu),
-        ..ShapeDef::default()
-    };
+/// A static slab (half `half_length` × 0.25) about the origin, turned up by
+/// `degrees`, of material `sd`; its rotation (b2compare.c `Slope`).
+fn slope(w: &mut World, degrees: f64, half_length: f64, sd: &ShapeDef) -> Rot {
+    let q = Rot::from_angle(s(degrees.to_radians()));
     let slab = w
         .create_body(&BodyDef {
             rotation: q,
             ..BodyDef::fixed(Vec2::ZERO)
         })
-        .expect("ramp");
-    shape(&mut w, slab, &sd, boxed(10.0, 0.25));
+        .expect("slope");
+    shape(w, slab, sd, boxed(half_length, 0.25));
+    q
+}
+
+/// A 1 m box resting on a 20° ramp, both of friction `mu`; how far it slides in 2 s.
+pub fn ramp(mu: f64) -> Value {
+    let mut w = world(true);
+    let sd = ShapeDef {
+        friction: s(mu),
+        ..ShapeDef::default()
+    };
+    let q = slope(&mut w, 20.0, 10.0, &sd);
     let b = w
         .create_body(&BodyDef {
             kind: BodyKind::Dynamic,
@@ -259,18 +266,11 @@ pub fn spin(rate: u32, fast: bool) -> Value {
     let w_free = w.angular_velocity(disc).expect("live body").to_f64();
 
     let mut w = World::new(settings).expect("settings");
-    let q = Rot::from_angle(s(30f64.to_radians()));
     let sd = ShapeDef {
         friction: s(0.6),
         ..ShapeDef::default()
     };
-    let slab = w
-        .create_body(&BodyDef {
-            rotation: q,
-            ..BodyDef::fixed(Vec2::ZERO)
-        })
-        .expect("ramp");
-    shape(&mut w, slab, &sd, boxed(20.0, 0.25));
+    let q = slope(&mut w, 30.0, 20.0, &sd);
     let ball = w
         .create_body(&BodyDef {
             kind: BodyKind::Dynamic,

@@ -44,19 +44,20 @@ impl World {
         let sc = &mut self.scratch;
         let set = st.settings;
         let n = set.substeps;
-        // Per-body velocity increments for the step.
+        // Per-body velocity increments for the step, in slot order.
         let max_v = set.max_linear_speed;
-        let mut deltas: Vec<(Vec2, Scalar, Scalar, Scalar)> = Vec::with_capacity(sc.awake.len());
-        // Each body's cap on its angular speed (Box2D's), in slot order.
         let slow_cap = angular_speed_cap(set.tick_rate, n, false);
         let fast_cap = angular_speed_cap(set.tick_rate, n, true);
-        let mut caps: Vec<Scalar> = Vec::with_capacity(sc.awake.len());
+        let mut deltas: Vec<Increment> = Vec::with_capacity(sc.awake.len());
         for &bi in &sc.awake {
-            let fast = st.body_config[bi as usize].allow_fast_rotation;
-            caps.push(if fast { fast_cap } else { slow_cap });
             let b = &st.bodies[bi as usize];
+            let c = &st.body_config[bi as usize];
+            let spin_cap = if c.allow_fast_rotation {
+                fast_cap
+            } else {
+                slow_cap
+            };
             if b.kind == BodyKind::Dynamic {
-                let c = &st.body_config[bi as usize];
                 let dv = (set.gravity * c.gravity_scale).mul_add(c.inv_mass, b.force) * h;
                 let dw = h * c.inv_inertia * b.torque;
                 let ld = if c.linear_damping.is_zero() {
@@ -69,9 +70,23 @@ impl World {
                 } else {
                     (Scalar::ONE + h * c.angular_damping).recip()
                 };
-                deltas.push((dv, dw, ld, ad));
+                deltas.push(Increment {
+                    dv,
+                    dw,
+                    linear_damping: ld,
+                    angular_damping: ad,
+                    spin_cap,
+                });
             } else {
-                deltas.push((Vec2::ZERO, Scalar::ZERO, Scalar::ONE, Scalar::ONE));
+                // A kinematic body: nothing added, but its speeds are
+                // capped too, as Box2D's (a scene's start, a decoded state).
+                deltas.push(Increment {
+                    dv: Vec2::ZERO,
+                    dw: Scalar::ZERO,
+                    linear_damping: Scalar::ONE,
+                    angular_damping: Scalar::ONE,
+                    spin_cap,
+                });
             }
         }
 
@@ -83,22 +98,16 @@ impl World {
             // the module docs), had just given a spinning bone: of the
             // behaviour suite's 960 ragdoll heaps, 23 never slept (9 with
             // the cap here, 3 in Box2D) and a heap's joint opened 12 cm.
-            for (k, (d, &cap)) in deltas.iter().zip(&caps).enumerate() {
-                let still = !sc.states.moves(k as u32 + 1) && d.0 == Vec2::ZERO;
+            for (k, d) in deltas.iter().enumerate() {
                 let s = &mut sc.states.bodies[k + 1];
-                if still {
-                    // A kinematic body: nothing to add, but Box2D caps its
-                    // speeds too (a scene's start, a decoded state).
-                    s.v = s.v.clamp_length(max_v);
-                    s.w = s.w.clamp(-cap, cap);
-                    continue;
-                }
                 // Undamped bodies (damping factor exactly one) skip the
                 // products by one, which would not change a bit.
-                let v = if d.2 == Scalar::ONE { s.v } else { s.v * d.2 };
-                let w = if d.3 == Scalar::ONE { s.w } else { s.w * d.3 };
-                s.v = (d.0 + v).clamp_length(max_v);
-                s.w = (d.1 + w).clamp(-cap, cap);
+                let ld = d.linear_damping;
+                let ad = d.angular_damping;
+                let v = if ld == Scalar::ONE { s.v } else { s.v * ld };
+                let w = if ad == Scalar::ONE { s.w } else { s.w * ad };
+                s.v = (d.dv + v).clamp_length(max_v);
+                s.w = (d.dw + w).clamp(-d.spin_cap, d.spin_cap);
             }
             joint::warm_start(&mut sc.joints, &mut sc.states);
             solver::warm_start(&sc.constraints, &mut sc.states);
@@ -140,4 +149,15 @@ impl World {
             joint::solve(&mut sc.joints, &mut sc.states, &jctx, false);
         }
     }
+}
+
+/// What integrating the velocities adds to one body each substep: its
+/// velocity increments and damping factors (one: none), and the cap on its
+/// angular speed.
+struct Increment {
+    dv: Vec2,
+    dw: Scalar,
+    linear_damping: Scalar,
+    angular_damping: Scalar,
+    spin_cap: Scalar,
 }
