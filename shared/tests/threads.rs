@@ -142,3 +142,128 @@ fn thread_counts_outside_the_range_are_refused() {
     w.set_threads(1).unwrap();
     assert_eq!(w.threads(), 1);
 }
+
+/// A wide bed for the collide stage walked in ranges: a wall of boxes that
+/// sleeps from the start on the left (its touching contacts collided in
+/// the first pass, with the references of bodies that sleep; woken by what
+/// falls on it), boxes that fall and bounce on the right, sensors among
+/// them, every contact reporting begin and end events; enough contacts
+/// for three ranges.
+fn wide_bed() -> World {
+    let mut w = World::new(WorldDef::default()).unwrap();
+    let g = w
+        .create_body(&BodyDef::fixed(Vec2::from_ints(0, -1)))
+        .unwrap();
+    let ground = ShapeGeometry::Polygon(Polygon::make_box(fx(200), fx(1)));
+    w.create_shape(g, &ShapeDef::default(), ground).unwrap();
+    let small = ShapeGeometry::Polygon(Polygon::make_box(Scalar::ratio(1, 4), Scalar::ratio(1, 4)));
+    let events = ShapeDef {
+        enable_contact_events: true,
+        restitution: Scalar::ratio(1, 3),
+        ..ShapeDef::default()
+    };
+    let sensor = ShapeDef {
+        is_sensor: true,
+        enable_sensor_events: true,
+        ..ShapeDef::default()
+    };
+    for row in 0..12 {
+        for col in 0..300 {
+            // The sleeping wall: four rows resting on one another and on
+            // the ground, its contacts touching from the first pass.
+            let asleep = col < 120 && row < 4;
+            let x = Scalar::ratio(col * 11 - 1650, 10) + Scalar::ratio(row % 2, 5);
+            let y = if asleep {
+                Scalar::ratio(row * 2 + 1, 4)
+            } else {
+                Scalar::ratio(row * 6 + 3, 10)
+            };
+            let def = BodyDef {
+                awake: !asleep,
+                ..BodyDef::dynamic(Vec2::new(x, y))
+            };
+            let b = w.create_body(&def).unwrap();
+            w.create_shape(b, &events, small).unwrap();
+            if col % 25 == 0 {
+                // A sensor riding on the box, a little wider than it.
+                let ring = ShapeGeometry::Polygon(Polygon::make_box(
+                    Scalar::ratio(2, 5),
+                    Scalar::ratio(2, 5),
+                ));
+                w.create_shape(b, &sensor, ring).unwrap();
+            }
+        }
+    }
+    w
+}
+
+/// Every step's (state hash, event hash) of the wide bed on the thread
+/// counts `plan` gives each step, with a rush of new boxes in one corner
+/// (the ranges' even cut no longer even) and a rollback (a restore keeps
+/// each range's cached bases that still hold) along the way.
+fn wide_trace(plan: &dyn Fn(u32) -> usize) -> Vec<(u64, u64, usize)> {
+    let mut w = wide_bed();
+    let mut saved = None;
+    let mut out = Vec::new();
+    for step in 0..70u32 {
+        let threads = plan(step);
+        if w.threads() != threads {
+            w.set_threads(threads).unwrap();
+        }
+        if step == 25 {
+            let small =
+                ShapeGeometry::Polygon(Polygon::make_box(Scalar::ratio(1, 4), Scalar::ratio(1, 4)));
+            for k in 0..600 {
+                let x = Scalar::ratio(1500 + (k % 30) * 6, 10);
+                let y = Scalar::ratio(80 + (k / 30) * 6, 10);
+                let b = w.create_body(&BodyDef::dynamic(Vec2::new(x, y))).unwrap();
+                w.create_shape(b, &ShapeDef::default(), small).unwrap();
+            }
+        }
+        if step == 40 {
+            saved = Some(w.snapshot());
+        }
+        if step == 50 {
+            w.restore(saved.as_ref().unwrap());
+        }
+        w.step();
+        let e = w.contact_events();
+        let s = w.sensor_events();
+        let events = e.begin.len() + e.end.len() + s.begin.len() + s.end.len();
+        out.push((w.state_hash(), w.event_hash(), events));
+    }
+    out
+}
+
+/// The collide stage walked in ranges (one per thread, each with its own
+/// part of the recycler's bases) gives one thread's bits: begin and end
+/// events, sensor events, sleeping boxes woken across ranges, the ranges
+/// cut again when the new boxes unbalance them, thread counts changed from
+/// step to step (the parts merged and split again), and a restore.
+#[test]
+fn collide_in_ranges_steps_the_same_on_any_thread_count() {
+    let mut w = wide_bed();
+    for _ in 0..5 {
+        w.step();
+    }
+    // Enough contacts for three ranges (`PARALLEL_CONTACTS` each).
+    assert!(
+        w.contact_count() > 3 * 1024,
+        "{} contacts",
+        w.contact_count()
+    );
+    let one = wide_trace(&|_| 1);
+    let events: usize = one.iter().map(|&(_, _, n)| n).sum();
+    assert!(events > 1000, "the bed reports events ({events})");
+    let plans: [(&str, &dyn Fn(u32) -> usize); 3] = [
+        ("two threads", &|_| 2),
+        ("three threads", &|_| 3),
+        ("changing counts", &|s| [1, 2, 3, 2][(s / 7 % 4) as usize]),
+    ];
+    for (name, plan) in plans {
+        let many = wide_trace(plan);
+        for (step, (a, b)) in one.iter().zip(&many).enumerate() {
+            assert_eq!(a, b, "{name}: step {step} differs from one thread");
+        }
+    }
+}

@@ -56,11 +56,12 @@
 //! (`deferred_carries_are_the_immediate_ones`). In `large_pyramid` (5050 boxes)
 //! that took collide from 0.80 to 0.64 ms a step.
 
-use super::body::Body;
+use super::body::{Body, BodyKind};
 use super::contact::Contact;
 use crate::collision::{collide_into, Manifold};
 use crate::geometry::ShapeGeometry;
 use crate::math::{prefetch, Rot, Scalar, Transform, Vec2, Wide, LANES};
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 /// Raw bits of the position grid, 2⁻⁵ m.
@@ -384,6 +385,14 @@ impl Bases {
         i
     }
 
+    /// Makes `list` (bases in key order, of no pass under way) the last
+    /// pass's.
+    fn set_list(&mut self, list: Vec<Basis>) {
+        self.list = list;
+        self.read = self.list.len();
+        self.write = self.list.len();
+    }
+
     /// Keeps only the bases for which `keep` holds (of those the last pass
     /// kept, in key order).
     fn retain(&mut self, keep: impl FnMut(&Basis) -> bool) {
@@ -415,7 +424,7 @@ pub(crate) struct Pair {
 /// one) and what takes its current orientation there, with its centre:
 /// what fixes a recycled point's lever arm on the body.
 #[derive(Clone, Copy, Debug)]
-struct BodyRef {
+pub(crate) struct BodyRef {
     /// Identifies `rot` (the rotation part of the body's cell key).
     key: u64,
     /// The reference rotation.
@@ -467,16 +476,34 @@ impl BodyRef {
 
 /// What a pass over the contacts keeps: the bodies' reference rotations
 /// and the contacts' bases. Scratch of the world.
+///
+/// The bases are kept in [`Part`]s, each the bases of a stretch of pair
+/// keys: one for a pass on one thread, one per thread for a pass shared
+/// out in ranges of the contact list ([`Recycler::begin_split`]), each
+/// range walking its own part. A basis is a function of its pair's
+/// geometry and relative pose, and each part holds exactly the bases of
+/// its keys, so how the list is cut changes no bit.
 #[derive(Debug, Default)]
 pub(crate) struct Recycler {
     /// Per body, its reference as of the pass that last needed it: a pass
     /// brings up to date only the bodies of the contacts it collides, so a
     /// world whose bodies mostly sleep does not pay for them every step.
     refs: Vec<BodyRef>,
-    bases: Bases,
+    /// The bases, in parts of ascending keys (at least one after
+    /// [`Recycler::begin`]).
+    parts: Vec<Part>,
     /// Counts the passes (2⁶⁴ of them: it never wraps).
     pass: u64,
-    /// This pass's deferred carries (see [`Recycler::carry_deferred`]).
+}
+
+/// The bases of the contacts whose pair keys are from `from` up to the
+/// next part's, and the carries a pass over them deferred.
+#[derive(Debug, Default)]
+pub(crate) struct Part {
+    /// The first pair key of the part (0 for the first part).
+    from: u64,
+    bases: Bases,
+    /// This pass's deferred carries (see [`Part::carry_deferred`]).
     carries: Vec<Carry>,
     /// Carries deferred so far (for the tests).
     #[cfg(test)]
@@ -484,8 +511,8 @@ pub(crate) struct Recycler {
 }
 
 /// A recycled manifold whose basis held, to be carried to the current
-/// poses after the pass: the contact's place in the list, its basis's
-/// place in the bases, its bodies.
+/// poses after the pass: the contact's place in the range of the list the
+/// pass walked, its basis's place in the part's bases, its bodies.
 #[derive(Clone, Copy, Debug)]
 struct Carry {
     contact: u32,
@@ -494,27 +521,212 @@ struct Carry {
     body_b: u32,
 }
 
-impl Recycler {
-    /// Starts a pass over the contacts, in key order, at the poses of
-    /// `bodies` (each body's reference is brought up to its pose when a
-    /// contact of it is first collided in the pass).
-    pub(crate) fn begin(&mut self, bodies: &[Body]) {
-        self.refs.resize(bodies.len(), BodyRef::UNSET);
-        self.pass += 1;
-        self.bases.begin();
-        debug_assert!(self.carries.is_empty(), "a pass's carries were not made");
-        self.carries.clear();
-    }
+/// Where a pass over the contacts finds the bodies' references.
+pub(crate) trait Refs {
+    /// Brings body `i`'s reference to this pass's pose where the list can
+    /// keep it; returns whether the list holds it at that pose (a deferred
+    /// carry reads it there).
+    fn update(&mut self, i: u32, b: &Body) -> bool;
+    /// Body `i`'s reference at this pass's pose (`b`: the body).
+    fn get(&self, i: u32, b: &Body) -> Cow<'_, BodyRef>;
+    /// The list.
+    fn list(&self) -> &[BodyRef];
+}
 
-    /// Brings body `i`'s reference up to this pass's poses (`b`: the body,
-    /// whose pose does not change during a pass).
+/// The references of a pass on one thread: brought up to date in the list
+/// as the pass first needs each.
+pub(crate) struct OwnRefs<'a> {
+    refs: &'a mut [BodyRef],
+    pass: u64,
+}
+
+impl Refs for OwnRefs<'_> {
     #[inline]
-    fn update_ref(&mut self, i: u32, b: &Body) {
+    fn update(&mut self, i: u32, b: &Body) -> bool {
         let r = &mut self.refs[i as usize];
         if r.pass != self.pass {
             r.update(b);
             r.pass = self.pass;
         }
+        true
+    }
+
+    #[inline(always)]
+    fn get(&self, i: u32, _: &Body) -> Cow<'_, BodyRef> {
+        Cow::Borrowed(&self.refs[i as usize])
+    }
+
+    #[inline(always)]
+    fn list(&self) -> &[BodyRef] {
+        self.refs
+    }
+}
+
+/// The references of a pass shared out in ranges: read from the list,
+/// which [`Recycler::update_refs`] brought up to date for the awake and
+/// static bodies before the ranges began; any other body's (a sleeping one
+/// an awake body touches) is made on the spot, the same value
+/// ([`BodyRef::update`] is a function of the pose), and not kept.
+#[derive(Clone, Copy)]
+pub(crate) struct SharedRefs<'a> {
+    refs: &'a [BodyRef],
+    pass: u64,
+}
+
+impl Refs for SharedRefs<'_> {
+    #[inline]
+    fn update(&mut self, i: u32, _: &Body) -> bool {
+        self.refs[i as usize].pass == self.pass
+    }
+
+    #[inline]
+    fn get(&self, i: u32, b: &Body) -> Cow<'_, BodyRef> {
+        let r = &self.refs[i as usize];
+        if r.pass == self.pass {
+            Cow::Borrowed(r)
+        } else {
+            let mut own = *r;
+            own.update(b);
+            own.pass = self.pass;
+            Cow::Owned(own)
+        }
+    }
+
+    #[inline(always)]
+    fn list(&self) -> &[BodyRef] {
+        self.refs
+    }
+}
+
+impl Recycler {
+    /// Starts a pass over the contacts, in key order, at the poses of
+    /// `bodies` (each body's reference is brought up to its pose when a
+    /// contact of it is first collided in the pass), on one thread: the
+    /// bases in one part.
+    pub(crate) fn begin(&mut self, bodies: &[Body]) {
+        self.refs.resize(bodies.len(), BodyRef::UNSET);
+        self.pass += 1;
+        if self.parts.len() != 1 {
+            let list = self.take_list();
+            self.parts = vec![Part::default()];
+            self.parts[0].bases.set_list(list);
+        }
+        self.parts[0].begin();
+    }
+
+    /// Starts a pass over `contacts` (the list, in key order) shared out in
+    /// `n` ranges of it, one part of the bases each; returns where each
+    /// range begins in the list. The parts keep their cuts from pass to
+    /// pass while their ranges stay within half and twice an even share
+    /// (moving bases between parts copies them); otherwise the list is cut
+    /// again into even ranges. The references are not brought up to date:
+    /// [`Recycler::update_refs`] does that.
+    pub(crate) fn begin_split(
+        &mut self,
+        bodies: &[Body],
+        contacts: &[Contact],
+        n: usize,
+    ) -> Vec<usize> {
+        self.refs.resize(bodies.len(), BodyRef::UNSET);
+        self.pass += 1;
+        let total = contacts.len();
+        let n = n.clamp(1, total.max(1));
+        let starts = |parts: &[Part]| -> Vec<usize> {
+            parts
+                .iter()
+                .map(|p| contacts.partition_point(|c| c.key() < p.from))
+                .collect()
+        };
+        let even = total / n;
+        let fits = |s: &[usize]| {
+            s.len() == n
+                && (0..n).all(|i| {
+                    let len = s.get(i + 1).copied().unwrap_or(total) - s[i];
+                    len >= even / 2 && len <= 2 * even + 1
+                })
+        };
+        let mut s = starts(&self.parts);
+        if !fits(&s) {
+            let mut list = self.take_list();
+            let mut parts: Vec<Part> = (0..n).map(|_| Part::default()).collect();
+            for i in (1..n).rev() {
+                let from = contacts[total * i / n].key();
+                parts[i].from = from;
+                let at = list.partition_point(|b| b.pair < from);
+                parts[i].bases.set_list(list.split_off(at));
+            }
+            parts[0].bases.set_list(list);
+            self.parts = parts;
+            s = starts(&self.parts);
+        }
+        for p in &mut self.parts {
+            p.begin();
+        }
+        s
+    }
+
+    /// Every part's bases in one list (each part's pass settled), leaving
+    /// the parts empty.
+    fn take_list(&mut self) -> Vec<Basis> {
+        let mut list = Vec::new();
+        for p in &mut self.parts {
+            p.bases.settle();
+            let mut more = core::mem::take(&mut p.bases.list);
+            if list.is_empty() {
+                list = more;
+            } else {
+                list.append(&mut more);
+            }
+            p.bases.settle();
+        }
+        list
+    }
+
+    /// Brings the references of the awake and the static bodies up to
+    /// this pass's poses, a range of the bodies on each of `pool`'s
+    /// threads and this one: before a pass shared out in ranges, whose
+    /// ranges read the references and never write them.
+    pub(crate) fn update_refs(&mut self, bodies: &[Body], pool: &rayon::ThreadPool) {
+        let pass = self.pass;
+        let n = pool.current_num_threads() + 1;
+        let per = bodies.len().div_ceil(n).max(1);
+        let update = move |refs: &mut [BodyRef], bodies: &[Body]| {
+            for (r, b) in refs.iter_mut().zip(bodies) {
+                if r.pass != pass && (b.awake || b.kind == BodyKind::Static) {
+                    r.update(b);
+                    r.pass = pass;
+                }
+            }
+        };
+        let mut ranges = self.refs.chunks_mut(per).zip(bodies.chunks(per));
+        let first = ranges.next();
+        pool.in_place_scope(|s| {
+            for (refs, bodies) in ranges {
+                s.spawn(move |_| update(refs, bodies));
+            }
+            if let Some((refs, bodies)) = first {
+                update(refs, bodies);
+            }
+        });
+    }
+
+    /// The one part of a pass on one thread, and the references.
+    pub(crate) fn single(&mut self) -> (&mut Part, OwnRefs<'_>) {
+        let refs = OwnRefs {
+            refs: &mut self.refs,
+            pass: self.pass,
+        };
+        (&mut self.parts[0], refs)
+    }
+
+    /// The parts of a pass shared out in ranges, and the references
+    /// (read-only).
+    pub(crate) fn split(&mut self) -> (&mut [Part], SharedRefs<'_>) {
+        let refs = SharedRefs {
+            refs: &self.refs,
+            pass: self.pass,
+        };
+        (&mut self.parts, refs)
     }
 
     /// Asks the CPU to start loading the caches (see
@@ -526,7 +738,7 @@ impl Recycler {
             prefetch(&r.pass);
             prefetch(&r.set);
         }
-        for b in &self.bases.list {
+        for b in self.parts.iter().flat_map(|p| &p.bases.list) {
             prefetch(&b.points);
             prefetch(&b.normal);
             prefetch(&b.ids);
@@ -536,7 +748,9 @@ impl Recycler {
     /// Forgets every basis (the state was replaced: a shape slot may hold
     /// another shape now).
     pub(crate) fn forget(&mut self) {
-        self.bases.clear();
+        for p in &mut self.parts {
+            p.bases.clear();
+        }
     }
 
     /// After a restore (`contacts`: the restored state's, in key order),
@@ -549,19 +763,49 @@ impl Recycler {
     /// without looking at the manifold's ids).
     pub(crate) fn retain_restored(&mut self, contacts: &[Contact], same: impl Fn(usize) -> bool) {
         let mut next = contacts.iter().peekable();
-        self.bases.retain(|b| {
-            while next.next_if(|c| c.key() < b.pair).is_some() {}
-            let Some(c) = next.peek() else {
-                return false;
-            };
-            let m = &c.manifold;
-            c.key() == b.pair
-                && !c.direct
-                && same((b.pair >> 32) as usize)
-                && same(b.pair as u32 as usize)
-                && m.count == b.count
-                && m.points().iter().zip(b.ids).all(|(p, id)| p.id == id)
-        });
+        for p in &mut self.parts {
+            p.bases.retain(|b| {
+                while next.next_if(|c| c.key() < b.pair).is_some() {}
+                let Some(c) = next.peek() else {
+                    return false;
+                };
+                let m = &c.manifold;
+                c.key() == b.pair
+                    && !c.direct
+                    && same((b.pair >> 32) as usize)
+                    && same(b.pair as u32 as usize)
+                    && m.count == b.count
+                    && m.points().iter().zip(b.ids).all(|(p, id)| p.id == id)
+            });
+        }
+    }
+
+    /// [`Part::manifold`] on one thread (the first part, the references
+    /// kept up to date in the list), never deferred: for decoding.
+    pub(crate) fn manifold_now(
+        &mut self,
+        c: Pair,
+        (ga, ba): (&ShapeGeometry, &Body),
+        (gb, bb): (&ShapeGeometry, &Body),
+        m: &mut Manifold,
+    ) -> bool {
+        let (part, mut refs) = self.single();
+        part.manifold(&mut refs, c, true, (ga, ba), (gb, bb), m, None)
+    }
+
+    /// Carries deferred so far, over every part (for the tests).
+    #[cfg(test)]
+    pub(crate) fn deferred(&self) -> u64 {
+        self.parts.iter().map(|p| p.deferred).sum()
+    }
+}
+
+impl Part {
+    /// Starts a pass over the part's contacts.
+    fn begin(&mut self) {
+        self.bases.begin();
+        debug_assert!(self.carries.is_empty(), "a pass's carries were not made");
+        self.carries.clear();
     }
 
     /// Keeps the basis of a contact this pass leaves alone.
@@ -578,14 +822,17 @@ impl Recycler {
     /// narrow phase's. Returns whether the feature ids may have changed
     /// (the caller then carries the old impulses over by id).
     ///
-    /// With `defer` (the contact's place in the list, given for a contact
-    /// that touched and so reports no event if it still does), a manifold
-    /// whose basis holds is carried later, with others, by
-    /// [`Recycler::carry_deferred`]: until then only its point count and
-    /// ids are this pass's.
+    /// With `defer` (the contact's place in the range of the list the pass
+    /// walks, given for a contact that touched and so reports no event if
+    /// it still does), a manifold whose basis holds is carried later, with
+    /// others, by [`Part::carry_deferred`]: until then only its point
+    /// count and ids are this pass's. (Not where a body's reference is not
+    /// in the list at this pass's pose: the carries read them there.)
     #[inline]
-    pub(crate) fn manifold(
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn manifold<R: Refs>(
         &mut self,
+        refs: &mut R,
         c: Pair,
         fresh: bool,
         (ga, ba): (&ShapeGeometry, &Body),
@@ -598,12 +845,11 @@ impl Recycler {
             collide_into(ga, xa, gb, xb, m);
             return true;
         }
-        self.update_ref(c.body_a, ba);
-        self.update_ref(c.body_b, bb);
+        let kept = refs.update(c.body_a, ba) & refs.update(c.body_b, bb);
         let bi = self.bases.entry_index(c.key, fresh);
         let basis = &mut self.bases.list[bi];
         let cell = Cell::of(xa.inv_mul(xb));
-        if let Some(contact) = defer {
+        if let Some(contact) = defer.filter(|_| kept) {
             if basis.valid && basis.key == cell.key() && basis.count > 0 {
                 self.carries.push(Carry {
                     contact,
@@ -618,18 +864,23 @@ impl Recycler {
                 return false;
             }
         }
-        let (ra, rb) = (&self.refs[c.body_a as usize], &self.refs[c.body_b as usize]);
-        update_manifold_at(cell, basis, (ga, xa, ra), (gb, xb, rb), m)
+        let (ra, rb) = (refs.get(c.body_a, ba), refs.get(c.body_b, bb));
+        update_manifold_at(cell, basis, (ga, xa, &ra), (gb, xb, &rb), m)
     }
 
-    /// Carries the manifolds this pass deferred (see
-    /// [`Recycler::manifold`]) to the current poses of `bodies`, into
-    /// `contacts` (the list the pass walked, not yet compacted): the
-    /// formulas of `update_manifold` for a basis that holds, product for
-    /// product, [`LANES`] contacts at once.
-    pub(crate) fn carry_deferred(&mut self, contacts: &mut [Contact], bodies: &[Body]) {
+    /// Carries the manifolds this pass deferred (see [`Part::manifold`])
+    /// to the current poses of `bodies`, into `contacts` (the range of the
+    /// list the pass walked, not yet compacted; `refs`: the references
+    /// list): the formulas of `update_manifold` for a basis that holds,
+    /// product for product, [`LANES`] contacts at once.
+    pub(crate) fn carry_deferred(
+        &mut self,
+        contacts: &mut [Contact],
+        bodies: &[Body],
+        refs: &[BodyRef],
+    ) {
         for chunk in self.carries.chunks(LANES) {
-            carry_lanes(chunk, &self.bases.list, &self.refs, contacts, bodies);
+            carry_lanes(chunk, &self.bases.list, refs, contacts, bodies);
         }
         self.carries.clear();
     }
@@ -1111,9 +1362,9 @@ mod tests {
         for _ in 0..10 {
             w.step();
         }
-        let before = w.scratch.recycler.deferred;
+        let before = w.scratch.recycler.deferred();
         w.step();
-        let deferred = w.scratch.recycler.deferred - before;
+        let deferred = w.scratch.recycler.deferred() - before;
         assert!(deferred > 100, "{deferred} carries deferred in a step");
         let mut d = World::from_snapshot(&w.snapshot());
         for i in 0..30 {
@@ -1276,6 +1527,76 @@ mod tests {
             "BodyRef: {} bytes, asked at {body:?}",
             size_of::<BodyRef>()
         );
+    }
+
+    /// A range of a shared-out pass reads a body's reference from the list
+    /// when [`Recycler::update_refs`] brought it to the pass's pose, and
+    /// otherwise (a sleeping body; a body last seen at another pose) makes
+    /// it on the spot: the value a pass on one thread keeps in the list,
+    /// field for field, and deferred carries only where the list holds it.
+    #[test]
+    fn shared_references_are_the_ones_a_single_pass_keeps() {
+        let mut uniform = uniform(7);
+        let bodies: Vec<Body> = (0..64)
+            .map(|i| {
+                let mut b = Body {
+                    kind: if i % 5 == 0 {
+                        BodyKind::Static
+                    } else {
+                        BodyKind::Dynamic
+                    },
+                    awake: i % 3 != 0,
+                    ..Body::vacant()
+                };
+                b.transform = xf(
+                    uniform(Scalar::from_int(20)),
+                    uniform(Scalar::from_int(20)),
+                    uniform(Scalar::from_int(3)),
+                );
+                b.center = b.transform.p + Vec2::new(Scalar::milli(100), Scalar::ZERO);
+                b
+            })
+            .collect();
+        let same = |a: &BodyRef, b: &BodyRef| {
+            (a.key, a.rot, a.back, a.center, a.set) == (b.key, b.rot, b.back, b.center, b.set)
+        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let (mut single, mut shared) = (Recycler::default(), Recycler::default());
+        for pass in 0..3 {
+            // Every body a little elsewhere each pass (the cached rotation
+            // of a body's last pass may be another one's now).
+            let moved: Vec<Body> = bodies
+                .iter()
+                .map(|b| {
+                    let mut b = *b;
+                    let turn = Rot::from_angle(Scalar::milli(40 * pass));
+                    b.transform.q = turn.mul_rot(b.transform.q);
+                    b.center.x += Scalar::milli(300 * pass);
+                    b
+                })
+                .collect();
+            single.begin(&moved);
+            shared.begin(&moved);
+            shared.update_refs(&moved, &pool);
+            let (_, mut own) = single.single();
+            let (_, mut refs) = shared.split();
+            for (i, b) in moved.iter().enumerate() {
+                let i = i as u32;
+                assert!(own.update(i, b));
+                let listed = b.awake || b.kind == BodyKind::Static;
+                assert_eq!(refs.update(i, b), listed, "body {i}");
+                assert!(
+                    same(&own.get(i, b), &refs.get(i, b)),
+                    "pass {pass}, body {i}"
+                );
+                if listed {
+                    assert!(same(&own.list()[i as usize], &refs.list()[i as usize]));
+                }
+            }
+        }
     }
 
     #[test]

@@ -64,8 +64,7 @@ impl World {
             }
             let mut m = Manifold::EMPTY;
             let pair = c.pair();
-            sc.recycler
-                .manifold(pair, true, (ga, ba), (gb, bb), &mut m, None);
+            sc.recycler.manifold_now(pair, (ga, ba), (gb, bb), &mut m);
             if m.count != c.manifold.count
                 || m.points()
                     .iter()

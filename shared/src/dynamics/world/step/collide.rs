@@ -3,13 +3,54 @@
 //! `recycle`); contacts whose fat boxes separated are dropped; sensor pairs
 //! are tested for overlap; a contact that begins touching a sleeping body
 //! wakes its island. Reports begin and end touching events.
+//!
+//! With workers (`World::set_threads`) and enough contacts, the list is
+//! walked in ranges, one per thread, each with its own part of the
+//! recycler's bases: a contact's manifold is a function of its own pair,
+//! and what the ranges leave for the end (events, islands to wake, new
+//! links) is taken range after range, in key order. The same bits for any
+//! thread count.
 
 use crate::collision::shapes_overlap;
-use crate::dynamics::body::{BodyKind, NO_ISLAND};
-use crate::dynamics::contact::{match_impulses, PreviousPoints};
+use crate::dynamics::body::{Body, BodyKind, NO_ISLAND};
+use crate::dynamics::contact::{match_impulses, Contact, PreviousPoints};
 use crate::dynamics::island;
-use crate::dynamics::recycle::Moving;
+use crate::dynamics::recycle::{Moving, Part, Refs};
+use crate::dynamics::shape::Shape;
+use crate::dynamics::solver::Impulses;
 use crate::dynamics::world::World;
+use crate::geometry::ShapeGeometry;
+
+/// Contacts per thread below which a pass walks the list on its own
+/// thread.
+const PARALLEL_CONTACTS: usize = 1024;
+
+/// What a range of the contact list leaves for the end of the pass (see
+/// [`collide_range`]), in key order. Scratch.
+#[derive(Debug, Default)]
+pub(crate) struct CollideOut {
+    /// Contacts whose touching flag changed, for their events: the place
+    /// in the list and the new flag.
+    changed: Vec<(u32, bool)>,
+    /// Sleep islands to wake.
+    wake: Vec<u32>,
+    /// The solver slots of pairs solved this step that began touching.
+    links: Vec<(u32, u32)>,
+    /// Whether a contact is to be removed.
+    any_removed: bool,
+}
+
+/// What every range of a pass reads.
+#[derive(Clone, Copy)]
+struct Inputs<'a> {
+    bodies: &'a [Body],
+    shapes: &'a [Shape],
+    geometry: &'a [ShapeGeometry],
+    moved_bodies: &'a [bool],
+    slot_of: &'a [u32],
+    moving: Moving,
+    after_solve: bool,
+}
 
 impl World {
     /// Manifolds for contacts with an awake body. At the end of a step
@@ -17,15 +58,16 @@ impl World {
     /// touching join one island for this step's sleep decision, as they
     /// would have had they been solved together.
     pub(super) fn collide(&mut self, after_solve: bool) {
+        let pool = self.pool.as_deref();
         let st = &mut self.state;
         let sc = &mut self.scratch;
         let ev = &mut self.events;
+        let n = st.contacts.len();
         sc.remove.clear();
-        sc.remove.resize(st.contacts.len(), false);
+        sc.remove.resize(n, false);
         sc.wake.clear();
-        sc.recycler.begin(&st.bodies);
-        let moving = Moving::new(st.settings.tick_rate);
-        let mut any_removed = false;
+        let pool = pool.filter(|p| n >= (p.current_num_threads() + 1) * PARALLEL_CONTACTS);
+        let threads = pool.map_or(1, |p| p.current_num_threads() + 1);
         // After the solve: the impulses it accumulated, for the next warm
         // start, in the contacts' key order.
         let (solved, impulses) = if after_solve {
@@ -33,117 +75,85 @@ impl World {
         } else {
             (&[][..], &[][..])
         };
-        let mut next = 0;
-        for (k, c) in st.contacts.iter_mut().enumerate() {
-            if next < solved.len() && solved[next] == c.key() {
-                if let Some(imp) = impulses.get(next) {
-                    let count = usize::from(c.manifold.count);
-                    for (j, mp) in c.manifold.points[..count].iter_mut().enumerate() {
-                        mp.normal_impulse = imp.normal[j];
-                        mp.tangent_impulse = imp.tangent[j];
-                    }
-                }
-                next += 1;
-            }
-            let ba = &st.bodies[c.body_a as usize];
-            let bb = &st.bodies[c.body_b as usize];
-            let active_a = ba.awake && ba.kind != BodyKind::Static;
-            let active_b = bb.awake && bb.kind != BodyKind::Static;
-            let active = active_a || active_b;
-            // Before the solve, the contacts of a body queued as moved are
-            // collided even asleep (a body teleported, then put to sleep):
-            // a snapshot taken before the step recomputed them on decoding.
-            let queued = || {
-                let marked = |b: u32| sc.moved_bodies.get(b as usize) == Some(&true);
-                !after_solve && (marked(c.body_a) || marked(c.body_b))
-            };
-            if !active && !c.fresh && !queued() {
-                sc.recycler.keep_idle(c.pair());
-                continue;
-            }
-            let fresh = c.fresh;
-            c.fresh = false;
-            let sa = &st.shapes[c.shape_a as usize];
-            let sb = &st.shapes[c.shape_b as usize];
-            if !sa.fat_aabb.overlaps(&sb.fat_aabb) {
-                sc.remove[k] = true;
-                any_removed = true;
-                if c.touching {
-                    ev.touching_changed(&st.shapes, c, false, &c.manifold);
-                }
-                continue;
-            }
-            if c.sensor {
-                let (ga, gb) = (
-                    &st.geometry[c.shape_a as usize],
-                    &st.geometry[c.shape_b as usize],
+        let inp = Inputs {
+            bodies: &st.bodies,
+            shapes: &st.shapes,
+            geometry: &st.geometry,
+            moved_bodies: &sc.moved_bodies,
+            slot_of: &sc.slot_of,
+            moving: Moving::new(st.settings.tick_rate),
+            after_solve,
+        };
+        if sc.collide_outs.len() < threads {
+            sc.collide_outs.resize_with(threads, CollideOut::default);
+        }
+        let outs = &mut sc.collide_outs[..threads];
+        match pool {
+            None => {
+                sc.recycler.begin(&st.bodies);
+                let (part, refs) = sc.recycler.single();
+                let contacts = &mut st.contacts[..];
+                let done = (solved, impulses);
+                collide_range(
+                    inp,
+                    contacts,
+                    0,
+                    done,
+                    &mut sc.remove,
+                    part,
+                    refs,
+                    &mut outs[0],
                 );
-                let touching = shapes_overlap(ga, ba.transform, gb, bb.transform);
-                if touching != c.touching {
-                    ev.touching_changed(&st.shapes, c, touching, &c.manifold);
-                    c.touching = touching;
-                }
-                continue;
             }
-            let (ga, gb) = (
-                &st.geometry[c.shape_a as usize],
-                &st.geometry[c.shape_b as usize],
-            );
-            // What matching needs of the old points, read field by field:
-            // the impulses were stored just above, and a copy of the whole
-            // manifold would load them back before those stores complete.
-            let old = PreviousPoints::of(&c.manifold);
-            // Judged from the velocities now, and kept (state) until the
-            // pair is collided again.
-            c.direct = c.recycled && moving.fast(ba, bb);
-            // A contact that touched reports no event while it touches:
-            // its carry may wait for the pass's end (`carry_deferred`).
-            let defer = c.touching.then_some(k as u32);
-            let renewed =
-                sc.recycler
-                    .manifold(c.pair(), fresh, (ga, ba), (gb, bb), &mut c.manifold, defer);
-            if renewed {
-                match_impulses(&mut c.manifold, &old);
-            } else {
-                // The same points as last step: their impulses stay.
-                for p in &mut c.manifold.points[..usize::from(c.manifold.count)] {
-                    p.persisted = true;
+            Some(pool) => {
+                let starts = sc.recycler.begin_split(&st.bodies, &st.contacts, threads);
+                sc.recycler.update_refs(&st.bodies, pool);
+                // Where each range's solved contacts begin.
+                let cuts: Vec<usize> = starts
+                    .iter()
+                    .map(|&s| match st.contacts.get(s) {
+                        Some(c) if s > 0 => solved.partition_point(|&k| k < c.key()),
+                        _ => 0,
+                    })
+                    .collect();
+                let (parts, refs) = sc.recycler.split();
+                let (mut contacts, mut remove) = (&mut st.contacts[..], &mut sc.remove[..]);
+                let mut jobs = Vec::with_capacity(threads);
+                for (i, (part, out)) in parts.iter_mut().zip(outs.iter_mut()).enumerate() {
+                    let end = starts.get(i + 1).copied().unwrap_or(n);
+                    let len = end - starts[i];
+                    let (c, rest) = core::mem::take(&mut contacts).split_at_mut(len);
+                    contacts = rest;
+                    let (r, rest) = core::mem::take(&mut remove).split_at_mut(len);
+                    remove = rest;
+                    let (from, to) = (cuts[i], cuts.get(i + 1).copied().unwrap_or(solved.len()));
+                    let done = (&solved[from..to], &impulses[from..to]);
+                    jobs.push((starts[i], c, r, done, part, out));
                 }
-            }
-            let touching = c.manifold.count > 0;
-            if touching {
-                // A sleeping body wakes when something active begins to
-                // touch it, or when an awake dynamic body touches it (the
-                // wake front through a pile created asleep, whose contacts
-                // were collided touching while everything slept).
-                let began = !c.touching && active;
-                for (b, other) in [(ba, bb), (bb, ba)] {
-                    if b.kind != BodyKind::Static
-                        && !b.awake
-                        && b.sleep_island != NO_ISLAND
-                        && (began || (other.awake && other.kind == BodyKind::Dynamic))
-                    {
-                        sc.wake.push(b.sleep_island);
+                let mut jobs = jobs.into_iter();
+                let first = jobs.next();
+                pool.in_place_scope(|s| {
+                    for (at, c, r, done, part, out) in jobs {
+                        s.spawn(move |_| collide_range(inp, c, at, done, r, part, refs, out));
                     }
-                }
+                    if let Some((at, c, r, done, part, out)) = first {
+                        collide_range(inp, c, at, done, r, part, refs, out);
+                    }
+                });
             }
-            if touching && !c.touching && after_solve {
-                let slot = |b: u32| sc.slot_of.get(b as usize).copied().unwrap_or(0);
-                let (a, b) = (slot(c.body_a), slot(c.body_b));
-                if a != 0 && b != 0 {
-                    sc.links.push((a, b));
-                }
-            }
-            if touching != c.touching {
+        }
+        // What the ranges left, range after range: the key order.
+        let mut any_removed = false;
+        for out in outs.iter_mut() {
+            any_removed |= core::mem::take(&mut out.any_removed);
+            for &(k, touching) in &out.changed {
+                let c = &st.contacts[k as usize];
                 ev.touching_changed(&st.shapes, c, touching, &c.manifold);
             }
-            c.touching = touching;
+            out.changed.clear();
+            sc.wake.append(&mut out.wake);
+            sc.links.append(&mut out.links);
         }
-        // Nothing removes a contact between the solve and here.
-        debug_assert_eq!(next, solved.len(), "a solved contact was not stored");
-        // The deferred carries, before the list is compacted (they name
-        // places in it).
-        sc.recycler.carry_deferred(&mut st.contacts, &st.bodies);
         if any_removed {
             // Compact by runs: each run of kept contacts moves as one block.
             let remove = &sc.remove;
@@ -173,4 +183,140 @@ impl World {
             sc.wake = wake;
         }
     }
+}
+
+/// Collides a range of the contact list (`contacts`, from place `at` in
+/// it; `done`: the solved contacts' keys and impulses among them, in key
+/// order), with the part of the bases that holds their keys, marking in
+/// `remove` (the range's) the contacts to drop and leaving in `out` what
+/// the end of the pass takes in key order.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn collide_range<R: Refs>(
+    inp: Inputs<'_>,
+    contacts: &mut [Contact],
+    at: usize,
+    (solved, impulses): (&[u64], &[Impulses]),
+    remove: &mut [bool],
+    part: &mut Part,
+    mut refs: R,
+    out: &mut CollideOut,
+) {
+    let mut next = 0;
+    for (k, c) in contacts.iter_mut().enumerate() {
+        if next < solved.len() && solved[next] == c.key() {
+            if let Some(imp) = impulses.get(next) {
+                let count = usize::from(c.manifold.count);
+                for (j, mp) in c.manifold.points[..count].iter_mut().enumerate() {
+                    mp.normal_impulse = imp.normal[j];
+                    mp.tangent_impulse = imp.tangent[j];
+                }
+            }
+            next += 1;
+        }
+        let ba = &inp.bodies[c.body_a as usize];
+        let bb = &inp.bodies[c.body_b as usize];
+        let active_a = ba.awake && ba.kind != BodyKind::Static;
+        let active_b = bb.awake && bb.kind != BodyKind::Static;
+        let active = active_a || active_b;
+        // Before the solve, the contacts of a body queued as moved are
+        // collided even asleep (a body teleported, then put to sleep):
+        // a snapshot taken before the step recomputed them on decoding.
+        let queued = || {
+            let marked = |b: u32| inp.moved_bodies.get(b as usize) == Some(&true);
+            !inp.after_solve && (marked(c.body_a) || marked(c.body_b))
+        };
+        if !active && !c.fresh && !queued() {
+            part.keep_idle(c.pair());
+            continue;
+        }
+        let fresh = c.fresh;
+        c.fresh = false;
+        let sa = &inp.shapes[c.shape_a as usize];
+        let sb = &inp.shapes[c.shape_b as usize];
+        if !sa.fat_aabb.overlaps(&sb.fat_aabb) {
+            remove[k] = true;
+            out.any_removed = true;
+            if c.touching {
+                out.changed.push(((at + k) as u32, false));
+            }
+            continue;
+        }
+        if c.sensor {
+            let (ga, gb) = (
+                &inp.geometry[c.shape_a as usize],
+                &inp.geometry[c.shape_b as usize],
+            );
+            let touching = shapes_overlap(ga, ba.transform, gb, bb.transform);
+            if touching != c.touching {
+                out.changed.push(((at + k) as u32, touching));
+                c.touching = touching;
+            }
+            continue;
+        }
+        let (ga, gb) = (
+            &inp.geometry[c.shape_a as usize],
+            &inp.geometry[c.shape_b as usize],
+        );
+        // What matching needs of the old points, read field by field:
+        // the impulses were stored just above, and a copy of the whole
+        // manifold would load them back before those stores complete.
+        let old = PreviousPoints::of(&c.manifold);
+        // Judged from the velocities now, and kept (state) until the
+        // pair is collided again.
+        c.direct = c.recycled && inp.moving.fast(ba, bb);
+        // A contact that touched reports no event while it touches:
+        // its carry may wait for the pass's end (`carry_deferred`).
+        let defer = c.touching.then_some(k as u32);
+        let renewed = part.manifold(
+            &mut refs,
+            c.pair(),
+            fresh,
+            (ga, ba),
+            (gb, bb),
+            &mut c.manifold,
+            defer,
+        );
+        if renewed {
+            match_impulses(&mut c.manifold, &old);
+        } else {
+            // The same points as last step: their impulses stay.
+            for p in &mut c.manifold.points[..usize::from(c.manifold.count)] {
+                p.persisted = true;
+            }
+        }
+        let touching = c.manifold.count > 0;
+        if touching {
+            // A sleeping body wakes when something active begins to
+            // touch it, or when an awake dynamic body touches it (the
+            // wake front through a pile created asleep, whose contacts
+            // were collided touching while everything slept).
+            let began = !c.touching && active;
+            for (b, other) in [(ba, bb), (bb, ba)] {
+                if b.kind != BodyKind::Static
+                    && !b.awake
+                    && b.sleep_island != NO_ISLAND
+                    && (began || (other.awake && other.kind == BodyKind::Dynamic))
+                {
+                    out.wake.push(b.sleep_island);
+                }
+            }
+        }
+        if touching && !c.touching && inp.after_solve {
+            let slot = |b: u32| inp.slot_of.get(b as usize).copied().unwrap_or(0);
+            let (a, b) = (slot(c.body_a), slot(c.body_b));
+            if a != 0 && b != 0 {
+                out.links.push((a, b));
+            }
+        }
+        if touching != c.touching {
+            out.changed.push(((at + k) as u32, touching));
+        }
+        c.touching = touching;
+    }
+    // Nothing removes a contact between the solve and here.
+    debug_assert_eq!(next, solved.len(), "a solved contact was not stored");
+    // The deferred carries, before the list is compacted (they name
+    // places in it).
+    part.carry_deferred(contacts, inp.bodies, refs.list());
 }

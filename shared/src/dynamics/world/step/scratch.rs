@@ -12,6 +12,7 @@
 //! which world used them last changes nothing (a test interleaves the
 //! steps of different scenes on one thread).
 
+use super::collide::CollideOut;
 use crate::dynamics::ccd::CcdScratch;
 use crate::dynamics::contact::Contact;
 use crate::dynamics::graph::{Graph, PrepareInputs};
@@ -75,6 +76,8 @@ pub(crate) struct Scratch {
     /// The bodies' reference poses and the contacts' manifolds at them
     /// (see `recycle`): caches of the positions.
     pub(crate) recycler: Recycler,
+    /// What each range of the collide stage leaves for its end.
+    pub(crate) collide_outs: Vec<CollideOut>,
 }
 
 impl Scratch {
