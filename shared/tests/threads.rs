@@ -3,9 +3,12 @@
 //! whose contacts fill several windows of the colouring (the contacts'
 //! preparation is shared out), where hundreds of shapes move at once (the
 //! pair search is shared out: the pyramid's first steps, the falling
-//! bed), with joints (prepared beside the contacts), and with hit events
-//! and restitution (approach speeds written by every range). Dropping
-//! part of any range's work fails these (tried for both parts).
+//! bed), with joints (prepared beside the contacts), with hit events and
+//! restitution (approach speeds written by every range), and with events,
+//! sensors and sleeping bodies where the narrow phase walks the contact
+//! list in ranges. Dropping part of any range's work fails these (tried
+//! for the preparation and the pair search, and for the events of the
+//! narrow phase's second range).
 
 use bitroom_sim::scene::{build_scene, Scene};
 use bitroom_sim::{fx, BodyDef, Polygon, Scalar, ShapeDef, ShapeGeometry, Vec2, World, WorldDef};

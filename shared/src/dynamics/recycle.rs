@@ -51,17 +51,17 @@
 //! Where a basis holds, the carry is the same arithmetic for every contact,
 //! about forty products: a pass defers the carries of contacts that
 //! touched (and so report no event while they still touch) and makes them
-//! [`LANES`] at a time at its end, with `Wide`'s products, whose bits are
+//! [`LANES`] at a time at its end (at each range's end, where the pass is
+//! shared out in ranges: see [`Recycler`]), with `Wide`'s products, whose bits are
 //! `Scalar`'s for everything a world within its bounds holds
 //! (`deferred_carries_are_the_immediate_ones`). In `large_pyramid` (5050 boxes)
 //! that took collide from 0.80 to 0.64 ms a step.
 
-use super::body::{Body, BodyKind};
+use super::body::Body;
 use super::contact::Contact;
 use crate::collision::{collide_into, Manifold};
 use crate::geometry::ShapeGeometry;
 use crate::math::{prefetch, Rot, Scalar, Transform, Vec2, Wide, LANES};
-use std::borrow::Cow;
 use std::sync::LazyLock;
 
 /// Raw bits of the position grid, 2⁻⁵ m.
@@ -424,7 +424,7 @@ pub(crate) struct Pair {
 /// one) and what takes its current orientation there, with its centre:
 /// what fixes a recycled point's lever arm on the body.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct BodyRef {
+struct BodyRef {
     /// Identifies `rot` (the rotation part of the body's cell key).
     key: u64,
     /// The reference rotation.
@@ -477,19 +477,20 @@ impl BodyRef {
 /// What a pass over the contacts keeps: the bodies' reference rotations
 /// and the contacts' bases. Scratch of the world.
 ///
-/// The bases are kept in [`Part`]s, each the bases of a stretch of pair
-/// keys: one for a pass on one thread, one per thread for a pass shared
-/// out in ranges of the contact list ([`Recycler::begin_split`]), each
-/// range walking its own part. A basis is a function of its pair's
-/// geometry and relative pose, and each part holds exactly the bases of
-/// its keys, so how the list is cut changes no bit.
+/// Both are kept in [`Part`]s, each with the bases of a stretch of pair
+/// keys: one part for a pass on one thread, one per thread for a pass
+/// shared out in ranges of the contact list ([`Recycler::begin_split`]),
+/// each range walking its own part. A basis is a function of its pair's
+/// geometry and relative pose, and each part holds exactly the bases of its
+/// keys; a reference is a function of its body's pose, and each part keeps
+/// its own (a body with contacts in two ranges has one in each part): how
+/// the list is cut changes no bit. A part's references stay with the
+/// thread that walks it, where they were written (made by one thread and
+/// read by another, each was a line moved between the cores: in
+/// `large_pyramid` that cost more than the second thread saved).
 #[derive(Debug, Default)]
 pub(crate) struct Recycler {
-    /// Per body, its reference as of the pass that last needed it: a pass
-    /// brings up to date only the bodies of the contacts it collides, so a
-    /// world whose bodies mostly sleep does not pay for them every step.
-    refs: Vec<BodyRef>,
-    /// The bases, in parts of ascending keys (at least one after
+    /// The parts, in ascending keys (at least one after
     /// [`Recycler::begin`]).
     parts: Vec<Part>,
     /// Counts the passes (2⁶⁴ of them: it never wraps).
@@ -497,11 +498,18 @@ pub(crate) struct Recycler {
 }
 
 /// The bases of the contacts whose pair keys are from `from` up to the
-/// next part's, and the carries a pass over them deferred.
+/// next part's, the references of their bodies, and the carries a pass
+/// over them deferred.
 #[derive(Debug, Default)]
 pub(crate) struct Part {
     /// The first pair key of the part (0 for the first part).
     from: u64,
+    /// Per body, its reference as of the pass that last needed it: a pass
+    /// brings up to date only the bodies of the contacts it collides, so a
+    /// world whose bodies mostly sleep does not pay for them every step.
+    refs: Vec<BodyRef>,
+    /// This pass (`Recycler::pass`).
+    pass: u64,
     bases: Bases,
     /// This pass's deferred carries (see [`Part::carry_deferred`]).
     carries: Vec<Carry>,
@@ -521,115 +529,40 @@ struct Carry {
     body_b: u32,
 }
 
-/// Where a pass over the contacts finds the bodies' references.
-pub(crate) trait Refs {
-    /// Brings body `i`'s reference to this pass's pose where the list can
-    /// keep it; returns whether the list holds it at that pose (a deferred
-    /// carry reads it there).
-    fn update(&mut self, i: u32, b: &Body) -> bool;
-    /// Body `i`'s reference at this pass's pose (`b`: the body).
-    fn get(&self, i: u32, b: &Body) -> Cow<'_, BodyRef>;
-    /// The list.
-    fn list(&self) -> &[BodyRef];
-}
-
-/// The references of a pass on one thread: brought up to date in the list
-/// as the pass first needs each.
-pub(crate) struct OwnRefs<'a> {
-    refs: &'a mut [BodyRef],
-    pass: u64,
-}
-
-impl Refs for OwnRefs<'_> {
-    #[inline]
-    fn update(&mut self, i: u32, b: &Body) -> bool {
-        let r = &mut self.refs[i as usize];
-        if r.pass != self.pass {
-            r.update(b);
-            r.pass = self.pass;
-        }
-        true
-    }
-
-    #[inline(always)]
-    fn get(&self, i: u32, _: &Body) -> Cow<'_, BodyRef> {
-        Cow::Borrowed(&self.refs[i as usize])
-    }
-
-    #[inline(always)]
-    fn list(&self) -> &[BodyRef] {
-        self.refs
-    }
-}
-
-/// The references of a pass shared out in ranges: read from the list,
-/// which [`Recycler::update_refs`] brought up to date for the awake and
-/// static bodies before the ranges began; any other body's (a sleeping one
-/// an awake body touches) is made on the spot, the same value
-/// ([`BodyRef::update`] is a function of the pose), and not kept.
-#[derive(Clone, Copy)]
-pub(crate) struct SharedRefs<'a> {
-    refs: &'a [BodyRef],
-    pass: u64,
-}
-
-impl Refs for SharedRefs<'_> {
-    #[inline]
-    fn update(&mut self, i: u32, _: &Body) -> bool {
-        self.refs[i as usize].pass == self.pass
-    }
-
-    #[inline]
-    fn get(&self, i: u32, b: &Body) -> Cow<'_, BodyRef> {
-        let r = &self.refs[i as usize];
-        if r.pass == self.pass {
-            Cow::Borrowed(r)
-        } else {
-            let mut own = *r;
-            own.update(b);
-            own.pass = self.pass;
-            Cow::Owned(own)
-        }
-    }
-
-    #[inline(always)]
-    fn list(&self) -> &[BodyRef] {
-        self.refs
-    }
-}
-
 impl Recycler {
     /// Starts a pass over the contacts, in key order, at the poses of
     /// `bodies` (each body's reference is brought up to its pose when a
     /// contact of it is first collided in the pass), on one thread: the
-    /// bases in one part.
+    /// bases in one part (the first part's references kept).
     pub(crate) fn begin(&mut self, bodies: &[Body]) {
-        self.refs.resize(bodies.len(), BodyRef::UNSET);
         self.pass += 1;
         if self.parts.len() != 1 {
             let list = self.take_list();
-            self.parts = vec![Part::default()];
+            self.parts.truncate(1);
+            if self.parts.is_empty() {
+                self.parts.push(Part::default());
+            }
+            self.parts[0].from = 0;
             self.parts[0].bases.set_list(list);
         }
-        self.parts[0].begin();
+        self.parts[0].begin(bodies.len(), self.pass);
     }
 
-    /// Starts a pass over `contacts` (the list, in key order) shared out in
-    /// `n` ranges of it, one part of the bases each; returns where each
-    /// range begins in the list. The parts keep their cuts from pass to
-    /// pass while their ranges stay within half and twice an even share
+    /// Starts a pass over `contacts` (the list, in key order; at least
+    /// `n`) shared out in `n` ranges of it, one part each; returns where
+    /// each range begins in the list. The parts keep their cuts from pass
+    /// to pass while their ranges stay within half and twice an even share
     /// (moving bases between parts copies them); otherwise the list is cut
-    /// again into even ranges. The references are not brought up to date:
-    /// [`Recycler::update_refs`] does that.
+    /// again into even ranges.
     pub(crate) fn begin_split(
         &mut self,
         bodies: &[Body],
         contacts: &[Contact],
         n: usize,
     ) -> Vec<usize> {
-        self.refs.resize(bodies.len(), BodyRef::UNSET);
         self.pass += 1;
         let total = contacts.len();
+        debug_assert!(n >= 1 && total >= n, "{total} contacts in {n} ranges");
         let n = n.clamp(1, total.max(1));
         let starts = |parts: &[Part]| -> Vec<usize> {
             parts
@@ -648,25 +581,25 @@ impl Recycler {
         let mut s = starts(&self.parts);
         if !fits(&s) {
             let mut list = self.take_list();
-            let mut parts: Vec<Part> = (0..n).map(|_| Part::default()).collect();
+            self.parts.resize_with(n, Part::default);
             for i in (1..n).rev() {
                 let from = contacts[total * i / n].key();
-                parts[i].from = from;
+                self.parts[i].from = from;
                 let at = list.partition_point(|b| b.pair < from);
-                parts[i].bases.set_list(list.split_off(at));
+                self.parts[i].bases.set_list(list.split_off(at));
             }
-            parts[0].bases.set_list(list);
-            self.parts = parts;
+            self.parts[0].from = 0;
+            self.parts[0].bases.set_list(list);
             s = starts(&self.parts);
         }
         for p in &mut self.parts {
-            p.begin();
+            p.begin(bodies.len(), self.pass);
         }
         s
     }
 
     /// Every part's bases in one list (each part's pass settled), leaving
-    /// the parts empty.
+    /// the parts without bases.
     fn take_list(&mut self) -> Vec<Basis> {
         let mut list = Vec::new();
         for p in &mut self.parts {
@@ -682,66 +615,37 @@ impl Recycler {
         list
     }
 
-    /// Brings the references of the awake and the static bodies up to
-    /// this pass's poses, a range of the bodies on each of `pool`'s
-    /// threads and this one: before a pass shared out in ranges, whose
-    /// ranges read the references and never write them.
-    pub(crate) fn update_refs(&mut self, bodies: &[Body], pool: &rayon::ThreadPool) {
-        let pass = self.pass;
-        let n = pool.current_num_threads() + 1;
-        let per = bodies.len().div_ceil(n).max(1);
-        let update = move |refs: &mut [BodyRef], bodies: &[Body]| {
-            for (r, b) in refs.iter_mut().zip(bodies) {
-                if r.pass != pass && (b.awake || b.kind == BodyKind::Static) {
-                    r.update(b);
-                    r.pass = pass;
-                }
-            }
-        };
-        let mut ranges = self.refs.chunks_mut(per).zip(bodies.chunks(per));
-        let first = ranges.next();
-        pool.in_place_scope(|s| {
-            for (refs, bodies) in ranges {
-                s.spawn(move |_| update(refs, bodies));
-            }
-            if let Some((refs, bodies)) = first {
-                update(refs, bodies);
-            }
-        });
+    /// Whether the last pass was shared out in ranges (the parts are cut).
+    pub(crate) fn is_split(&self) -> bool {
+        self.parts.len() > 1
     }
 
-    /// The one part of a pass on one thread, and the references.
-    pub(crate) fn single(&mut self) -> (&mut Part, OwnRefs<'_>) {
-        let refs = OwnRefs {
-            refs: &mut self.refs,
-            pass: self.pass,
-        };
-        (&mut self.parts[0], refs)
+    /// The one part of a pass on one thread.
+    pub(crate) fn single(&mut self) -> &mut Part {
+        debug_assert_eq!(self.parts.len(), 1, "a pass on one thread has one part");
+        &mut self.parts[0]
     }
 
-    /// The parts of a pass shared out in ranges, and the references
-    /// (read-only).
-    pub(crate) fn split(&mut self) -> (&mut [Part], SharedRefs<'_>) {
-        let refs = SharedRefs {
-            refs: &self.refs,
-            pass: self.pass,
-        };
-        (&mut self.parts, refs)
+    /// The parts of a pass shared out in ranges, one a range.
+    pub(crate) fn split(&mut self) -> &mut [Part] {
+        &mut self.parts
     }
 
     /// Asks the CPU to start loading the caches (see
     /// [`World::prefetch_state`](crate::dynamics::world::World::prefetch_state);
     /// the places asked for cover every line, `prefetch_covers_every_line`).
     pub(crate) fn prefetch(&self) {
-        for r in &self.refs {
-            prefetch(&r.key);
-            prefetch(&r.pass);
-            prefetch(&r.set);
-        }
-        for b in self.parts.iter().flat_map(|p| &p.bases.list) {
-            prefetch(&b.points);
-            prefetch(&b.normal);
-            prefetch(&b.ids);
+        for p in &self.parts {
+            for r in &p.refs {
+                prefetch(&r.key);
+                prefetch(&r.pass);
+                prefetch(&r.set);
+            }
+            for b in &p.bases.list {
+                prefetch(&b.points);
+                prefetch(&b.normal);
+                prefetch(&b.ids);
+            }
         }
     }
 
@@ -780,19 +684,6 @@ impl Recycler {
         }
     }
 
-    /// [`Part::manifold`] on one thread (the first part, the references
-    /// kept up to date in the list), never deferred: for decoding.
-    pub(crate) fn manifold_now(
-        &mut self,
-        c: Pair,
-        (ga, ba): (&ShapeGeometry, &Body),
-        (gb, bb): (&ShapeGeometry, &Body),
-        m: &mut Manifold,
-    ) -> bool {
-        let (part, mut refs) = self.single();
-        part.manifold(&mut refs, c, true, (ga, ba), (gb, bb), m, None)
-    }
-
     /// Carries deferred so far, over every part (for the tests).
     #[cfg(test)]
     pub(crate) fn deferred(&self) -> u64 {
@@ -801,11 +692,24 @@ impl Recycler {
 }
 
 impl Part {
-    /// Starts a pass over the part's contacts.
-    fn begin(&mut self) {
+    /// Starts pass `pass` over the part's contacts, among `bodies` bodies.
+    fn begin(&mut self, bodies: usize, pass: u64) {
+        self.refs.resize(bodies, BodyRef::UNSET);
+        self.pass = pass;
         self.bases.begin();
         debug_assert!(self.carries.is_empty(), "a pass's carries were not made");
         self.carries.clear();
+    }
+
+    /// Brings body `i`'s reference up to this pass's poses (`b`: the body,
+    /// whose pose does not change during a pass).
+    #[inline]
+    fn update_ref(&mut self, i: u32, b: &Body) {
+        let r = &mut self.refs[i as usize];
+        if r.pass != self.pass {
+            r.update(b);
+            r.pass = self.pass;
+        }
     }
 
     /// Keeps the basis of a contact this pass leaves alone.
@@ -826,13 +730,10 @@ impl Part {
     /// walks, given for a contact that touched and so reports no event if
     /// it still does), a manifold whose basis holds is carried later, with
     /// others, by [`Part::carry_deferred`]: until then only its point
-    /// count and ids are this pass's. (Not where a body's reference is not
-    /// in the list at this pass's pose: the carries read them there.)
+    /// count and ids are this pass's.
     #[inline]
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn manifold<R: Refs>(
+    pub(crate) fn manifold(
         &mut self,
-        refs: &mut R,
         c: Pair,
         fresh: bool,
         (ga, ba): (&ShapeGeometry, &Body),
@@ -845,11 +746,12 @@ impl Part {
             collide_into(ga, xa, gb, xb, m);
             return true;
         }
-        let kept = refs.update(c.body_a, ba) & refs.update(c.body_b, bb);
+        self.update_ref(c.body_a, ba);
+        self.update_ref(c.body_b, bb);
         let bi = self.bases.entry_index(c.key, fresh);
         let basis = &mut self.bases.list[bi];
         let cell = Cell::of(xa.inv_mul(xb));
-        if let Some(contact) = defer.filter(|_| kept) {
+        if let Some(contact) = defer {
             if basis.valid && basis.key == cell.key() && basis.count > 0 {
                 self.carries.push(Carry {
                     contact,
@@ -864,23 +766,18 @@ impl Part {
                 return false;
             }
         }
-        let (ra, rb) = (refs.get(c.body_a, ba), refs.get(c.body_b, bb));
-        update_manifold_at(cell, basis, (ga, xa, &ra), (gb, xb, &rb), m)
+        let (ra, rb) = (&self.refs[c.body_a as usize], &self.refs[c.body_b as usize]);
+        update_manifold_at(cell, basis, (ga, xa, ra), (gb, xb, rb), m)
     }
 
     /// Carries the manifolds this pass deferred (see [`Part::manifold`])
     /// to the current poses of `bodies`, into `contacts` (the range of the
-    /// list the pass walked, not yet compacted; `refs`: the references
-    /// list): the formulas of `update_manifold` for a basis that holds,
-    /// product for product, [`LANES`] contacts at once.
-    pub(crate) fn carry_deferred(
-        &mut self,
-        contacts: &mut [Contact],
-        bodies: &[Body],
-        refs: &[BodyRef],
-    ) {
+    /// list the pass walked, not yet compacted): the formulas of
+    /// `update_manifold` for a basis that holds, product for product,
+    /// [`LANES`] contacts at once.
+    pub(crate) fn carry_deferred(&mut self, contacts: &mut [Contact], bodies: &[Body]) {
         for chunk in self.carries.chunks(LANES) {
-            carry_lanes(chunk, &self.bases.list, refs, contacts, bodies);
+            carry_lanes(chunk, &self.bases.list, &self.refs, contacts, bodies);
         }
         self.carries.clear();
     }
@@ -1529,74 +1426,99 @@ mod tests {
         );
     }
 
-    /// A range of a shared-out pass reads a body's reference from the list
-    /// when [`Recycler::update_refs`] brought it to the pass's pose, and
-    /// otherwise (a sleeping body; a body last seen at another pose) makes
-    /// it on the spot: the value a pass on one thread keeps in the list,
-    /// field for field, and deferred carries only where the list holds it.
+    /// A pass shared out in ranges: each part keeps exactly the bases of
+    /// its stretch of keys; the cuts stay while the ranges fit, and when
+    /// they no longer do (most contacts gone from one range) the list is
+    /// cut again into even ranges, each basis moving to the part of its key;
+    /// a pass on one thread takes them all back, in order.
     #[test]
-    fn shared_references_are_the_ones_a_single_pass_keeps() {
-        let mut uniform = uniform(7);
-        let bodies: Vec<Body> = (0..64)
-            .map(|i| {
-                let mut b = Body {
-                    kind: if i % 5 == 0 {
-                        BodyKind::Static
-                    } else {
-                        BodyKind::Dynamic
-                    },
-                    awake: i % 3 != 0,
-                    ..Body::vacant()
-                };
-                b.transform = xf(
-                    uniform(Scalar::from_int(20)),
-                    uniform(Scalar::from_int(20)),
-                    uniform(Scalar::from_int(3)),
-                );
-                b.center = b.transform.p + Vec2::new(Scalar::milli(100), Scalar::ZERO);
-                b
-            })
-            .collect();
-        let same = |a: &BodyRef, b: &BodyRef| {
-            (a.key, a.rot, a.back, a.center, a.set) == (b.key, b.rot, b.back, b.center, b.set)
-        };
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .unwrap();
-        let (mut single, mut shared) = (Recycler::default(), Recycler::default());
-        for pass in 0..3 {
-            // Every body a little elsewhere each pass (the cached rotation
-            // of a body's last pass may be another one's now).
-            let moved: Vec<Body> = bodies
-                .iter()
-                .map(|b| {
-                    let mut b = *b;
-                    let turn = Rot::from_angle(Scalar::milli(40 * pass));
-                    b.transform.q = turn.mul_rot(b.transform.q);
-                    b.center.x += Scalar::milli(300 * pass);
-                    b
-                })
-                .collect();
-            single.begin(&moved);
-            shared.begin(&moved);
-            shared.update_refs(&moved, &pool);
-            let (_, mut own) = single.single();
-            let (_, mut refs) = shared.split();
-            for (i, b) in moved.iter().enumerate() {
-                let i = i as u32;
-                assert!(own.update(i, b));
-                let listed = b.awake || b.kind == BodyKind::Static;
-                assert_eq!(refs.update(i, b), listed, "body {i}");
-                assert!(
-                    same(&own.get(i, b), &refs.get(i, b)),
-                    "pass {pass}, body {i}"
-                );
-                if listed {
-                    assert!(same(&own.list()[i as usize], &refs.list()[i as usize]));
+    fn split_passes_keep_each_basis_in_the_part_of_its_key() {
+        let mut w = crate::scene::builders::pyramid(40);
+        w.step();
+        let contacts = w.state.contacts.clone();
+        let bodies = w.state.bodies.clone();
+        let total = contacts.len();
+        assert!(total > 2000, "{total} contacts");
+        let mut r = Recycler::default();
+        // One pass over `list`: every contact's basis kept (as a recycled
+        // contact left alone keeps it).
+        let pass = |r: &mut Recycler, list: &[Contact], n: usize| -> Vec<usize> {
+            let starts = r.begin_split(&bodies, list, n);
+            for (i, part) in r.split().iter_mut().enumerate() {
+                let end = starts.get(i + 1).copied().unwrap_or(list.len());
+                for c in &list[starts[i]..end] {
+                    part.keep_idle(Pair {
+                        recycled: true,
+                        ..c.pair()
+                    });
                 }
             }
+            starts
+        };
+        let held = |r: &mut Recycler| -> Vec<Vec<u64>> {
+            r.parts
+                .iter_mut()
+                .map(|p| {
+                    p.bases.settle();
+                    p.bases.list.iter().map(|b| b.pair).collect()
+                })
+                .collect()
+        };
+        let keys = |list: &[Contact]| -> Vec<u64> { list.iter().map(Contact::key).collect() };
+        let first = pass(&mut r, &contacts, 3);
+        assert_eq!(first, vec![0, total / 3, 2 * total / 3]);
+        assert_eq!(held(&mut r).concat(), keys(&contacts));
+        // Each basis marked, so that a basis found again tells itself
+        // from one made anew (key 0).
+        for p in &mut r.parts {
+            for b in &mut p.bases.list {
+                b.key = !b.pair;
+            }
         }
+        let marked = |r: &Recycler| {
+            r.parts
+                .iter()
+                .flat_map(|p| &p.bases.list[..p.bases.write])
+                .all(|b| b.key == !b.pair)
+        };
+        // The same list again: the same cuts, the same bases.
+        assert_eq!(pass(&mut r, &contacts, 3), first);
+        assert!(marked(&r));
+        let parts = held(&mut r);
+        for (i, bases) in parts.iter().enumerate() {
+            let end = first.get(i + 1).copied().unwrap_or(total);
+            assert_eq!(*bases, keys(&contacts[first[i]..end]), "part {i}");
+        }
+        // Only the last third's contacts (and a few of the first's): the
+        // first range is nearly empty, so the list is cut again.
+        let few: Vec<Contact> = contacts[..10]
+            .iter()
+            .chain(&contacts[2 * total / 3..])
+            .cloned()
+            .collect();
+        let again = pass(&mut r, &few, 3);
+        let m = few.len();
+        assert_eq!(again, vec![0, m / 3, 2 * m / 3]);
+        assert!(marked(&r), "a basis was lost in the cut");
+        // Each part holds the bases of its keys, and only those (the
+        // bases of contacts gone are dropped by the pass after).
+        pass(&mut r, &few, 3);
+        let parts = held(&mut r);
+        for (i, bases) in parts.iter().enumerate() {
+            let end = again.get(i + 1).copied().unwrap_or(m);
+            assert_eq!(*bases, keys(&few[again[i]..end]), "part {i} after the cut");
+        }
+        // One thread: one part, every basis found where it is, in key order
+        // (a pass that found none would open gaps for all of them).
+        r.begin(&bodies);
+        assert_eq!(r.parts.len(), 1);
+        r.single().bases.opened = 0;
+        for c in &few {
+            let i = r.single().bases.entry_index(c.key(), false);
+            assert!(r.single().bases.list[i].pair == c.key());
+        }
+        assert_eq!(r.single().bases.opened, 0, "every basis was found");
+        assert_eq!(held(&mut r).concat(), keys(&few));
     }
 
     #[test]

@@ -64,7 +64,9 @@ impl World {
             }
             let mut m = Manifold::EMPTY;
             let pair = c.pair();
-            sc.recycler.manifold_now(pair, (ga, ba), (gb, bb), &mut m);
+            sc.recycler
+                .single()
+                .manifold(pair, true, (ga, ba), (gb, bb), &mut m, None);
             if m.count != c.manifold.count
                 || m.points()
                     .iter()

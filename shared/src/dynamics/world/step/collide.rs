@@ -15,14 +15,16 @@ use crate::collision::shapes_overlap;
 use crate::dynamics::body::{Body, BodyKind, NO_ISLAND};
 use crate::dynamics::contact::{match_impulses, Contact, PreviousPoints};
 use crate::dynamics::island;
-use crate::dynamics::recycle::{Moving, Part, Refs};
+use crate::dynamics::recycle::{Moving, Part};
 use crate::dynamics::shape::Shape;
 use crate::dynamics::solver::Impulses;
 use crate::dynamics::world::World;
 use crate::geometry::ShapeGeometry;
 
-/// Contacts per thread below which a pass walks the list on its own
-/// thread.
+/// Contacts per thread from which a pass walks the list in ranges; one
+/// already cut into ranges stays so down to half as many (so that a list
+/// near the line is not merged and cut again pass after pass, each time
+/// copying every cached basis).
 const PARALLEL_CONTACTS: usize = 1024;
 
 /// What a range of the contact list leaves for the end of the pass (see
@@ -66,7 +68,15 @@ impl World {
         sc.remove.clear();
         sc.remove.resize(n, false);
         sc.wake.clear();
-        let pool = pool.filter(|p| n >= (p.current_num_threads() + 1) * PARALLEL_CONTACTS);
+        let split = sc.recycler.is_split();
+        let pool = pool.filter(|p| {
+            let per = if split {
+                PARALLEL_CONTACTS / 2
+            } else {
+                PARALLEL_CONTACTS
+            };
+            n >= (p.current_num_threads() + 1) * per
+        });
         let threads = pool.map_or(1, |p| p.current_num_threads() + 1);
         // After the solve: the impulses it accumulated, for the next warm
         // start, in the contacts' key order.
@@ -75,6 +85,11 @@ impl World {
         } else {
             (&[][..], &[][..])
         };
+        debug_assert_eq!(
+            solved.len(),
+            impulses.len(),
+            "an impulse per solved contact"
+        );
         let inp = Inputs {
             bodies: &st.bodies,
             shapes: &st.shapes,
@@ -91,32 +106,23 @@ impl World {
         match pool {
             None => {
                 sc.recycler.begin(&st.bodies);
-                let (part, refs) = sc.recycler.single();
+                let part = sc.recycler.single();
                 let contacts = &mut st.contacts[..];
                 let done = (solved, impulses);
-                collide_range(
-                    inp,
-                    contacts,
-                    0,
-                    done,
-                    &mut sc.remove,
-                    part,
-                    refs,
-                    &mut outs[0],
-                );
+                collide_range(inp, contacts, 0, done, &mut sc.remove, part, &mut outs[0]);
             }
             Some(pool) => {
                 let starts = sc.recycler.begin_split(&st.bodies, &st.contacts, threads);
-                sc.recycler.update_refs(&st.bodies, pool);
                 // Where each range's solved contacts begin.
                 let cuts: Vec<usize> = starts
                     .iter()
                     .map(|&s| match st.contacts.get(s) {
-                        Some(c) if s > 0 => solved.partition_point(|&k| k < c.key()),
-                        _ => 0,
+                        _ if s == 0 => 0,
+                        Some(c) => solved.partition_point(|&k| k < c.key()),
+                        None => solved.len(),
                     })
                     .collect();
-                let (parts, refs) = sc.recycler.split();
+                let parts = sc.recycler.split();
                 let (mut contacts, mut remove) = (&mut st.contacts[..], &mut sc.remove[..]);
                 let mut jobs = Vec::with_capacity(threads);
                 for (i, (part, out)) in parts.iter_mut().zip(outs.iter_mut()).enumerate() {
@@ -134,10 +140,10 @@ impl World {
                 let first = jobs.next();
                 pool.in_place_scope(|s| {
                     for (at, c, r, done, part, out) in jobs {
-                        s.spawn(move |_| collide_range(inp, c, at, done, r, part, refs, out));
+                        s.spawn(move |_| collide_range(inp, c, at, done, r, part, out));
                     }
                     if let Some((at, c, r, done, part, out)) = first {
-                        collide_range(inp, c, at, done, r, part, refs, out);
+                        collide_range(inp, c, at, done, r, part, out);
                     }
                 });
             }
@@ -192,14 +198,13 @@ impl World {
 /// the end of the pass takes in key order.
 #[allow(clippy::too_many_arguments)]
 #[inline]
-fn collide_range<R: Refs>(
+fn collide_range(
     inp: Inputs<'_>,
     contacts: &mut [Contact],
     at: usize,
     (solved, impulses): (&[u64], &[Impulses]),
     remove: &mut [bool],
     part: &mut Part,
-    mut refs: R,
     out: &mut CollideOut,
 ) {
     let mut next = 0;
@@ -266,17 +271,9 @@ fn collide_range<R: Refs>(
         // pair is collided again.
         c.direct = c.recycled && inp.moving.fast(ba, bb);
         // A contact that touched reports no event while it touches:
-        // its carry may wait for the pass's end (`carry_deferred`).
+        // its carry may wait for the range's end (`carry_deferred`).
         let defer = c.touching.then_some(k as u32);
-        let renewed = part.manifold(
-            &mut refs,
-            c.pair(),
-            fresh,
-            (ga, ba),
-            (gb, bb),
-            &mut c.manifold,
-            defer,
-        );
+        let renewed = part.manifold(c.pair(), fresh, (ga, ba), (gb, bb), &mut c.manifold, defer);
         if renewed {
             match_impulses(&mut c.manifold, &old);
         } else {
@@ -318,5 +315,5 @@ fn collide_range<R: Refs>(
     debug_assert_eq!(next, solved.len(), "a solved contact was not stored");
     // The deferred carries, before the list is compacted (they name
     // places in it).
-    part.carry_deferred(contacts, inp.bodies, refs.list());
+    part.carry_deferred(contacts, inp.bodies);
 }
