@@ -270,3 +270,65 @@ fn collide_in_ranges_steps_the_same_on_any_thread_count() {
         }
     }
 }
+
+/// A field of 17 000 resting boxes in short columns (more awake bodies
+/// than two threads' ranges need: the finish stage finalizes them and
+/// finds their grown fat boxes in ranges), with balls and bullets shot
+/// through it from both ends of the body list (fast bodies recorded for
+/// continuous collision by the first range and by the last).
+fn crowded_range() -> World {
+    let mut w = World::new(WorldDef::default()).unwrap();
+    let g = w
+        .create_body(&BodyDef::fixed(Vec2::from_ints(0, -1)))
+        .unwrap();
+    let ground = ShapeGeometry::Polygon(Polygon::make_box(fx(400), fx(1)));
+    w.create_shape(g, &ShapeDef::default(), ground).unwrap();
+    let ball = ShapeGeometry::Circle(bitroom_sim::Circle {
+        center: Vec2::ZERO,
+        radius: Scalar::ratio(1, 10),
+    });
+    let shoot = |w: &mut World, k: i64| {
+        let def = BodyDef {
+            linear_velocity: Vec2::new(
+                Scalar::from_int(if k % 2 == 0 { 150 } else { -150 }),
+                fx(0),
+            ),
+            bullet: k % 3 == 0,
+            ..BodyDef::dynamic(Vec2::new(
+                Scalar::from_int(if k % 2 == 0 { -390 } else { 390 }),
+                Scalar::ratio(k % 10 + 1, 2),
+            ))
+        };
+        let b = w.create_body(&def).unwrap();
+        w.create_shape(b, &ShapeDef::default(), ball).unwrap();
+    };
+    for k in 0..40 {
+        shoot(&mut w, k);
+    }
+    let small = ShapeGeometry::Polygon(Polygon::make_box(Scalar::ratio(1, 5), Scalar::ratio(1, 5)));
+    for col in 0..1700 {
+        for row in 0..10 {
+            let x = Scalar::ratio(col * 45 - 38_250, 100);
+            let y = Scalar::ratio(row * 40 + 20, 100);
+            let b = w.create_body(&BodyDef::dynamic(Vec2::new(x, y))).unwrap();
+            w.create_shape(b, &ShapeDef::default(), small).unwrap();
+        }
+    }
+    for k in 40..80 {
+        shoot(&mut w, k);
+    }
+    w
+}
+
+/// The finish stage in ranges of the awake bodies gives one thread's
+/// bits, fast bodies and bullets included.
+#[test]
+fn finishing_in_ranges_steps_the_same_on_any_thread_count() {
+    let make = || Scene {
+        world: crowded_range(),
+        step_fn: None,
+    };
+    let w = crowded_range();
+    assert!(w.body_count() > 2 * 8192, "{} bodies", w.body_count());
+    same_for_any_count("crowded range", &make, 20);
+}

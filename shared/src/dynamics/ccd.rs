@@ -189,12 +189,45 @@ impl CcdScratch {
     pub(crate) fn record(&mut self, b: &Body, c: &BodyConfig, s: &SolverBody, dt: Scalar) {
         let k = self.start.len() as u32;
         self.start.push((b.center, b.transform.q));
-        if b.kind == BodyKind::Dynamic && b.first_shape != NONE && is_fast(c, s, dt) {
-            if c.bullet {
-                self.bullets.push(k);
-            } else {
-                self.fast.push(k);
-            }
+        let lists = (&mut self.fast, &mut self.bullets);
+        record_fast(k, b, c, s, dt, lists);
+    }
+
+    /// [`CcdScratch::record`] of every awake body at once, in ranges: the
+    /// start poses to fill (one per awake body, after [`CcdScratch::begin`]),
+    /// each range recording its fast bodies into lists of its own with
+    /// [`record_fast`], which [`CcdScratch::append_fast`] then takes in
+    /// order.
+    pub(crate) fn starts(&mut self, awake: usize) -> &mut [(Vec2, Rot)] {
+        self.start.resize(awake, (Vec2::ZERO, Rot::IDENTITY));
+        &mut self.start
+    }
+
+    /// Takes a range's fast bodies and bullets (see [`CcdScratch::starts`]),
+    /// after those of the ranges before it.
+    pub(crate) fn append_fast(&mut self, fast: &mut Vec<u32>, bullets: &mut Vec<u32>) {
+        self.fast.append(fast);
+        self.bullets.append(bullets);
+    }
+}
+
+/// Notes awake body `k` (`b`, with config `c` and solver state `s`) in
+/// `fast` or `bullets` when it moves far enough this step to need
+/// continuous collision.
+#[inline(always)]
+pub(crate) fn record_fast(
+    k: u32,
+    b: &Body,
+    c: &BodyConfig,
+    s: &SolverBody,
+    dt: Scalar,
+    (fast, bullets): (&mut Vec<u32>, &mut Vec<u32>),
+) {
+    if b.kind == BodyKind::Dynamic && b.first_shape != NONE && is_fast(c, s, dt) {
+        if c.bullet {
+            bullets.push(k);
+        } else {
+            fast.push(k);
         }
     }
 }

@@ -13,6 +13,7 @@
 //! steps of different scenes on one thread).
 
 use super::collide::CollideOut;
+use super::finish::FinishRange;
 use crate::dynamics::ccd::CcdScratch;
 use crate::dynamics::contact::Contact;
 use crate::dynamics::graph::{Graph, PrepareInputs};
@@ -78,6 +79,8 @@ pub(crate) struct Scratch {
     pub(crate) recycler: Recycler,
     /// What each range of the collide stage leaves for its end.
     pub(crate) collide_outs: Vec<CollideOut>,
+    /// What each range of the finish stage's bodies leaves for its end.
+    pub(crate) finish_ranges: Vec<FinishRange>,
 }
 
 impl Scratch {
