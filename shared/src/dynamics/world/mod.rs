@@ -89,7 +89,8 @@ impl World {
     /// workers of a pool this world keeps, which take the parts of a step
     /// that are independent (the contacts' preparation in ranges of whole
     /// windows, the joints' beside them; the pair search in ranges of the
-    /// shapes that moved; the narrow phase in ranges of the contact list). Each part is a function of what it reads,
+    /// shapes that moved; the narrow phase in ranges of the contact list;
+    /// in very large worlds, the bodies' finishing in ranges of them). Each part is a function of what it reads,
     /// written to places of its own, so the world's bits are the same for
     /// any count (`shared/tests/threads.rs`). A world too small to share
     /// out steps on the calling thread alone. One (the default) never
