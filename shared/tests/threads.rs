@@ -202,7 +202,7 @@ fn wide_bed() -> World {
 
 /// Every step's (state hash, event hash) of the wide bed on the thread
 /// counts `plan` gives each step, with a rush of new boxes in one corner
-/// (the ranges' even cut no longer even) and a rollback (a restore keeps
+/// (new contacts in the last range only) and a rollback (a restore keeps
 /// each range's cached bases that still hold) along the way.
 fn wide_trace(plan: &dyn Fn(u32) -> usize) -> Vec<(u64, u64, usize)> {
     let mut w = wide_bed();
@@ -240,9 +240,13 @@ fn wide_trace(plan: &dyn Fn(u32) -> usize) -> Vec<(u64, u64, usize)> {
 
 /// The collide stage walked in ranges (one per thread, each with its own
 /// part of the recycler's bases) gives one thread's bits: begin and end
-/// events, sensor events, sleeping boxes woken across ranges, the ranges
-/// cut again when the new boxes unbalance them, thread counts changed from
-/// step to step (the parts merged and split again), and a restore.
+/// events, sensor events, sleeping boxes woken across ranges, new contacts
+/// crowding one range, thread counts changed from step to step (the parts
+/// merged and cut again), and a restore. (That each basis keeps to the part
+/// of its key through new cuts, which no hash can show, is
+/// `split_passes_keep_each_basis_in_the_part_of_its_key` in `recycle.rs`;
+/// middle ranges on three and four threads at small sizes,
+/// `middle_ranges_keep_their_bits` in `finish.rs`.)
 #[test]
 fn collide_in_ranges_steps_the_same_on_any_thread_count() {
     let mut w = wide_bed();

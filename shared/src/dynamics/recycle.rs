@@ -484,10 +484,13 @@ impl BodyRef {
 /// geometry and relative pose, and each part holds exactly the bases of its
 /// keys; a reference is a function of its body's pose, and each part keeps
 /// its own (a body with contacts in two ranges has one in each part): how
-/// the list is cut changes no bit. A part's references stay with the
-/// thread that walks it, where they were written (made by one thread and
-/// read by another, each was a line moved between the cores: in
-/// `large_pyramid` that cost more than the second thread saved).
+/// the list is cut changes no bit. A part's references are written and read
+/// by the thread that walks it (on two threads, the same one every pass:
+/// the first part on the calling thread, the second on the one worker).
+/// References made by one thread and read by another, as a first version
+/// did, were lines moved between the cores: in `large_pyramid` that cost
+/// more than the second thread saved. At most eight parts (`MAX_RANGES`
+/// in `collide.rs`), each with about 72 bytes a body.
 #[derive(Debug, Default)]
 pub(crate) struct Recycler {
     /// The parts, in ascending keys (at least one after
@@ -499,8 +502,10 @@ pub(crate) struct Recycler {
 
 /// The bases of the contacts whose pair keys are from `from` up to the
 /// next part's, the references of their bodies, and the carries a pass
-/// over them deferred.
+/// over them deferred. Aligned to two lines, so that two ranges' walks
+/// never write one line.
 #[derive(Debug, Default)]
+#[repr(align(128))]
 pub(crate) struct Part {
     /// The first pair key of the part (0 for the first part).
     from: u64,

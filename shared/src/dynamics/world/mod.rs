@@ -90,9 +90,11 @@ impl World {
     /// that are independent (the contacts' preparation in ranges of whole
     /// windows, the joints' beside them; the pair search in ranges of the
     /// shapes that moved; the narrow phase in ranges of the contact list;
-    /// in very large worlds, the bodies' finishing in ranges of them). Each part is a function of what it reads,
-    /// written to places of its own, so the world's bits are the same for
-    /// any count (`shared/tests/threads.rs`). A world too small to share
+    /// in very large worlds, the bodies' finishing in ranges of them).
+    /// Each part is a function of what it reads, written to places of its
+    /// own; what must happen in order (events, the tree's growth) is taken
+    /// from the parts in order on the calling thread. So the world's bits
+    /// are the same for any count (`shared/tests/threads.rs`). A world too small to share
     /// out steps on the calling thread alone. One (the default) never
     /// touches a pool.
     ///

@@ -25,11 +25,20 @@ use crate::geometry::ShapeGeometry;
 /// already cut into ranges stays so down to half as many (so that a list
 /// near the line is not merged and cut again pass after pass, each time
 /// copying every cached basis).
-const PARALLEL_CONTACTS: usize = 1024;
+/// (Unit tests take smaller ranges, so that small worlds cover middle
+/// ranges on three and four threads.)
+const PARALLEL_CONTACTS: usize = if cfg!(test) { 64 } else { 1024 };
+
+/// At most this many ranges (and so parts of the recycler, each with a
+/// reference per body) however many threads: a thread past the eighth
+/// gains little here, and each part costs about 72 bytes a body.
+const MAX_RANGES: usize = 8;
 
 /// What a range of the contact list leaves for the end of the pass (see
-/// [`collide_range`]), in key order. Scratch.
+/// [`collide_range`]), in key order. Scratch. Aligned to two lines, so
+/// that two ranges' pushes never write one line.
 #[derive(Debug, Default)]
+#[repr(align(128))]
 pub(crate) struct CollideOut {
     /// Contacts whose touching flag changed, for their events: the place
     /// in the list and the new flag.
@@ -69,15 +78,16 @@ impl World {
         sc.remove.resize(n, false);
         sc.wake.clear();
         let split = sc.recycler.is_split();
+        let ranges = |p: &rayon::ThreadPool| (p.current_num_threads() + 1).min(MAX_RANGES);
         let pool = pool.filter(|p| {
             let per = if split {
                 PARALLEL_CONTACTS / 2
             } else {
                 PARALLEL_CONTACTS
             };
-            n >= (p.current_num_threads() + 1) * per
+            n >= ranges(p) * per
         });
-        let threads = pool.map_or(1, |p| p.current_num_threads() + 1);
+        let threads = pool.map_or(1, ranges);
         // After the solve: the impulses it accumulated, for the next warm
         // start, in the contacts' key order.
         let (solved, impulses) = if after_solve {
@@ -133,7 +143,10 @@ impl World {
                     let (r, rest) = core::mem::take(&mut remove).split_at_mut(len);
                     remove = rest;
                     let (from, to) = (cuts[i], cuts.get(i + 1).copied().unwrap_or(solved.len()));
-                    let done = (&solved[from..to], &impulses[from..to]);
+                    // (A short impulse list, which `finish` never leaves, is
+                    // read as far as it goes, as one thread reads it.)
+                    let imp = impulses.get(from.min(impulses.len())..to.min(impulses.len()));
+                    let done = (&solved[from..to], imp.unwrap_or(&[]));
                     jobs.push((starts[i], c, r, done, part, out));
                 }
                 let mut jobs = jobs.into_iter();
