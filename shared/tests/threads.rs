@@ -74,19 +74,22 @@ fn tumbling_and_smashing_step_the_same_on_any_thread_count() {
     same_for_any_count("smash", &named("smash"), 30);
 }
 
-/// A bed of bouncy boxes that report hits, dropped on the ground: many
-/// windows of contacts with hit events and restitution.
-fn bouncy_bed() -> Scene {
+/// A world with ground `half_width` metres either side of the origin, its
+/// top at y = 0.
+fn grounded(half_width: i32) -> World {
     let mut w = World::new(WorldDef::default()).unwrap();
     let g = w
         .create_body(&BodyDef::fixed(Vec2::from_ints(0, -1)))
         .unwrap();
-    w.create_shape(
-        g,
-        &ShapeDef::default(),
-        ShapeGeometry::Polygon(Polygon::make_box(fx(110), fx(1))),
-    )
-    .unwrap();
+    let ground = ShapeGeometry::Polygon(Polygon::make_box(fx(half_width), fx(1)));
+    w.create_shape(g, &ShapeDef::default(), ground).unwrap();
+    w
+}
+
+/// A bed of bouncy boxes that report hits, dropped on the ground: many
+/// windows of contacts with hit events and restitution.
+fn bouncy_bed() -> Scene {
+    let mut w = grounded(110);
     let def = ShapeDef {
         restitution: Scalar::ratio(1, 2),
         enable_hit_events: true,
@@ -153,12 +156,7 @@ fn thread_counts_outside_the_range_are_refused() {
 /// them, every contact reporting begin and end events; enough contacts
 /// for three ranges.
 fn wide_bed() -> World {
-    let mut w = World::new(WorldDef::default()).unwrap();
-    let g = w
-        .create_body(&BodyDef::fixed(Vec2::from_ints(0, -1)))
-        .unwrap();
-    let ground = ShapeGeometry::Polygon(Polygon::make_box(fx(200), fx(1)));
-    w.create_shape(g, &ShapeDef::default(), ground).unwrap();
+    let mut w = grounded(200);
     let small = ShapeGeometry::Polygon(Polygon::make_box(Scalar::ratio(1, 4), Scalar::ratio(1, 4)));
     let events = ShapeDef {
         enable_contact_events: true,
@@ -281,12 +279,7 @@ fn collide_in_ranges_steps_the_same_on_any_thread_count() {
 /// through it from both ends of the body list (fast bodies recorded for
 /// continuous collision by the first range and by the last).
 fn crowded_range() -> World {
-    let mut w = World::new(WorldDef::default()).unwrap();
-    let g = w
-        .create_body(&BodyDef::fixed(Vec2::from_ints(0, -1)))
-        .unwrap();
-    let ground = ShapeGeometry::Polygon(Polygon::make_box(fx(400), fx(1)));
-    w.create_shape(g, &ShapeDef::default(), ground).unwrap();
+    let mut w = grounded(400);
     let ball = ShapeGeometry::Circle(bitroom_sim::Circle {
         center: Vec2::ZERO,
         radius: Scalar::ratio(1, 10),

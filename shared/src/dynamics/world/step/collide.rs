@@ -11,6 +11,7 @@
 //! links) is taken range after range, in key order. The same bits for any
 //! thread count.
 
+use super::share_out;
 use crate::collision::shapes_overlap;
 use crate::dynamics::body::{Body, BodyKind, NO_ISLAND};
 use crate::dynamics::contact::{match_impulses, Contact, PreviousPoints};
@@ -149,15 +150,8 @@ impl World {
                     let done = (&solved[from..to], imp.unwrap_or(&[]));
                     jobs.push((starts[i], c, r, done, part, out));
                 }
-                let mut jobs = jobs.into_iter();
-                let first = jobs.next();
-                pool.in_place_scope(|s| {
-                    for (at, c, r, done, part, out) in jobs {
-                        s.spawn(move |_| collide_range(inp, c, at, done, r, part, out));
-                    }
-                    if let Some((at, c, r, done, part, out)) = first {
-                        collide_range(inp, c, at, done, r, part, out);
-                    }
+                share_out(pool, jobs, |(at, c, r, done, part, out)| {
+                    collide_range(inp, c, at, done, r, part, out);
                 });
             }
         }

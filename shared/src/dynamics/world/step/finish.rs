@@ -3,7 +3,7 @@
 //! sleep timers), continuous collision (see `ccd`), the fat boxes, and the
 //! joints that broke destroyed and reported.
 
-use super::Solve;
+use super::{share_out, Solve};
 use crate::collision::SPECULATIVE_DISTANCE;
 use crate::dynamics::body::{Body, BodyConfig, BodyKind, NONE};
 use crate::dynamics::ccd::{self, CcdScratch};
@@ -145,16 +145,7 @@ impl World {
                         finalize(b, c, &s, dt, sleep_on);
                     }
                 };
-                let mut jobs = jobs.into_iter();
-                let first = jobs.next();
-                pool.in_place_scope(|sp| {
-                    for job in jobs {
-                        sp.spawn(move |_| run(job));
-                    }
-                    if let Some(job) = first {
-                        run(job);
-                    }
-                });
+                share_out(pool, jobs, run);
                 for out in &mut sc.finish_ranges[..threads] {
                     sc.ccd.append_fast(&mut out.fast, &mut out.bullets);
                 }
@@ -204,18 +195,9 @@ impl World {
                         }
                     }
                 };
-                let mut jobs = awake
-                    .chunks(per)
-                    .zip(sc.finish_ranges.iter_mut())
-                    .enumerate();
-                let first = jobs.next();
-                pool.in_place_scope(|sp| {
-                    for (r, (ks, out)) in jobs {
-                        sp.spawn(move |_| run(r * per, ks, out));
-                    }
-                    if let Some((_, (ks, out))) = first {
-                        run(0, ks, out);
-                    }
+                let jobs = awake.chunks(per).zip(sc.finish_ranges.iter_mut());
+                share_out(pool, jobs.enumerate(), |(r, (ks, out))| {
+                    run(r * per, ks, out)
                 });
                 for out in &mut sc.finish_ranges[..threads] {
                     for (s, fat) in out.grow.drain(..) {
