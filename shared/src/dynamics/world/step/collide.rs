@@ -80,13 +80,23 @@ impl World {
         sc.wake.clear();
         let split = sc.recycler.is_split();
         let ranges = |p: &rayon::ThreadPool| (p.current_num_threads() + 1).min(MAX_RANGES);
+        // The work: after the solve, the contacts it solved (touching, with
+        // an awake body) and the pairs new this step; the contacts of
+        // sleeping bodies are passed over at almost no cost. (A sleeping
+        // pile of 2 900 contacts took 0.015 ms a pass on one thread and
+        // 0.09 ms shared out, the cost of waking the workers.)
+        let work = if after_solve {
+            sc.solved_keys.len() + sc.new_contacts.len()
+        } else {
+            n
+        };
         let pool = pool.filter(|p| {
             let per = if split {
                 PARALLEL_CONTACTS / 2
             } else {
                 PARALLEL_CONTACTS
             };
-            n >= ranges(p) * per
+            work >= ranges(p) * per
         });
         let threads = pool.map_or(1, ranges);
         // After the solve: the impulses it accumulated, for the next warm
