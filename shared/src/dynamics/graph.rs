@@ -751,6 +751,19 @@ impl Graph {
         );
     }
 
+    /// Prepares every window laid out this step on this thread, with the
+    /// function [`Graph::finish_window`] takes (the same bits).
+    pub(crate) fn prepare_laid_out(&mut self, inp: PrepareInputs<'_>, cold: &mut [ContactCold]) {
+        let used = self.used;
+        prepare_bundles(
+            &mut self.bundles[..used],
+            &mut self.cold[..used],
+            &self.lane_of[..used * LANES],
+            inp,
+            cold,
+        );
+    }
+
     /// Prepares every window laid out this step, in ranges of whole windows of about as
     /// many bundles each, one per thread (`pool`'s workers and this one): the first on this
     /// thread, the others on the workers, with `beside` (more work of the step) on a worker

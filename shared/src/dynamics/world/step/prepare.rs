@@ -194,6 +194,23 @@ impl World {
                 links,
             );
         };
+        // Shared out only if enough of the contacts were solved: in a world
+        // mostly asleep, the windows laid out are prepared here, as alone.
+        let laid_out = pool.is_some();
+        let pool = pool.filter(|p| {
+            let threads = p.current_num_threads() + 1;
+            sc.solve_order.len() >= threads * PARALLEL_CONTACTS
+        });
+        if laid_out && pool.is_none() {
+            let inp = PrepareInputs {
+                contacts: &st.contacts,
+                bodies: &st.bodies,
+                states: &sc.states,
+                slot_of: &sc.slot_of,
+                order: &sc.solve_order,
+            };
+            sc.graph.prepare_laid_out(inp, &mut sc.constraints_cold);
+        }
         match pool {
             Some(pool) => {
                 let inp = PrepareInputs {
