@@ -690,18 +690,56 @@ impl Graph {
     /// every other window by [`Graph::prepare_windows`].)
     pub(crate) fn layout_window(&mut self) -> Option<usize> {
         let first = self.colors.len().saturating_sub(1) / WINDOW * WINDOW;
-        let window = &self.colors[first..];
-        if window.is_empty() {
-            return None;
+        let end = self.colors.len();
+        (first < end).then(|| self.lay_out(first, first..end))
+    }
+
+    /// Lays out every window of the contacts added, window after window
+    /// (as [`Graph::layout_window`] after each).
+    pub(crate) fn layout_all(&mut self) {
+        let n = self.colors.len();
+        for first in (0..n).step_by(WINDOW) {
+            self.lay_out(first, first..(first + WINDOW).min(n));
         }
+    }
+
+    /// Lays out the contacts added group by group (`groups[g]`: the
+    /// places in key order of group `g`'s contacts, none in the overflow),
+    /// each group's window by window as [`Graph::layout_all`] lays out the
+    /// whole list, and returns each group's bundles (first, end). Groups
+    /// share no moving body, so each group's contacts are solved in the
+    /// order of the whole list's: window by window, colour by colour (a
+    /// contact's colour depends only on the colours its bodies hold in
+    /// its window); no bundle holds contacts of two groups.
+    pub(crate) fn layout_groups<'p>(
+        &mut self,
+        groups: impl Iterator<Item = &'p [u32]>,
+        out: &mut Vec<(usize, usize)>,
+    ) {
+        out.clear();
+        for places in groups {
+            let from = self.lane_of.len() / LANES;
+            for run in places.chunk_by(|&x, &y| x as usize / WINDOW == y as usize / WINDOW) {
+                let first = run[0] as usize / WINDOW * WINDOW;
+                self.lay_out(first, run.iter().map(|&k| k as usize));
+            }
+            out.push((from, self.lane_of.len() / LANES));
+        }
+    }
+
+    /// Lays out the contacts at `places` (in key order, all in the window
+    /// that begins at `first`) after the bundles laid out before: each
+    /// colour's contacts fill whole bundles, two-point ones before
+    /// one-point ones, colours in order. Returns the first bundle.
+    fn lay_out(&mut self, first: usize, places: impl Iterator<Item = usize> + Clone) -> usize {
         // Per colour, the contacts with two points, then those with one:
         // a colour's bundles after its first one-point contact have no
         // second point (`Bundle::two`), and the passes skip it there.
         let mut next = [[0usize; 2]; COLORS as usize];
-        let two = &self.two[first..];
-        for (&c, &t) in window.iter().zip(two) {
+        for j in places.clone() {
+            let c = self.colors[j];
             if c != OVERFLOW {
-                next[usize::from(c)][usize::from(!t)] += 1;
+                next[usize::from(c)][usize::from(!self.two[j])] += 1;
             }
         }
         // Each colour's first lane, and the first of its one-point contacts.
@@ -713,12 +751,13 @@ impl Graph {
             lanes += (twos + ones).div_ceil(LANES) * LANES;
         }
         self.lane_of.resize(start + lanes, EMPTY);
-        for (j, (&c, &t)) in window.iter().zip(two).enumerate() {
+        for j in places {
+            let c = self.colors[j];
             if c == OVERFLOW {
                 continue;
             }
-            let place = &mut next[usize::from(c)][usize::from(!t)];
-            self.lane_of[*place] = (first + j) as u32;
+            let place = &mut next[usize::from(c)][usize::from(!self.two[j])];
+            self.lane_of[*place] = j as u32;
             *place += 1;
         }
         let (from, to) = (start / LANES, self.lane_of.len() / LANES);
@@ -730,7 +769,7 @@ impl Graph {
         }
         self.used = to;
         self.windows.push((first as u32, from as u32));
-        Some(from)
+        from
     }
 
     /// Lays out and prepares the last window of contacts added (see
@@ -749,6 +788,52 @@ impl Graph {
             inp,
             cold,
         );
+    }
+
+    /// Each group's bundles, their cold parts and lanes (`ranges`, in
+    /// order and one after another, from [`Graph::layout_groups`]), to
+    /// prepare and solve apart.
+    pub(crate) fn group_parts(&mut self, ranges: &[(usize, usize)]) -> Vec<GroupBundles<'_>> {
+        let used = self.used;
+        let (mut bundles, mut colds) = (&mut self.bundles[..used], &mut self.cold[..used]);
+        let mut out = Vec::with_capacity(ranges.len());
+        for &(from, to) in ranges {
+            let (b, rest) = core::mem::take(&mut bundles).split_at_mut(to - from);
+            bundles = rest;
+            let (c, rest) = core::mem::take(&mut colds).split_at_mut(to - from);
+            colds = rest;
+            out.push(GroupBundles {
+                bundles: b,
+                cold: c,
+                lanes: &self.lane_of[from * LANES..to * LANES],
+            });
+        }
+        out
+    }
+
+    /// Copies each hit-reporting lane's approach speeds into its contact's
+    /// cold entry, as preparing a window does as it goes (groups,
+    /// prepared apart, leave it for here).
+    pub(crate) fn approach_speeds_to(
+        &self,
+        contacts: &[Contact],
+        order: &[u32],
+        cold: &mut [ContactCold],
+    ) {
+        for bcold in &self.cold[..self.used] {
+            let rv = bcold.relative_velocity.map(Wide::to_array);
+            for (i, &k) in bcold.index.iter().enumerate() {
+                let Some(&ci) = order.get(k as usize) else {
+                    continue;
+                };
+                if !contacts[ci as usize].hit_events {
+                    continue;
+                }
+                if let Some(cold) = cold_entry(cold, k) {
+                    cold.relative_velocity = [rv[0][i], rv[1][i]];
+                }
+            }
+        }
     }
 
     /// Prepares every window laid out this step on this thread, with the
@@ -861,7 +946,14 @@ impl Graph {
     /// the same body.
     #[cfg(debug_assertions)]
     pub(crate) fn check(&self, moves: impl Fn(u32) -> bool) {
-        for (bundle, bcold) in self.bundles().iter().zip(&self.cold) {
+        self.check_range((0, self.used), moves);
+    }
+
+    /// [`Graph::check`] for the bundles `from..to` (a group's, whose slots
+    /// are its own).
+    #[cfg(debug_assertions)]
+    pub(crate) fn check_range(&self, (from, to): (usize, usize), moves: impl Fn(u32) -> bool) {
+        for (bundle, bcold) in self.bundles[from..to].iter().zip(&self.cold[from..to]) {
             let mut seen = [u32::MAX; 2 * LANES];
             for i in 0..LANES {
                 if bcold.index[i] == EMPTY {
@@ -875,6 +967,23 @@ impl Graph {
                 }
             }
         }
+    }
+}
+
+/// One group's bundles (see [`Graph::layout_groups`]): its slots are
+/// its own, numbered from its static dummy.
+pub(crate) struct GroupBundles<'a> {
+    pub(crate) bundles: &'a mut [Bundle],
+    pub(crate) cold: &'a mut [BundleCold],
+    lanes: &'a [u32],
+}
+
+impl GroupBundles<'_> {
+    /// Prepares the group's bundles, as [`Graph::finish_window`] prepares a
+    /// window, from `inp` (whose states and slots are the group's), but
+    /// without the cold entries ([`Graph::approach_speeds_to`]).
+    pub(crate) fn prepare(&mut self, inp: PrepareInputs<'_>) {
+        prepare_bundles(self.bundles, self.cold, self.lanes, inp, &mut []);
     }
 }
 

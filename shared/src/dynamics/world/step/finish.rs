@@ -34,11 +34,14 @@ impl World {
             &mut sc.states,
             set.restitution_threshold,
         );
-        graph::apply_restitution(
-            sc.graph.bundles_mut(),
-            &mut sc.states,
-            set.restitution_threshold,
-        );
+        // (Groups, solved apart, applied theirs at their substeps' end.)
+        if sc.groups.used == 0 {
+            graph::apply_restitution(
+                sc.graph.bundles_mut(),
+                &mut sc.states,
+                set.restitution_threshold,
+            );
+        }
         // The impulses go into the key-ordered list; `collide`,
         // which visits every contact anyway, stores them for the next warm
         // start (a pass of its own cost a cache miss per contact on large

@@ -36,6 +36,7 @@
 
 mod collide;
 mod finish;
+mod groups;
 mod pairs;
 mod prepare;
 mod scratch;

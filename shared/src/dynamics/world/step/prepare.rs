@@ -18,7 +18,7 @@ const PREFETCH_AHEAD: usize = 16;
 
 /// Contacts per thread below which a step prepares them on its own thread
 /// (handing out less work costs more than it saves).
-const PARALLEL_CONTACTS: usize = 1024;
+const PARALLEL_CONTACTS: usize = if cfg!(test) { 64 } else { 1024 };
 
 impl World {
     /// Prepares the solve; `None` when no body is awake (nothing to solve).
@@ -39,6 +39,7 @@ impl World {
         sc.constraints_cold.clear();
         sc.solved_keys.clear();
         sc.impulses.clear();
+        sc.groups.used = 0;
 
         // A joint is never solved against a sleeping body: wake it.
         if !st.joints.is_empty() {
@@ -152,26 +153,13 @@ impl World {
             } else if c.hit_events {
                 sc.constraints_cold.push(ContactCold::new(ci as u32, k, c));
             }
-            if sc.graph.window_full() {
-                if pool.is_some() {
-                    sc.graph.layout_window();
-                } else {
-                    sc.finish_window(st);
-                }
-            }
-        }
-        if !sc.graph.window_full() {
-            if pool.is_some() {
-                sc.graph.layout_window();
-            } else {
+            if pool.is_none() && sc.graph.window_full() {
                 sc.finish_window(st);
             }
         }
-        #[cfg(debug_assertions)]
-        sc.graph.check(|s| {
-            // From the states themselves, not from `moving`.
-            sc.states.moves(s)
-        });
+        if pool.is_none() && !sc.graph.window_full() {
+            sc.finish_window(st);
+        }
 
         // Prepare joints: rigid parts use the joint softness, capped at a
         // quarter of the substep rate.
@@ -195,13 +183,55 @@ impl World {
             );
         };
         // Shared out only if enough of the contacts were solved: in a world
-        // mostly asleep, the windows laid out are prepared here, as alone.
-        let laid_out = pool.is_some();
-        let pool = pool.filter(|p| {
-            let threads = p.current_num_threads() + 1;
-            sc.solve_order.len() >= threads * PARALLEL_CONTACTS
-        });
-        if laid_out && pool.is_none() {
+        // mostly asleep, the windows are laid out and prepared here, as
+        // alone. With enough, in groups of bodies that no contact joins
+        // (see `groups`) where the world has them, each group's contacts
+        // laid out apart and prepared on a thread; otherwise in ranges of
+        // whole windows.
+        let deferred = pool.is_some();
+        let threads = pool.map_or(1, |p| p.current_num_threads() + 1);
+        let pool = pool.filter(|_| sc.solve_order.len() >= threads * PARALLEL_CONTACTS);
+        let grouped = pool.is_some()
+            && sc.constraints.is_empty()
+            && !st.joints.iter().any(|j| j.alive)
+            && sc
+                .groups
+                .plan(threads, &sc.links, &sc.states, &sc.awake, st.bodies.len());
+        if grouped {
+            let groups = &mut sc.groups;
+            let places = groups.list[..groups.used].iter().map(|g| &g.places[..]);
+            sc.graph.layout_groups(places, &mut groups.bundles);
+            let parts = sc.graph.group_parts(&groups.bundles);
+            let (contacts, bodies, order) = (&st.contacts[..], &st.bodies[..], &sc.solve_order[..]);
+            let local_of = &groups.local_of[..];
+            if let Some(pool) = pool {
+                super::share_out(
+                    pool,
+                    parts.into_iter().zip(&groups.list),
+                    |(mut part, g)| {
+                        part.prepare(PrepareInputs {
+                            contacts,
+                            bodies,
+                            states: &g.states,
+                            slot_of: local_of,
+                            order,
+                        });
+                    },
+                );
+            }
+            if any_hit_events {
+                sc.graph
+                    .approach_speeds_to(contacts, order, &mut sc.constraints_cold);
+            }
+            #[cfg(debug_assertions)]
+            for (g, &range) in groups.list.iter().zip(&groups.bundles) {
+                sc.graph.check_range(range, |s| g.states.moves(s));
+            }
+            joints(&mut sc.joints, &mut sc.links);
+        } else {
+            if deferred {
+                sc.graph.layout_all();
+            }
             let inp = PrepareInputs {
                 contacts: &st.contacts,
                 bodies: &st.bodies,
@@ -209,22 +239,26 @@ impl World {
                 slot_of: &sc.slot_of,
                 order: &sc.solve_order,
             };
-            sc.graph.prepare_laid_out(inp, &mut sc.constraints_cold);
-        }
-        match pool {
-            Some(pool) => {
-                let inp = PrepareInputs {
-                    contacts: &st.contacts,
-                    bodies: &st.bodies,
-                    states: &sc.states,
-                    slot_of: &sc.slot_of,
-                    order: &sc.solve_order,
-                };
-                let (out, links) = (&mut sc.joints, &mut sc.links);
-                sc.graph
-                    .prepare_windows(pool, inp, &mut sc.constraints_cold, || joints(out, links));
+            match pool {
+                Some(pool) => {
+                    let (out, links) = (&mut sc.joints, &mut sc.links);
+                    sc.graph
+                        .prepare_windows(pool, inp, &mut sc.constraints_cold, || {
+                            joints(out, links)
+                        });
+                }
+                None => {
+                    if deferred {
+                        sc.graph.prepare_laid_out(inp, &mut sc.constraints_cold);
+                    }
+                    joints(&mut sc.joints, &mut sc.links);
+                }
             }
-            None => joints(&mut sc.joints, &mut sc.links),
+            #[cfg(debug_assertions)]
+            sc.graph.check(|s| {
+                // From the states themselves, not from `moving`.
+                sc.states.moves(s)
+            });
         }
         Some(Solve {
             dt,

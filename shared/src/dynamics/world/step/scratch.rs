@@ -14,6 +14,7 @@
 
 use super::collide::CollideOut;
 use super::finish::FinishRange;
+use super::groups::Groups;
 use crate::dynamics::ccd::CcdScratch;
 use crate::dynamics::contact::Contact;
 use crate::dynamics::graph::{Graph, PrepareInputs};
@@ -51,6 +52,8 @@ pub(crate) struct Scratch {
     pub(crate) solve_order: Vec<u32>,
     /// The coloured contacts, in bundles (see `graph`).
     pub(crate) graph: Graph,
+    /// The step's groups, when it solves in groups (see `groups`).
+    pub(crate) groups: Groups,
     pub(crate) candidates: Vec<u32>,
     pub(crate) pairs: Vec<u64>,
     /// The pair search's candidates and pairs on each worker (see

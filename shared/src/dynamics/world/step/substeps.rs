@@ -25,7 +25,7 @@ use super::Solve;
 use crate::dynamics::body::{angular_speed_cap, BodyKind};
 use crate::dynamics::graph;
 use crate::dynamics::joint;
-use crate::dynamics::solver;
+use crate::dynamics::solver::{self, SolverBody};
 use crate::dynamics::world::World;
 use crate::math::{Scalar, Vec2};
 
@@ -40,6 +40,7 @@ impl World {
             joints: jctx,
             ..
         } = *solve;
+        let pool = self.pool.as_deref();
         let st = &mut self.state;
         let sc = &mut self.scratch;
         let set = st.settings;
@@ -90,6 +91,44 @@ impl World {
             }
         }
 
+        if sc.groups.used > 0 {
+            // Each group's substeps and restitution on a thread (see
+            // `groups`: no joint and no contact solved one at a time).
+            let Some(pool) = pool else {
+                unreachable!("groups are planned only with workers")
+            };
+            let groups = &mut sc.groups;
+            let parts = sc.graph.group_parts(&groups.bundles);
+            let jobs = parts.into_iter().zip(&mut groups.list[..groups.used]);
+            let deltas = &deltas[..];
+            let threshold = set.restitution_threshold;
+            let push = set.contact_push_max_velocity;
+            super::share_out(pool, jobs, |(part, g)| {
+                let states = &mut g.states;
+                for _ in 0..n {
+                    for (k, &s) in g.members.iter().enumerate() {
+                        integrate_velocity(
+                            &mut states.bodies[k + 1],
+                            &deltas[s as usize - 1],
+                            max_v,
+                        );
+                    }
+                    graph::warm_start(part.bundles, states);
+                    graph::solve::<true>((part.bundles, part.cold), states, &soft, inv_h_int, push);
+                    graph::integrate_positions(&mut states.bodies[1..], h);
+                    graph::solve::<false>(
+                        (part.bundles, part.cold),
+                        states,
+                        &soft,
+                        inv_h_int,
+                        push,
+                    );
+                }
+                graph::apply_restitution((part.bundles, part.cold), states, threshold);
+            });
+            groups.copy_out(&mut sc.states);
+            return;
+        }
         for _ in 0..n {
             // Integrate velocities, capping the speeds: Box2D's caps (see
             // `angular_speed_cap`), taken here and not where Box2D takes
@@ -99,15 +138,7 @@ impl World {
             // behaviour suite's 960 ragdoll heaps, 23 never slept (9 with
             // the cap here, 3 in Box2D) and a heap's joint opened 12 cm.
             for (k, d) in deltas.iter().enumerate() {
-                let s = &mut sc.states.bodies[k + 1];
-                // Undamped bodies (damping factor exactly one) skip the
-                // products by one, which would not change a bit.
-                let ld = d.linear_damping;
-                let ad = d.angular_damping;
-                let v = if ld == Scalar::ONE { s.v } else { s.v * ld };
-                let w = if ad == Scalar::ONE { s.w } else { s.w * ad };
-                s.v = (d.dv + v).clamp_length(max_v);
-                s.w = (d.dw + w).clamp(-d.spin_cap, d.spin_cap);
+                integrate_velocity(&mut sc.states.bodies[k + 1], d, max_v);
             }
             joint::warm_start(&mut sc.joints, &mut sc.states);
             solver::warm_start(&sc.constraints, &mut sc.states);
@@ -149,6 +180,19 @@ impl World {
             joint::solve(&mut sc.joints, &mut sc.states, &jctx, false);
         }
     }
+}
+
+/// Integrates a body's velocity over a substep by `d`, capping its speeds.
+#[inline(always)]
+fn integrate_velocity(s: &mut SolverBody, d: &Increment, max_v: Scalar) {
+    // Undamped bodies (damping factor exactly one) skip the products by
+    // one, which would not change a bit.
+    let ld = d.linear_damping;
+    let ad = d.angular_damping;
+    let v = if ld == Scalar::ONE { s.v } else { s.v * ld };
+    let w = if ad == Scalar::ONE { s.w } else { s.w * ad };
+    s.v = (d.dv + v).clamp_length(max_v);
+    s.w = (d.dw + w).clamp(-d.spin_cap, d.spin_cap);
 }
 
 /// What integrating the velocities adds to one body each substep: its

@@ -1,0 +1,285 @@
+//! Groups of the solve: the awake bodies split into groups that no solved
+//! contact joins, each group's contacts prepared and its substeps run on a
+//! thread of its own, with one thread's bits.
+//!
+//! # Why the bits are the same
+//!
+//! A pass of the solver changes a body only through the contacts that
+//! hold it, so what a body ends with depends only on the order of the
+//! passes over its own contacts. Two contacts of different groups share
+//! no body (a kinematic body joins the groups of what it touches, since
+//! its positions move in the substeps; the static dummy, slot 0, is never
+//! written). So each group, solved alone in the order the whole list is
+//! solved in (window by window, colour by colour: `graph`), ends as it
+//! would have in the whole solve, whichever thread solves it and whatever
+//! the other groups do meanwhile. A contact's colour depends only on the
+//! colours its two bodies already hold in its window, and those come from
+//! contacts of the same group, so colouring the whole list, as alone, and
+//! laying its bundles out group by group gives every group the same
+//! colours ([`crate::dynamics::graph::Graph::layout_groups`]).
+//!
+//! Each group has its own solver states, numbered from its own static
+//! dummy: copied in from the step's states after they are made, and
+//! copied back once the substeps and restitution are done, so that the
+//! finish stage reads the step's states as alone.
+//!
+//! # When
+//!
+//! With workers, enough solved contacts for a window per thread, no joint
+//! and nothing in the overflow list (joints and the one-at-a-time
+//! contacts stay in one solve, for now), and groups of about an even
+//! share: many piles, a field of debris. One big pile is one group and is
+//! solved as alone.
+
+use crate::dynamics::solver::States;
+
+/// One group of the step's solve.
+#[derive(Debug, Default)]
+pub(crate) struct SolveGroup {
+    /// The group's solver states: its static dummy in slot 0, then the
+    /// bodies of `members`, in order.
+    pub(crate) states: States,
+    /// The step's solver slot of the group's slot `k + 1`.
+    pub(crate) members: Vec<u32>,
+    /// Its contacts' places in the step's key order.
+    pub(crate) places: Vec<u32>,
+}
+
+/// The step's groups (scratch).
+#[derive(Debug, Default)]
+pub(crate) struct Groups {
+    /// The groups; the first `used` are this step's.
+    pub(crate) list: Vec<SolveGroup>,
+    /// How many groups this step solves apart; zero when the step solves
+    /// as one (alone).
+    pub(crate) used: usize,
+    /// Each group's bundles (first, end), from the layout.
+    pub(crate) bundles: Vec<(usize, usize)>,
+    /// Per body, its slot in its group (0: not solved this step).
+    pub(crate) local_of: Vec<u32>,
+    /// Union-find over the step's slots (the root of a set its smallest
+    /// slot).
+    parent: Vec<u32>,
+    /// Per slot: for a root, its set's work; then its group.
+    work: Vec<u64>,
+}
+
+fn find(parent: &mut [u32], mut i: u32) -> u32 {
+    while parent[i as usize] != i {
+        let p = parent[i as usize];
+        parent[i as usize] = parent[p as usize];
+        i = p;
+    }
+    i
+}
+
+impl Groups {
+    /// Plans the step's groups for `threads` threads from `links` (the
+    /// slots of each contact solved, in key order; 0 for a body not
+    /// solved), the step's `states` and `awake` bodies (slot `k + 1` is
+    /// body `awake[k]`) among `bodies` bodies. Sets of joined bodies are
+    /// dealt to the groups in the order of their first slot, each group
+    /// taking about an even share of the work (a body counts one, a
+    /// contact two). Returns whether the step solves in groups: at least
+    /// two, none with more than three quarters of the work.
+    pub(crate) fn plan(
+        &mut self,
+        threads: usize,
+        links: &[(u32, u32)],
+        states: &States,
+        awake: &[u32],
+        bodies: usize,
+    ) -> bool {
+        self.used = 0;
+        let slots = states.len();
+        if threads < 2 || slots < 3 {
+            return false;
+        }
+        let parent = &mut self.parent;
+        parent.clear();
+        parent.extend(0..slots as u32);
+        for &(a, b) in links {
+            if a != 0 && b != 0 {
+                let (ra, rb) = (find(parent, a), find(parent, b));
+                if ra != rb {
+                    parent[ra.max(rb) as usize] = ra.min(rb);
+                }
+            }
+        }
+        let work = &mut self.work;
+        work.clear();
+        work.resize(slots, 0);
+        for s in 1..slots as u32 {
+            work[find(parent, s) as usize] += 1;
+        }
+        for &(a, b) in links {
+            let s = if a != 0 { a } else { b };
+            work[find(parent, s) as usize] += 2;
+        }
+        let total: u64 = work.iter().sum();
+        // Sets to groups: a set's root is its first slot, so each set is
+        // dealt when its root comes; `work` then holds each slot's group.
+        let mut shares = vec![0u64; threads];
+        let (mut g, mut done) = (0, 0u64);
+        for s in 1..slots {
+            let root = find(parent, s as u32) as usize;
+            if root == s {
+                let w = work[s];
+                shares[g] += w;
+                done += w;
+                work[s] = g as u64;
+                if done * threads as u64 >= (g as u64 + 1) * total && g + 1 < threads {
+                    g += 1;
+                }
+            } else {
+                work[s] = work[root];
+            }
+        }
+        let biggest = shares.iter().copied().max().unwrap_or(0);
+        if shares.iter().filter(|&&w| w > 0).count() < 2 || biggest * 4 > total * 3 {
+            return false;
+        }
+        if self.list.len() < threads {
+            self.list.resize_with(threads, SolveGroup::default);
+        }
+        let list = &mut self.list[..threads];
+        for grp in list.iter_mut() {
+            grp.states.reset();
+            grp.members.clear();
+            grp.places.clear();
+        }
+        self.local_of.clear();
+        self.local_of.resize(bodies, 0);
+        for s in 1..slots {
+            let grp = &mut list[work[s] as usize];
+            grp.members.push(s as u32);
+            grp.states.push(states.get(s as u32));
+            self.local_of[awake[s - 1] as usize] = grp.members.len() as u32;
+        }
+        for (k, &(a, b)) in links.iter().enumerate() {
+            let s = if a != 0 { a } else { b };
+            list[work[s as usize] as usize].places.push(k as u32);
+        }
+        self.used = threads;
+        true
+    }
+
+    /// Copies the groups' states back into the step's.
+    pub(crate) fn copy_out(&self, states: &mut States) {
+        for grp in &self.list[..self.used] {
+            for (k, &s) in grp.members.iter().enumerate() {
+                states.bodies[s as usize] = grp.states.bodies[k + 1];
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{
+        BodyDef, BodyKind, Circle, Polygon, Scalar, ShapeDef, ShapeGeometry, Vec2, World, WorldDef,
+    };
+
+    /// Forty-eight stacks of six boxes (a group each, or several stacks a
+    /// group), bouncy balls reporting hits dropped on them, and a kinematic
+    /// plank sliding across the tops of the first two stacks: it joins
+    /// their groups (it moves in the substeps), and is created last, so its
+    /// slot comes after every other body's.
+    fn piles() -> (World, [u32; 3]) {
+        let mut w = World::new(WorldDef::default()).unwrap();
+        let g = w
+            .create_body(&BodyDef::fixed(Vec2::from_ints(0, -1)))
+            .unwrap();
+        let wide = ShapeGeometry::Polygon(Polygon::make_box(Scalar::from_int(200), Scalar::ONE));
+        w.create_shape(g, &ShapeDef::default(), wide).unwrap();
+        let unit = ShapeGeometry::Polygon(Polygon::make_box(Scalar::HALF, Scalar::HALF));
+        let mut tops = [0; 2];
+        for i in 0..48 {
+            for j in 0..6 {
+                let x = Scalar::from_int(i * 5 - 120);
+                let y = Scalar::HALF + Scalar::ratio(j * 101, 100);
+                let b = w.create_body(&BodyDef::dynamic(Vec2::new(x, y))).unwrap();
+                w.create_shape(b, &ShapeDef::default(), unit).unwrap();
+                if i < 2 && j == 5 {
+                    tops[i as usize] = b.index;
+                }
+            }
+        }
+        let ball = ShapeGeometry::Circle(Circle {
+            center: Vec2::ZERO,
+            radius: Scalar::ratio(1, 4),
+        });
+        for k in 0..24 {
+            let def = ShapeDef {
+                restitution: Scalar::HALF,
+                enable_hit_events: true,
+                ..ShapeDef::default()
+            };
+            let at = Vec2::new(
+                Scalar::from_int(k * 10 - 119),
+                Scalar::from_int(8 + k % 3 * 2),
+            );
+            let b = w.create_body(&BodyDef::dynamic(at)).unwrap();
+            w.create_shape(b, &def, ball).unwrap();
+        }
+        let plank = w
+            .create_body(&BodyDef {
+                kind: BodyKind::Kinematic,
+                linear_velocity: Vec2::new(Scalar::ratio(1, 2), Scalar::ZERO),
+                ..BodyDef::dynamic(Vec2::new(Scalar::ratio(-235, 2), Scalar::ratio(611, 100)))
+            })
+            .unwrap();
+        let board =
+            ShapeGeometry::Polygon(Polygon::make_box(Scalar::ratio(7, 2), Scalar::ratio(1, 10)));
+        w.create_shape(plank, &ShapeDef::default(), board).unwrap();
+        (w, [plank.index, tops[0], tops[1]])
+    }
+
+    /// The piles on 2, 3 and 4 threads: every step's state and event
+    /// hashes as on one thread; steps solved in groups, and in some the
+    /// plank's group held both stacks it touches.
+    #[test]
+    fn groups_keep_their_bits() {
+        let run = |threads: usize| {
+            let (mut w, [plank, top0, top1]) = piles();
+            w.set_threads(threads).unwrap();
+            let (mut digest, mut grouped, mut joined, mut hits) = (0u64, 0, 0, 0);
+            for _ in 0..90 {
+                w.step();
+                hits += w.contact_events().hit.len();
+                for v in [w.state_hash(), w.event_hash()] {
+                    digest = (digest ^ v).wrapping_mul(0x0000_0100_0000_01b3);
+                }
+                // The step's buffers are the thread's: look at them here.
+                w.take_shared_scratch();
+                let sc = &w.scratch;
+                if sc.groups.used == 0 {
+                    continue;
+                }
+                grouped += 1;
+                let group_of = |b: u32| {
+                    let slot = sc.slot_of[b as usize];
+                    let list = &sc.groups.list[..sc.groups.used];
+                    list.iter().position(|g| g.members.contains(&slot))
+                };
+                let g = group_of(plank);
+                if g.is_some() && g == group_of(top0) && g == group_of(top1) {
+                    joined += 1;
+                }
+            }
+            (digest, grouped, joined, hits)
+        };
+        let (one, grouped, _, hits) = run(1);
+        assert_eq!(grouped, 0, "one thread solves as one");
+        assert!(hits > 10, "{hits} hits");
+        for threads in [2, 3, 4] {
+            let (digest, grouped, joined, _) = run(threads);
+            assert!(grouped > 30, "{threads} threads: {grouped} steps in groups");
+            assert!(
+                joined > 10,
+                "{threads} threads: the plank joined its stacks {joined} times"
+            );
+            assert_eq!(digest, one, "{threads} threads");
+        }
+    }
+}
