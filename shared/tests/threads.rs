@@ -8,7 +8,9 @@
 //! sensors and sleeping bodies where the narrow phase walks the contact
 //! list in ranges. Dropping part of any range's work fails these (tried
 //! for the preparation and the pair search, and for the events of the
-//! narrow phase's second range).
+//! narrow phase's second range). The beds, many separate heaps, are also
+//! solved in groups (`world/step/groups.rs`): skipping a group's
+//! restitution or its approach speeds fails them (tried).
 
 use bitroom_sim::scene::{build_scene, Scene};
 use bitroom_sim::{fx, BodyDef, Polygon, Scalar, ShapeDef, ShapeGeometry, Vec2, World, WorldDef};

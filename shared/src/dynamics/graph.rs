@@ -170,7 +170,8 @@ impl PointState {
 /// only restitution and hit events need is kept apart in [`BundleCold`].
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Bundle {
-    /// Solver slots of the bodies (0: the static dummy; also empty lanes).
+    /// Solver slots of the bodies (0: the static dummy; also empty lanes):
+    /// the step's, or, when the step solves in groups, the group's.
     a: [u32; LANES],
     b: [u32; LANES],
     /// Lanes against a body that does not move (the stiffer softness).
@@ -589,7 +590,8 @@ pub(crate) struct Graph {
     cold: Vec<BundleCold>,
     /// How many of `bundles` this step uses.
     used: usize,
-    /// Each window laid out this step: its first contact (place in key
+    /// Each window laid out this step (each group's stretch of a window,
+    /// when the step solves in groups): its first contact (place in key
     /// order) and its first bundle.
     windows: Vec<(u32, u32)>,
     /// This step gives contacts between two moving bodies the highest free
@@ -612,7 +614,8 @@ impl Graph {
         self.used = 0;
     }
 
-    /// This step's bundles, in solving order.
+    /// This step's bundles, in solving order (when the step solves in
+    /// groups, group after group: each group's in its solving order).
     pub(crate) fn bundles(&self) -> &[Bundle] {
         &self.bundles[..self.used]
     }
@@ -686,8 +689,9 @@ impl Graph {
     /// bundles in key order, two-point ones before one-point ones, colours
     /// in order, after the bundles of the windows before. Returns the
     /// window's first bundle, or `None` when nothing was added since.
-    /// (Prepared as it is laid out by [`Graph::finish_window`], or with
-    /// every other window by [`Graph::prepare_windows`].)
+    /// (For [`Graph::finish_window`], which prepares it as it is laid out;
+    /// a step shared out lays out every window at once, [`Graph::layout_all`]
+    /// or [`Graph::layout_groups`].)
     pub(crate) fn layout_window(&mut self) -> Option<usize> {
         let first = self.colors.len().saturating_sub(1) / WINDOW * WINDOW;
         let end = self.colors.len();
@@ -820,7 +824,12 @@ impl Graph {
         order: &[u32],
         cold: &mut [ContactCold],
     ) {
-        for bcold in &self.cold[..self.used] {
+        for (bundle, bcold) in self.bundles[..self.used].iter().zip(&self.cold) {
+            // A lane that reports hits reads its velocities (`prepare_bundles`):
+            // a bundle that tracks none has no such lane.
+            if !bundle.track_max {
+                continue;
+            }
             let rv = bcold.relative_velocity.map(Wide::to_array);
             for (i, &k) in bcold.index.iter().enumerate() {
                 let Some(&ci) = order.get(k as usize) else {

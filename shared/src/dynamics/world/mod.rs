@@ -88,9 +88,12 @@ impl World {
     /// Steps on `threads` threads: the calling one and `threads − 1`
     /// workers of a pool this world keeps, which take the parts of a step
     /// that are independent (the contacts' preparation in ranges of whole
-    /// windows, the joints' beside them; the pair search in ranges of the
-    /// shapes that moved; the narrow phase in ranges of the contact list;
-    /// in very large worlds, the bodies' finishing in ranges of them).
+    /// windows, the joints' beside them; in a world of many separate piles
+    /// without joints, the solve itself, in groups of bodies that no
+    /// contact joins, each group's contacts prepared and solved on a
+    /// thread; the pair search in ranges of the shapes that moved; the
+    /// narrow phase in ranges of the contact list; in very large worlds,
+    /// the bodies' finishing in ranges of them).
     /// Each part is a function of what it reads, written to places of its
     /// own; what must happen in order (events, the tree's growth) is taken
     /// from the parts in order on the calling thread. So the world's bits

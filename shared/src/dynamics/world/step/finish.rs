@@ -1,4 +1,5 @@
-//! Stage **finish**, the last of the solve: restitution, the impulses stored
+//! Stage **finish**, the last of the solve: restitution (a step solved in
+//! groups applied it at each group's end, `substeps`), the impulses stored
 //! for the next warm start, hit events, the bodies finalized (transforms,
 //! sleep timers), continuous collision (see `ccd`), the fat boxes, and the
 //! joints that broke destroyed and reported.

@@ -86,10 +86,11 @@ impl World {
         sc.links.clear();
         sc.solve_order.clear();
         sc.graph.begin(sc.states.len(), st.tick & 1 == 1);
-        // With workers and a window of contacts per thread: colour and lay out
-        // every window first, then prepare them in ranges on the workers
-        // (the same bits: `Graph::prepare_windows`). Alone: prepare each
-        // window as soon as it is coloured, while its contacts are in cache.
+        // With workers and a window of contacts per thread: colour every
+        // contact first, then lay out and prepare (after the loop: on the
+        // workers, in groups or in ranges of windows, or here when few were
+        // solved; the same bits). Alone: prepare each window as soon as it
+        // is coloured, while its contacts are in cache.
         let pool = pool.filter(|p| {
             let threads = p.current_num_threads() + 1;
             st.contacts.len() >= threads * PARALLEL_CONTACTS
