@@ -718,49 +718,129 @@ pub(crate) fn prepare(
             continue;
         }
         links.push((a, b));
-        let (ba, bb) = (&bodies[j.body_a as usize], &bodies[j.body_b as usize]);
-        let (sa, sb) = (&states.get(a), &states.get(b));
-        let m = Masses {
-            ma: sa.inv_mass,
-            ia: sa.inv_inertia,
-            mb: sb.inv_mass,
-            ib: sb.inv_inertia,
-        };
-        out.breakable |= j.break_force != Scalar::MAX || j.break_torque != Scalar::MAX;
-        // A plain hinge never reads the joint angle: skip its atan2.
-        let f = match &j.kind {
-            JointKind::Revolute(p) if !p.uses_angle() => anchor_frame(j, ba, bb, config),
-            _ => frame_of(j, ba, bb, config),
-        };
-        let data = match &j.kind {
-            JointKind::Revolute(p) => {
-                out.revolutes.push(ji as u32, j, p, &f, a, b, &m, ctx);
-                continue;
-            }
-            JointKind::Prismatic(p) => {
-                Prepared::Prismatic(prismatic::prepare(p, &f, &m, ctx, ba.transform.q))
-            }
-            JointKind::Weld(p) => Prepared::Weld(weld::prepare(p, &m, ctx)),
-            JointKind::Wheel(p) => Prepared::Wheel(wheel::prepare(p, &f, &m, ctx, ba.transform.q)),
-            JointKind::Distance(p) => Prepared::Distance(distance::prepare(p, &f, &m, ctx)),
-            JointKind::Pulley(p) => {
-                Prepared::Pulley(pulley::prepare(p, &f, &m, ba.center, bb.center))
-            }
-            JointKind::Angle(p) => Prepared::Angle(angle::prepare(p, &m, ctx)),
-            JointKind::Motor(p) => Prepared::Motor(motor::prepare(p, &m, ctx)),
-            JointKind::Target(p) => Prepared::Target(target::prepare(p, &f, &m, ctx, bb.center)),
-            JointKind::Friction(p) => Prepared::Friction(friction::prepare(p, &m, ctx)),
-        };
-        out.others.push(JointConstraint {
-            joint: ji as u32,
-            a,
-            b,
-            frame: f,
-            imp: j.impulses,
-            data,
-        });
+        prepare_one((ji as u32, j), (a, b), (bodies, config), states, ctx, out);
     }
     out.revolutes.finish();
+}
+
+/// The step's solver slots of the bodies of every joint [`prepare`]
+/// prepares, in joint order, with whether each revolute's bodies move.
+pub(crate) fn solved<'a>(
+    joints: &'a [Joint],
+    slot_of: &'a [u32],
+) -> impl Iterator<Item = (u32, &'a Joint, (u32, u32))> + 'a {
+    joints.iter().enumerate().filter_map(move |(ji, j)| {
+        let (a, b) = (slot_of[j.body_a as usize], slot_of[j.body_b as usize]);
+        (j.alive && (a != 0 || b != 0)).then_some((ji as u32, j, (a, b)))
+    })
+}
+
+/// The window the whole list's colouring gives each revolute [`prepare`]
+/// prepares, in order (for [`prepare_group`]); `masks` is scratch.
+pub(crate) fn revolute_windows(
+    joints: &[Joint],
+    slot_of: &[u32],
+    states: &States,
+    masks: &mut Vec<(u32, u64)>,
+    out: &mut Vec<u32>,
+) {
+    let moves = |s: u32| {
+        let m = states.get(s);
+        !(m.inv_mass.is_zero() && m.inv_inertia.is_zero())
+    };
+    let revolutes = solved(joints, slot_of)
+        .filter(|(_, j, _)| matches!(j.kind, JointKind::Revolute(_)))
+        .map(|(_, _, (a, b))| ((a, b), (moves(a), moves(b))));
+    revolute::windows(revolutes, masks, states.len(), out);
+}
+
+/// Prepares a group's joints (see `world/step/groups.rs`): those [`prepare`]
+/// prepares whose solved body is in the group (`mine`, by its step slot;
+/// `slot_of` the step's slots, `local_of` the group's, `states` the
+/// group's), each revolute in the window the whole list's colouring gives
+/// it (`windows`, from [`revolute_windows`]). The group's joints are solved
+/// in the order the whole list solves them, so with the same bits.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn prepare_group(
+    (joints, bodies, config): (&[Joint], &[Body], &[BodyConfig]),
+    (slot_of, local_of): (&[u32], &[u32]),
+    mine: impl Fn(u32) -> bool,
+    windows: &[u32],
+    states: &States,
+    ctx: &JointContext,
+    out: &mut JointSolver,
+) {
+    out.revolutes.begin(states.len());
+    out.revolutes.begin_group();
+    out.others.clear();
+    out.breakable = false;
+    let mut revolutes = windows.iter();
+    for (ji, j, (a, b)) in solved(joints, slot_of) {
+        let window = match j.kind {
+            JointKind::Revolute(_) => revolutes.next().copied(),
+            _ => None,
+        };
+        if !mine(if a != 0 { a } else { b }) {
+            continue;
+        }
+        if let Some(w) = window {
+            out.revolutes.next_window(w);
+        }
+        let local = (local_of[j.body_a as usize], local_of[j.body_b as usize]);
+        prepare_one((ji, j), local, (bodies, config), states, ctx, out);
+    }
+    out.revolutes.finish();
+}
+
+/// Prepares joint `ji` between solver slots `a` and `b` into `out`.
+#[inline(always)]
+fn prepare_one(
+    (ji, j): (u32, &Joint),
+    (a, b): (u32, u32),
+    (bodies, config): (&[Body], &[BodyConfig]),
+    states: &States,
+    ctx: &JointContext,
+    out: &mut JointSolver,
+) {
+    let (ba, bb) = (&bodies[j.body_a as usize], &bodies[j.body_b as usize]);
+    let (sa, sb) = (&states.get(a), &states.get(b));
+    let m = Masses {
+        ma: sa.inv_mass,
+        ia: sa.inv_inertia,
+        mb: sb.inv_mass,
+        ib: sb.inv_inertia,
+    };
+    out.breakable |= j.break_force != Scalar::MAX || j.break_torque != Scalar::MAX;
+    // A plain hinge never reads the joint angle: skip its atan2.
+    let f = match &j.kind {
+        JointKind::Revolute(p) if !p.uses_angle() => anchor_frame(j, ba, bb, config),
+        _ => frame_of(j, ba, bb, config),
+    };
+    let data = match &j.kind {
+        JointKind::Revolute(p) => {
+            out.revolutes.push(ji, j, p, &f, a, b, &m, ctx);
+            return;
+        }
+        JointKind::Prismatic(p) => {
+            Prepared::Prismatic(prismatic::prepare(p, &f, &m, ctx, ba.transform.q))
+        }
+        JointKind::Weld(p) => Prepared::Weld(weld::prepare(p, &m, ctx)),
+        JointKind::Wheel(p) => Prepared::Wheel(wheel::prepare(p, &f, &m, ctx, ba.transform.q)),
+        JointKind::Distance(p) => Prepared::Distance(distance::prepare(p, &f, &m, ctx)),
+        JointKind::Pulley(p) => Prepared::Pulley(pulley::prepare(p, &f, &m, ba.center, bb.center)),
+        JointKind::Angle(p) => Prepared::Angle(angle::prepare(p, &m, ctx)),
+        JointKind::Motor(p) => Prepared::Motor(motor::prepare(p, &m, ctx)),
+        JointKind::Target(p) => Prepared::Target(target::prepare(p, &f, &m, ctx, bb.center)),
+        JointKind::Friction(p) => Prepared::Friction(friction::prepare(p, &m, ctx)),
+    };
+    out.others.push(JointConstraint {
+        joint: ji,
+        a,
+        b,
+        frame: f,
+        imp: j.impulses,
+        data,
+    });
 }
 
 /// Warm start of the joints whose impulse is a point impulse plus an

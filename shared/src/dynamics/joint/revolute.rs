@@ -421,6 +421,57 @@ fn zero_minus(x: Wide) -> Wide {
     Wide::zero() - x
 }
 
+/// The lowest colour free for a revolute between slots `a` and `b` in
+/// `window` (`moves`: whether each moves in the solver), marked in their
+/// masks; `None` when none is free.
+#[inline(always)]
+fn colour(
+    masks: &mut [(u32, u64)],
+    window: u32,
+    (a, b): (u32, u32),
+    (move_a, move_b): (bool, bool),
+) -> Option<u32> {
+    let (a, b) = (a as usize, b as usize);
+    let mask = |m: (u32, u64)| if m.0 == window { m.1 } else { 0 };
+    let (mask_a, mask_b) = (mask(masks[a]), mask(masks[b]));
+    let used = if move_a { mask_a } else { 0 } | if move_b { mask_b } else { 0 };
+    if used == u64::MAX {
+        return None;
+    }
+    let c = (!used).trailing_zeros();
+    if move_a {
+        masks[a] = (window, mask_a | 1 << c);
+    }
+    if move_b {
+        masks[b] = (window, mask_b | 1 << c);
+    }
+    Some(c)
+}
+
+/// The window of each revolute of the step's list (`slots`: each one's
+/// bodies' solver slots, `moves`: whether each moves), in order, as
+/// [`Revolutes`] colours the whole list: what a group of the solve gives
+/// each of its revolutes ([`Revolutes::next_window`]). `masks` is scratch
+/// (one per slot).
+pub(super) fn windows(
+    revolutes: impl Iterator<Item = ((u32, u32), (bool, bool))>,
+    masks: &mut Vec<(u32, u64)>,
+    slots: usize,
+    out: &mut Vec<u32>,
+) {
+    masks.clear();
+    masks.resize(slots, (u32::MAX, 0));
+    out.clear();
+    let mut coloured = 0u32;
+    for (ab, moves) in revolutes {
+        let window = coloured / WINDOW;
+        out.push(window);
+        if colour(masks, window, ab, moves).is_some() {
+            coloured += 1;
+        }
+    }
+}
+
 /// The prepared revolute joints of a step.
 ///
 /// # Order
@@ -467,6 +518,11 @@ pub(crate) struct Revolutes {
     filling: Vec<Lanes>,
     /// The limits, motors and springs of the bundles that have them.
     cold_lanes: Vec<ColdLanes>,
+    /// When a group of the step's solve prepares its revolutes (see
+    /// `world/step/groups.rs`): the window of the next revolute pushed, as
+    /// the whole list's colouring placed it ([`windows`]), and the window
+    /// open; a window is closed when the next revolute is in another.
+    group_window: Option<(u32, Option<u32>)>,
     /// The last spring softness made, with its hertz, damping ratio and
     /// substep: joints built alike (a ragdoll's) share it, and each made
     /// it with two divisions (rain: 10,000 springs a step).
@@ -491,28 +547,45 @@ impl Revolutes {
         self.filling.resize(2 * COLORS, Lanes::EMPTY);
         self.filling.iter_mut().for_each(|l| l.used = 0);
         self.cold_lanes.clear();
+        self.group_window = None;
+    }
+
+    /// Starts a group's revolutes (after [`Revolutes::begin`]): each one's
+    /// window is given ([`Revolutes::next_window`]), not counted.
+    pub(super) fn begin_group(&mut self) {
+        self.group_window = Some((0, None));
+    }
+
+    /// In a group, the window of the next revolute pushed.
+    pub(super) fn next_window(&mut self, window: u32) {
+        if let Some((next, _)) = &mut self.group_window {
+            *next = window;
+        }
     }
 
     /// Colours revolute `ji` and puts it in its colour's bundle;
     /// `false` when it finds no free colour.
     fn add_coloured(&mut self, ji: u32, h: &Hot, anchors0: (Vec2, Vec2), m: &Masses) -> bool {
-        let (a, b) = (h.a as usize, h.b as usize);
-        let window = self.coloured / WINDOW;
-        let mask = |m: (u32, u64)| if m.0 == window { m.1 } else { 0 };
-        let (mask_a, mask_b) = (mask(self.masks[a]), mask(self.masks[b]));
-        let move_a = !(m.ma.is_zero() && m.ia.is_zero());
-        let move_b = !(m.mb.is_zero() && m.ib.is_zero());
-        let used = if move_a { mask_a } else { 0 } | if move_b { mask_b } else { 0 };
-        if used == u64::MAX {
+        let window = match &mut self.group_window {
+            Some((next, open)) => {
+                let next = *next;
+                if open.is_some_and(|w| w != next) {
+                    *open = Some(next);
+                    self.close_window();
+                } else {
+                    *open = Some(next);
+                }
+                next
+            }
+            None => self.coloured / WINDOW,
+        };
+        let moves = (
+            !(m.ma.is_zero() && m.ia.is_zero()),
+            !(m.mb.is_zero() && m.ib.is_zero()),
+        );
+        let Some(c) = colour(&mut self.masks, window, (h.a, h.b), moves) else {
             return false;
-        }
-        let c = (!used).trailing_zeros();
-        if move_a {
-            self.masks[a] = (window, mask_a | 1 << c);
-        }
-        if move_b {
-            self.masks[b] = (window, mask_b | 1 << c);
-        }
+        };
         let l = &mut self.filling[2 * c as usize + usize::from(h.cold != NO_COLD)];
         let i = l.used;
         l.slots[0][i] = h.a;
@@ -531,7 +604,7 @@ impl Revolutes {
             l.used = 0;
         }
         self.coloured += 1;
-        if self.coloured.is_multiple_of(WINDOW) {
+        if self.group_window.is_none() && self.coloured.is_multiple_of(WINDOW) {
             self.close_window();
         }
         true
@@ -560,7 +633,7 @@ impl Revolutes {
 
     /// Closes the last window (after the last [`Revolutes::push`]).
     pub(super) fn finish(&mut self) {
-        if !self.coloured.is_multiple_of(WINDOW) {
+        if self.group_window.is_some() || !self.coloured.is_multiple_of(WINDOW) {
             self.close_window();
         }
     }

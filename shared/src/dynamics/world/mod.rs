@@ -89,9 +89,9 @@ impl World {
     /// workers of a pool this world keeps, which take the parts of a step
     /// that are independent (the contacts' preparation in ranges of whole
     /// windows, the joints' beside them; in a world of many separate piles
-    /// without joints, the solve itself, in groups of bodies that no
-    /// contact joins, each group's contacts prepared and solved on a
-    /// thread; the pair search in ranges of the shapes that moved; the
+    /// or ragdolls, the solve itself, in groups of bodies that no contact
+    /// or joint joins, each group's contacts and joints prepared and
+    /// solved on a thread; the pair search in ranges of the shapes that moved; the
     /// narrow phase in ranges of the contact list; in very large worlds,
     /// the bodies' finishing in ranges of them).
     /// Each part is a function of what it reads, written to places of its

@@ -65,15 +65,21 @@ impl World {
             }
         }
 
-        joint::store_impulses(&sc.joints, &mut st.joints);
-        joint::find_broken(
-            &sc.joints,
-            &st.joints,
-            &st.bodies,
-            &st.body_config,
-            inv_h,
-            &mut sc.broken,
-        );
+        // A step solved in groups has each group's joints (`groups`).
+        let broken = &mut sc.broken;
+        let mut take = |js: &joint::JointSolver| {
+            joint::store_impulses(js, &mut st.joints);
+            let (joints, bodies, config) = (&st.joints, &st.bodies, &st.body_config);
+            joint::find_broken(js, joints, bodies, config, inv_h, broken);
+        };
+        let groups = &sc.groups.list[..sc.groups.used];
+        if groups.is_empty() {
+            take(&sc.joints);
+        } else {
+            groups.iter().for_each(|g| take(&g.joints));
+            // In joint order, as one solver's are.
+            sc.broken.sort_unstable();
+        }
 
         // Finalize bodies, first remembering where each starts for
         // continuous collision and whether it is fast.

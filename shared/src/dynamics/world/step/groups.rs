@@ -4,10 +4,10 @@
 //!
 //! # Why the bits are the same
 //!
-//! A pass of the solver changes a body only through the contacts that
-//! hold it, so what a body ends with depends only on the order of the
-//! passes over its own contacts. Two contacts of different groups share
-//! no body (a kinematic body joins the groups of what it touches, since
+//! A pass of the solver changes a body only through the contacts and
+//! joints that hold it, so what a body ends with depends only on the order
+//! of the passes over its own. Two contacts or joints of different groups
+//! share no body (a kinematic body joins the groups of what it touches, since
 //! its positions move in the substeps; the static dummy, slot 0, is never
 //! changed). So each group, solved alone in the order the whole list is
 //! solved in (window by window, colour by colour: `graph`), ends as it
@@ -16,7 +16,12 @@
 //! colours its two bodies already hold in its window, and those come from
 //! contacts of the same group, so colouring the whole list, as alone, and
 //! laying its bundles out group by group gives every group the same
-//! colours ([`crate::dynamics::graph::Graph::layout_groups`]).
+//! colours ([`crate::dynamics::graph::Graph::layout_groups`]). The joints
+//! likewise: each group prepares those of its bodies, in joint order, each
+//! revolute in the window of its colouring that the whole list gives it
+//! (`joint::revolute_windows`), and solves them where the whole solve
+//! does (first in the warm start, last in each pass). The joints that
+//! break are reported in joint order, as one solver finds them.
 //!
 //! Each group has its own solver states, numbered from its own static
 //! dummy: copied in from the step's states after they are made, and
@@ -26,12 +31,13 @@
 //! # When
 //!
 //! With workers, enough solved contacts for the preparation to be shared
-//! out (`PARALLEL_CONTACTS` a thread, as for its ranges of windows), no joint
-//! and nothing in the overflow list (joints and the one-at-a-time
-//! contacts stay in one solve, for now), and groups of about an even
-//! share: many piles, a field of debris. One big pile is one group and is
-//! solved as alone.
+//! out (`PARALLEL_CONTACTS` a thread, as for its ranges of windows),
+//! nothing in the overflow list (the one-at-a-time contacts stay in one
+//! solve, for now), and groups of about an even share: many piles, a field
+//! of debris, many ragdolls. One big pile is one group and is solved as
+//! alone.
 
+use crate::dynamics::joint::JointSolver;
 use crate::dynamics::solver::States;
 
 /// One group of the step's solve.
@@ -44,6 +50,8 @@ pub(crate) struct SolveGroup {
     pub(crate) members: Vec<u32>,
     /// Its contacts' places in the step's key order.
     pub(crate) places: Vec<u32>,
+    /// Its joints, prepared at its slots.
+    pub(crate) joints: JointSolver,
 }
 
 /// The step's groups (scratch).
@@ -58,11 +66,19 @@ pub(crate) struct Groups {
     pub(crate) bundles: Vec<(usize, usize)>,
     /// Per body, its slot in its group (0: not solved this step).
     pub(crate) local_of: Vec<u32>,
+    /// The step's slots of the bodies of each joint solved, in joint
+    /// order (planned with the contacts').
+    pub(crate) joint_links: Vec<(u32, u32)>,
+    /// The window of each revolute solved, in order (see
+    /// `joint::revolute_windows`), and its scratch.
+    pub(crate) windows: Vec<u32>,
+    pub(crate) masks: Vec<(u32, u64)>,
     /// Union-find over the step's slots (the root of a set its smallest
     /// slot).
     parent: Vec<u32>,
-    /// Per slot: for a root, its set's work; then its group.
-    work: Vec<u64>,
+    /// Per slot: for a root, its set's work while planning; then each
+    /// slot's group.
+    pub(crate) group_of: Vec<u64>,
 }
 
 fn find(parent: &mut [u32], mut i: u32) -> u32 {
@@ -77,11 +93,12 @@ fn find(parent: &mut [u32], mut i: u32) -> u32 {
 impl Groups {
     /// Plans the step's groups for `threads` threads from `links` (the
     /// slots of each contact solved, in key order; 0 for a body not
-    /// solved), the step's `states` and `awake` bodies (slot `k + 1` is
+    /// solved) and [`Groups::joint_links`], the step's `states` and
+    /// `awake` bodies (slot `k + 1` is
     /// body `awake[k]`) among `bodies` bodies. Sets of joined bodies are
     /// dealt to the groups in the order of their first slot, each group
     /// taking about an even share of the work (a body counts one, a
-    /// contact two). Returns whether the step solves in groups: at least
+    /// contact or joint two). Returns whether the step solves in groups: at least
     /// two, none with more than three quarters of the work.
     pub(crate) fn plan(
         &mut self,
@@ -99,7 +116,7 @@ impl Groups {
         let parent = &mut self.parent;
         parent.clear();
         parent.extend(0..slots as u32);
-        for &(a, b) in links {
+        for &(a, b) in links.iter().chain(&self.joint_links) {
             if a != 0 && b != 0 {
                 let (ra, rb) = (find(parent, a), find(parent, b));
                 if ra != rb {
@@ -107,13 +124,13 @@ impl Groups {
                 }
             }
         }
-        let work = &mut self.work;
+        let work = &mut self.group_of;
         work.clear();
         work.resize(slots, 0);
         for s in 1..slots as u32 {
             work[find(parent, s) as usize] += 1;
         }
-        for &(a, b) in links {
+        for &(a, b) in links.iter().chain(&self.joint_links) {
             let s = if a != 0 { a } else { b };
             if s != 0 {
                 work[find(parent, s) as usize] += 2;
@@ -303,6 +320,128 @@ mod tests {
                 spans > 3,
                 "{threads} threads: {spans} steps with a group in two windows"
             );
+            assert_eq!(digest, one, "{threads} threads");
+        }
+    }
+
+    /// Chains of ten links hanging from the ground (1 300 revolutes, so
+    /// the revolutes' colouring has two windows; every seventh with a limit
+    /// and a motor, every eleventh breakable), swinging down beside
+    /// stacks of boxes, two stacks' tops joined by a distance joint and two
+    /// by a weld (joints of the one-at-a-time list that join groups): on
+    /// 2, 3 and 4 threads every step's state and event hashes and the
+    /// broken joints as on one thread, and steps solved in groups.
+    #[test]
+    fn jointed_groups_keep_their_bits() {
+        use crate::dynamics::joint::{DistanceJoint, RevoluteJoint, WeldJoint};
+        use crate::{JointDef, JointKind};
+        let build = || {
+            let mut w = World::new(WorldDef::default()).unwrap();
+            let ground = w
+                .create_body(&BodyDef::fixed(Vec2::from_ints(0, -1)))
+                .unwrap();
+            let wide =
+                ShapeGeometry::Polygon(Polygon::make_box(Scalar::from_int(600), Scalar::ONE));
+            w.create_shape(ground, &ShapeDef::default(), wide).unwrap();
+            let link = ShapeGeometry::Polygon(Polygon::make_box(
+                Scalar::ratio(1, 4),
+                Scalar::ratio(1, 10),
+            ));
+            // The links first, then their joints chain by chain from the
+            // last: the joints' order is not the groups' (broken joints
+            // are reported in joint order).
+            let y = Scalar::from_int(12);
+            let x0 = |c: i32| Scalar::from_int(c * 8 - 520);
+            let mut chains = Vec::new();
+            for c in 0..130 {
+                let links: Vec<_> = (0..10)
+                    .map(|i| {
+                        let at = Vec2::new(x0(c) + Scalar::ratio(2 * i + 1, 4), y);
+                        let b = w.create_body(&BodyDef::dynamic(at)).unwrap();
+                        w.create_shape(b, &ShapeDef::default(), link).unwrap();
+                        b
+                    })
+                    .collect();
+                chains.push(links);
+            }
+            let mut n = 0;
+            for (c, links) in chains.iter().enumerate().rev() {
+                let mut prev = ground;
+                for (i, &b) in links.iter().enumerate() {
+                    let kind = JointKind::Revolute(RevoluteJoint {
+                        enable_limit: n % 7 == 0,
+                        lower_angle: -Scalar::ONE,
+                        upper_angle: Scalar::ONE,
+                        enable_motor: n % 7 == 0,
+                        motor_speed: Scalar::ONE,
+                        max_motor_torque: Scalar::from_int(2),
+                        ..RevoluteJoint::default()
+                    });
+                    let pivot = Vec2::new(x0(c as i32) + Scalar::ratio(i as i64, 2), y);
+                    let mut def = JointDef::new(prev, b, kind);
+                    def.local_anchor_a = if i == 0 {
+                        pivot - Vec2::from_ints(0, -1)
+                    } else {
+                        Vec2::new(Scalar::ratio(1, 4), Scalar::ZERO)
+                    };
+                    def.local_anchor_b = Vec2::new(-Scalar::ratio(1, 4), Scalar::ZERO);
+                    if n % 11 == 0 {
+                        def.break_force = Scalar::from_int(6);
+                    }
+                    w.create_joint(&def).unwrap();
+                    prev = b;
+                    n += 1;
+                }
+            }
+            let unit = ShapeGeometry::Polygon(Polygon::make_box(Scalar::HALF, Scalar::HALF));
+            let mut tops = Vec::new();
+            for i in 0..80 {
+                for j in 0..4 {
+                    let x = Scalar::from_int(i * 8 - 516);
+                    let y = Scalar::HALF + Scalar::ratio(j * 101, 100);
+                    let b = w.create_body(&BodyDef::dynamic(Vec2::new(x, y))).unwrap();
+                    w.create_shape(b, &ShapeDef::default(), unit).unwrap();
+                    if j == 3 {
+                        tops.push(b);
+                    }
+                }
+            }
+            let rod = JointKind::Distance(DistanceJoint::default());
+            w.create_joint(&JointDef::new(tops[0], tops[1], rod))
+                .unwrap();
+            let weld = JointKind::Weld(WeldJoint::default());
+            let mut def = JointDef::new(tops[4], tops[5], weld);
+            def.local_anchor_a = Vec2::from_ints(4, 0);
+            def.local_anchor_b = Vec2::from_ints(-4, 0);
+            w.create_joint(&def).unwrap();
+            w
+        };
+        let run = |threads: usize| {
+            let mut w = build();
+            w.set_threads(threads).unwrap();
+            let (mut digest, mut grouped, mut broken) = (0u64, 0, 0);
+            for _ in 0..90 {
+                w.step();
+                broken += w.broken_joints().len();
+                for b in w.broken_joints() {
+                    digest = (digest ^ u64::from(b.id.index)).wrapping_mul(0x0000_0100_0000_01b3);
+                }
+                for v in [w.state_hash(), w.event_hash()] {
+                    digest = (digest ^ v).wrapping_mul(0x0000_0100_0000_01b3);
+                }
+                if w.tick() % 5 == 0 {
+                    w.take_shared_scratch();
+                    grouped += usize::from(w.scratch.groups.used > 0);
+                }
+            }
+            (digest, grouped, broken)
+        };
+        let (one, grouped, broken) = run(1);
+        assert_eq!(grouped, 0, "one thread solves as one");
+        assert!(broken > 3, "{broken} joints broke");
+        for threads in [2, 3, 4] {
+            let (digest, grouped, _) = run(threads);
+            assert!(grouped > 5, "{threads} threads: {grouped} steps in groups");
             assert_eq!(digest, one, "{threads} threads");
         }
     }

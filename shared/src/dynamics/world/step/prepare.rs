@@ -192,33 +192,53 @@ impl World {
         let deferred = pool.is_some();
         let threads = pool.map_or(1, |p| p.current_num_threads() + 1);
         let pool = pool.filter(|_| sc.solve_order.len() >= threads * PARALLEL_CONTACTS);
-        let grouped = pool.is_some()
-            && sc.constraints.is_empty()
-            && !st.joints.iter().any(|j| j.alive)
-            && sc
-                .groups
-                .plan(threads, &sc.links, &sc.states, &sc.awake, st.bodies.len());
+        let grouped = pool.is_some() && sc.constraints.is_empty() && {
+            let links = &mut sc.groups.joint_links;
+            links.clear();
+            links.extend(joint::solved(&st.joints, &sc.slot_of).map(|(_, _, ab)| ab));
+            sc.groups
+                .plan(threads, &sc.links, &sc.states, &sc.awake, st.bodies.len())
+        };
         if grouped {
             let groups = &mut sc.groups;
-            let places = groups.list[..groups.used].iter().map(|g| &g.places[..]);
+            let used = groups.used;
+            let places = groups.list[..used].iter().map(|g| &g.places[..]);
             sc.graph.layout_groups(places, &mut groups.bundles);
             let parts = sc.graph.group_parts(&groups.bundles);
             let (contacts, bodies, order) = (&st.contacts[..], &st.bodies[..], &sc.solve_order[..]);
-            let local_of = &groups.local_of[..];
+            let slot_of = &sc.slot_of[..];
+            groups.windows.clear();
+            if !groups.joint_links.is_empty() {
+                let (masks, windows) = (&mut groups.masks, &mut groups.windows);
+                joint::revolute_windows(&st.joints, slot_of, &sc.states, masks, windows);
+            }
+            let (local_of, group_of) = (&groups.local_of[..], &groups.group_of[..]);
+            let windows = &groups.windows[..];
+            let world = (&st.joints[..], bodies, &st.body_config[..]);
+            let jobs = parts
+                .into_iter()
+                .zip(groups.list[..used].iter_mut().enumerate());
             if let Some(pool) = pool {
-                super::share_out(
-                    pool,
-                    parts.into_iter().zip(&groups.list),
-                    |(mut part, g)| {
-                        part.prepare(PrepareInputs {
-                            contacts,
-                            bodies,
-                            states: &g.states,
-                            slot_of: local_of,
-                            order,
-                        });
-                    },
-                );
+                super::share_out(pool, jobs, |(mut part, (i, g))| {
+                    part.prepare(PrepareInputs {
+                        contacts,
+                        bodies,
+                        states: &g.states,
+                        slot_of: local_of,
+                        order,
+                    });
+                    let mine = |s: u32| group_of[s as usize] == i as u64;
+                    let slots = (slot_of, local_of);
+                    joint::prepare_group(
+                        world,
+                        slots,
+                        mine,
+                        windows,
+                        &g.states,
+                        &jctx,
+                        &mut g.joints,
+                    );
+                });
             }
             if any_hit_events {
                 sc.graph
@@ -228,7 +248,8 @@ impl World {
             for (g, &range) in groups.list.iter().zip(&groups.bundles) {
                 sc.graph.check_range(range, |s| g.states.moves(s));
             }
-            joints(&mut sc.joints, &mut sc.links);
+            // The joints' links, for the islands, as `joint::prepare` adds them.
+            sc.links.extend_from_slice(&groups.joint_links);
         } else {
             if deferred {
                 sc.graph.layout_all();

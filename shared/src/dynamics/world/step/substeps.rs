@@ -92,8 +92,8 @@ impl World {
         }
 
         if sc.groups.used > 0 {
-            // Each group's substeps and restitution on a thread (see
-            // `groups`: no joint and no contact solved one at a time).
+            // Each group's substeps and restitution on a thread, in the
+            // order below (see `groups`: no contact solved one at a time).
             let Some(pool) = pool else {
                 unreachable!("groups are planned only with workers")
             };
@@ -105,26 +105,21 @@ impl World {
             let push = set.contact_push_max_velocity;
             super::share_out(pool, jobs, |(part, g)| {
                 let states = &mut g.states;
+                let (bundles, cold) = (part.bundles, part.cold);
                 for _ in 0..n {
                     for (k, &s) in g.members.iter().enumerate() {
-                        integrate_velocity(
-                            &mut states.bodies[k + 1],
-                            &deltas[s as usize - 1],
-                            max_v,
-                        );
+                        let d = &deltas[s as usize - 1];
+                        integrate_velocity(&mut states.bodies[k + 1], d, max_v);
                     }
-                    graph::warm_start(part.bundles, states);
-                    graph::solve::<true>((part.bundles, part.cold), states, &soft, inv_h_int, push);
+                    joint::warm_start(&mut g.joints, states);
+                    graph::warm_start(bundles, states);
+                    graph::solve::<true>((bundles, cold), states, &soft, inv_h_int, push);
+                    joint::solve(&mut g.joints, states, &jctx, true);
                     graph::integrate_positions(&mut states.bodies[1..], h);
-                    graph::solve::<false>(
-                        (part.bundles, part.cold),
-                        states,
-                        &soft,
-                        inv_h_int,
-                        push,
-                    );
+                    graph::solve::<false>((bundles, cold), states, &soft, inv_h_int, push);
+                    joint::solve(&mut g.joints, states, &jctx, false);
                 }
-                graph::apply_restitution((part.bundles, part.cold), states, threshold);
+                graph::apply_restitution((bundles, cold), states, threshold);
             });
             groups.copy_out(&mut sc.states);
             return;
