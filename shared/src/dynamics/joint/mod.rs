@@ -723,8 +723,8 @@ pub(crate) fn prepare(
     out.revolutes.finish();
 }
 
-/// The step's solver slots of the bodies of every joint [`prepare`]
-/// prepares, in joint order, with whether each revolute's bodies move.
+/// Every joint [`prepare`] prepares, in joint order: its index, the
+/// joint, and the step's solver slots of its bodies.
 pub(crate) fn solved<'a>(
     joints: &'a [Joint],
     slot_of: &'a [u32],
@@ -777,7 +777,11 @@ pub(crate) fn prepare_group(
     let mut revolutes = windows.iter();
     for (ji, j, (a, b)) in solved(joints, slot_of) {
         let window = match j.kind {
-            JointKind::Revolute(_) => revolutes.next().copied(),
+            JointKind::Revolute(_) => {
+                let w = revolutes.next().copied();
+                debug_assert!(w.is_some(), "a window for each revolute");
+                w
+            }
             _ => None,
         };
         if !mine(if a != 0 { a } else { b }) {
@@ -789,6 +793,7 @@ pub(crate) fn prepare_group(
         let local = (local_of[j.body_a as usize], local_of[j.body_b as usize]);
         prepare_one((ji, j), local, (bodies, config), states, ctx, out);
     }
+    debug_assert!(revolutes.next().is_none(), "a revolute for each window");
     out.revolutes.finish();
 }
 

@@ -505,7 +505,8 @@ pub(crate) struct Revolutes {
     /// Per solver slot, the colours its revolutes hold in the window
     /// numbered first.
     masks: Vec<(u32, u64)>,
-    /// Revolutes coloured so far (the window is `coloured / WINDOW`).
+    /// Revolutes coloured so far (the window is `coloured / WINDOW`, but
+    /// in a group, where it is given: [`Revolutes::next_window`]).
     coloured: u32,
     /// The bundles of the windows closed, in solving order (window,
     /// colour, joint): each pass walks them in memory order.

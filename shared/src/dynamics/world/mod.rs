@@ -89,7 +89,7 @@ impl World {
     /// workers of a pool this world keeps, which take the parts of a step
     /// that are independent (the contacts' preparation in ranges of whole
     /// windows, the joints' beside them; in a world of many separate piles
-    /// or ragdolls, the solve itself, in groups of bodies that no contact
+    /// (of boxes, of ragdolls) with enough contacts, the solve itself, in groups of bodies that no contact
     /// or joint joins, each group's contacts and joints prepared and
     /// solved on a thread; the pair search in ranges of the shapes that moved; the
     /// narrow phase in ranges of the contact list; in very large worlds,

@@ -1,6 +1,6 @@
 //! Groups of the solve: the awake bodies split into groups that no solved
-//! contact joins, each group's contacts prepared and its substeps run on a
-//! thread of its own, with one thread's bits.
+//! contact or joint joins, each group's contacts and joints prepared and
+//! its substeps run on a thread of its own, with one thread's bits.
 //!
 //! # Why the bits are the same
 //!
@@ -326,15 +326,17 @@ mod tests {
 
     /// Chains of ten links hanging from the ground (1 300 revolutes, so
     /// the revolutes' colouring has two windows; every seventh with a limit
-    /// and a motor, every eleventh breakable), swinging down beside
+    /// and a motor, every eleventh breakable), swinging down into
     /// stacks of boxes, two stacks' tops joined by a distance joint and two
-    /// by a weld (joints of the one-at-a-time list that join groups): on
+    /// by a weld (joints of the general list that join groups), a kinematic
+    /// lift hinged and sprung to two more, and a hub with seventy hinges
+    /// (some solved one at a time, no colour left): on
     /// 2, 3 and 4 threads every step's state and event hashes and the
     /// broken joints as on one thread, and steps solved in groups.
     #[test]
     fn jointed_groups_keep_their_bits() {
         use crate::dynamics::joint::{DistanceJoint, RevoluteJoint, WeldJoint};
-        use crate::{JointDef, JointKind};
+        use crate::{BodyKind, Circle, JointDef, JointKind};
         let build = || {
             let mut w = World::new(WorldDef::default()).unwrap();
             let ground = w
@@ -343,6 +345,33 @@ mod tests {
             let wide =
                 ShapeGeometry::Polygon(Polygon::make_box(Scalar::from_int(600), Scalar::ONE));
             w.create_shape(ground, &ShapeDef::default(), wide).unwrap();
+            // A hub with seventy spokes: more hinges on one body than a
+            // window has colours, so some are solved one at a time; first,
+            // so that the chains' windows count only the hinges coloured.
+            let hub = w
+                .create_body(&BodyDef::dynamic(Vec2::from_ints(300, 20)))
+                .unwrap();
+            let disc = ShapeGeometry::Circle(Circle {
+                center: Vec2::ZERO,
+                radius: Scalar::HALF,
+            });
+            w.create_shape(hub, &ShapeDef::default(), disc).unwrap();
+            let pin = ShapeGeometry::Circle(Circle {
+                center: Vec2::ZERO,
+                radius: Scalar::ratio(1, 10),
+            });
+            for k in 0..70 {
+                // Spokes in a row above the hub.
+                let x = Scalar::from_int(300) + Scalar::ratio(k - 35, 4);
+                let at = Vec2::new(x, Scalar::from_int(23));
+                let b = w.create_body(&BodyDef::dynamic(at)).unwrap();
+                w.create_shape(b, &ShapeDef::default(), pin).unwrap();
+                let hinge = JointKind::Revolute(RevoluteJoint::default());
+                let mut def = JointDef::new(hub, b, hinge);
+                // Hinged where it is, three metres above the hub.
+                def.local_anchor_a = Vec2::new(Scalar::ratio(k - 35, 4), Scalar::from_int(3));
+                w.create_joint(&def).unwrap();
+            }
             let link = ShapeGeometry::Polygon(Polygon::make_box(
                 Scalar::ratio(1, 4),
                 Scalar::ratio(1, 10),
@@ -350,7 +379,9 @@ mod tests {
             // The links first, then their joints chain by chain from the
             // last: the joints' order is not the groups' (broken joints
             // are reported in joint order).
-            let y = Scalar::from_int(12);
+            // Low enough to swing into the stacks (revolutes and contacts
+            // in one group).
+            let y = Scalar::from_int(8);
             let x0 = |c: i32| Scalar::from_int(c * 8 - 520);
             let mut chains = Vec::new();
             for c in 0..130 {
@@ -395,13 +426,15 @@ mod tests {
             }
             let unit = ShapeGeometry::Polygon(Polygon::make_box(Scalar::HALF, Scalar::HALF));
             let mut tops = Vec::new();
-            for i in 0..80 {
-                for j in 0..4 {
-                    let x = Scalar::from_int(i * 8 - 516);
+            // A stack between each even chain and the next, which both
+            // strike (groups of two chains and a stack).
+            for i in 0..65 {
+                for j in 0..5 {
+                    let x = Scalar::from_int(i * 16 - 516);
                     let y = Scalar::HALF + Scalar::ratio(j * 101, 100);
                     let b = w.create_body(&BodyDef::dynamic(Vec2::new(x, y))).unwrap();
                     w.create_shape(b, &ShapeDef::default(), unit).unwrap();
-                    if j == 3 {
+                    if j == 4 {
                         tops.push(b);
                     }
                 }
@@ -411,8 +444,28 @@ mod tests {
                 .unwrap();
             let weld = JointKind::Weld(WeldJoint::default());
             let mut def = JointDef::new(tops[4], tops[5], weld);
-            def.local_anchor_a = Vec2::from_ints(4, 0);
-            def.local_anchor_b = Vec2::from_ints(-4, 0);
+            def.local_anchor_a = Vec2::from_ints(8, 0);
+            def.local_anchor_b = Vec2::from_ints(-8, 0);
+            w.create_joint(&def).unwrap();
+            // A kinematic lift joined to the last two stacks' tops by a
+            // spring and a hinge (it joins their groups).
+            let lift = w
+                .create_body(&BodyDef {
+                    kind: BodyKind::Kinematic,
+                    linear_velocity: Vec2::new(Scalar::ZERO, Scalar::HALF),
+                    ..BodyDef::dynamic(Vec2::from_ints(500, 7))
+                })
+                .unwrap();
+            let spring = JointKind::Distance(DistanceJoint {
+                enable_spring: true,
+                hertz: Scalar::from_int(2),
+                ..DistanceJoint::default()
+            });
+            w.create_joint(&JointDef::new(lift, tops[64], spring))
+                .unwrap();
+            let hinge = JointKind::Revolute(RevoluteJoint::default());
+            let mut def = JointDef::new(lift, tops[63], hinge);
+            def.local_anchor_a = Vec2::new(Scalar::from_int(-8), -Scalar::ratio(5, 2));
             w.create_joint(&def).unwrap();
             w
         };

@@ -185,7 +185,7 @@ impl World {
         };
         // Shared out only if enough of the contacts were solved: in a world
         // mostly asleep, the windows are laid out and prepared here, as
-        // alone. With enough, in groups of bodies that no contact joins
+        // alone. With enough, in groups of bodies that no contact or joint joins
         // (see `groups`) where the world has them, each group's contacts
         // laid out apart and prepared on a thread; otherwise in ranges of
         // whole windows.
