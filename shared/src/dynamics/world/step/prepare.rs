@@ -192,14 +192,16 @@ impl World {
         let deferred = pool.is_some();
         let threads = pool.map_or(1, |p| p.current_num_threads() + 1);
         let pool = pool.filter(|_| sc.solve_order.len() >= threads * PARALLEL_CONTACTS);
-        let grouped = pool.is_some() && sc.constraints.is_empty() && {
-            let links = &mut sc.groups.joint_links;
-            links.clear();
-            links.extend(joint::solved(&st.joints, &sc.slot_of).map(|(_, _, ab)| ab));
-            sc.groups
-                .plan(threads, &sc.links, &sc.states, &sc.awake, st.bodies.len())
-        };
-        if grouped {
+        let grouped = pool.filter(|_| {
+            sc.constraints.is_empty() && {
+                let links = &mut sc.groups.joint_links;
+                links.clear();
+                links.extend(joint::solved(&st.joints, &sc.slot_of).map(|(_, _, ab)| ab));
+                sc.groups
+                    .plan(threads, &sc.links, &sc.states, &sc.awake, st.bodies.len())
+            }
+        });
+        if let Some(pool) = grouped {
             let groups = &mut sc.groups;
             let used = groups.used;
             let places = groups.list[..used].iter().map(|g| &g.places[..]);
@@ -218,28 +220,18 @@ impl World {
             let jobs = parts
                 .into_iter()
                 .zip(groups.list[..used].iter_mut().enumerate());
-            if let Some(pool) = pool {
-                super::share_out(pool, jobs, |(mut part, (i, g))| {
-                    part.prepare(PrepareInputs {
-                        contacts,
-                        bodies,
-                        states: &g.states,
-                        slot_of: local_of,
-                        order,
-                    });
-                    let mine = |s: u32| group_of[s as usize] == i as u64;
-                    let slots = (slot_of, local_of);
-                    joint::prepare_group(
-                        world,
-                        slots,
-                        mine,
-                        windows,
-                        &g.states,
-                        &jctx,
-                        &mut g.joints,
-                    );
+            super::share_out(pool, jobs, |(mut part, (i, g))| {
+                part.prepare(PrepareInputs {
+                    contacts,
+                    bodies,
+                    states: &g.states,
+                    slot_of: local_of,
+                    order,
                 });
-            }
+                let mine = |s: u32| group_of[s as usize] == i as u64;
+                let slots = (slot_of, local_of);
+                joint::prepare_group(world, slots, mine, windows, &g.states, &jctx, &mut g.joints);
+            });
             if any_hit_events {
                 sc.graph
                     .approach_speeds_to(contacts, order, &mut sc.constraints_cold);
