@@ -827,20 +827,8 @@ impl Graph {
         for (bundle, bcold) in self.bundles[..self.used].iter().zip(&self.cold) {
             // A lane that reports hits reads its velocities (`prepare_bundles`):
             // a bundle that tracks none has no such lane.
-            if !bundle.track_max {
-                continue;
-            }
-            let rv = bcold.relative_velocity.map(Wide::to_array);
-            for (i, &k) in bcold.index.iter().enumerate() {
-                let Some(&ci) = order.get(k as usize) else {
-                    continue;
-                };
-                if !contacts[ci as usize].hit_events {
-                    continue;
-                }
-                if let Some(cold) = cold_entry(cold, k) {
-                    cold.relative_velocity = [rv[0][i], rv[1][i]];
-                }
+            if bundle.track_max {
+                approach_speeds(bcold, contacts, order, cold);
             }
         }
     }
@@ -1121,20 +1109,30 @@ fn prepare_bundles(
         let any = any_velocity[j % 2];
         prepare_bundle(bundle, bcold, &lanes[j % 2], any);
         if any {
-            let ks = &lane_of[j * LANES..(j + 1) * LANES];
-            let rv = bcold.relative_velocity.map(Wide::to_array);
-            for (i, &k) in ks.iter().enumerate() {
-                let Some(&ci) = order.get(k as usize) else {
-                    continue;
-                };
-                // Only the contacts that report hits have an entry.
-                if !contacts[ci as usize].hit_events {
-                    continue;
-                }
-                if let Some(cold) = cold_entry(cold, k) {
-                    cold.relative_velocity = [rv[0][i], rv[1][i]];
-                }
-            }
+            approach_speeds(bcold, contacts, order, cold);
+        }
+    }
+}
+
+/// Copies the approach speeds of a prepared bundle's lanes that report
+/// hits into their contacts' cold entries (only those have one).
+#[inline]
+fn approach_speeds(
+    bcold: &BundleCold,
+    contacts: &[Contact],
+    order: &[u32],
+    cold: &mut [ContactCold],
+) {
+    let rv = bcold.relative_velocity.map(Wide::to_array);
+    for (i, &k) in bcold.index.iter().enumerate() {
+        let Some(&ci) = order.get(k as usize) else {
+            continue;
+        };
+        if !contacts[ci as usize].hit_events {
+            continue;
+        }
+        if let Some(cold) = cold_entry(cold, k) {
+            cold.relative_velocity = [rv[0][i], rv[1][i]];
         }
     }
 }

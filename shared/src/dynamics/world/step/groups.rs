@@ -201,8 +201,35 @@ impl Groups {
 #[cfg(test)]
 mod tests {
     use crate::{
-        BodyDef, BodyKind, Circle, Polygon, Scalar, ShapeDef, ShapeGeometry, Vec2, World, WorldDef,
+        BodyDef, BodyId, BodyKind, Circle, Polygon, Scalar, ShapeDef, ShapeGeometry, Vec2, World,
+        WorldDef,
     };
+
+    /// A world with a ground 1 200 m wide, and the ground's body.
+    fn grounded() -> (World, BodyId) {
+        let mut w = World::new(WorldDef::default()).unwrap();
+        let g = w
+            .create_body(&BodyDef::fixed(Vec2::from_ints(0, -1)))
+            .unwrap();
+        let wide = ShapeGeometry::Polygon(Polygon::make_box(Scalar::from_int(600), Scalar::ONE));
+        w.create_shape(g, &ShapeDef::default(), wide).unwrap();
+        (w, g)
+    }
+
+    /// A stack of `height` unit boxes at `x` on the ground, a centimetre
+    /// apart; its top box.
+    fn stack(w: &mut World, x: i32, height: i64) -> BodyId {
+        let unit = ShapeGeometry::Polygon(Polygon::make_box(Scalar::HALF, Scalar::HALF));
+        let mut top = None;
+        for j in 0..height {
+            let y = Scalar::HALF + Scalar::ratio(j * 101, 100);
+            let at = Vec2::new(Scalar::from_int(x), y);
+            let b = w.create_body(&BodyDef::dynamic(at)).unwrap();
+            w.create_shape(b, &ShapeDef::default(), unit).unwrap();
+            top = Some(b);
+        }
+        top.expect("a stack of at least one box")
+    }
 
     /// Two hundred stacks of six boxes (a group each, or several stacks a
     /// group; 1 200 contacts, so a group's contacts span two windows),
@@ -211,25 +238,8 @@ mod tests {
     /// their groups (it moves in the substeps), and is created last, so its
     /// slot comes after every other body's.
     fn piles() -> (World, [u32; 3]) {
-        let mut w = World::new(WorldDef::default()).unwrap();
-        let g = w
-            .create_body(&BodyDef::fixed(Vec2::from_ints(0, -1)))
-            .unwrap();
-        let wide = ShapeGeometry::Polygon(Polygon::make_box(Scalar::from_int(600), Scalar::ONE));
-        w.create_shape(g, &ShapeDef::default(), wide).unwrap();
-        let unit = ShapeGeometry::Polygon(Polygon::make_box(Scalar::HALF, Scalar::HALF));
-        let mut tops = [0; 2];
-        for i in 0..200 {
-            for j in 0..6 {
-                let x = Scalar::from_int(i * 5 - 500);
-                let y = Scalar::HALF + Scalar::ratio(j * 101, 100);
-                let b = w.create_body(&BodyDef::dynamic(Vec2::new(x, y))).unwrap();
-                w.create_shape(b, &ShapeDef::default(), unit).unwrap();
-                if i < 2 && j == 5 {
-                    tops[i as usize] = b.index;
-                }
-            }
-        }
+        let (mut w, _) = grounded();
+        let tops: Vec<BodyId> = (0..200).map(|i| stack(&mut w, i * 5 - 500, 6)).collect();
         let ball = ShapeGeometry::Circle(Circle {
             center: Vec2::ZERO,
             radius: Scalar::ratio(1, 4),
@@ -257,7 +267,7 @@ mod tests {
         let board =
             ShapeGeometry::Polygon(Polygon::make_box(Scalar::ratio(7, 2), Scalar::ratio(1, 10)));
         w.create_shape(plank, &ShapeDef::default(), board).unwrap();
-        (w, [plank.index, tops[0], tops[1]])
+        (w, [plank.index, tops[0].index, tops[1].index])
     }
 
     /// The piles on 2, 3 and 4 threads: every step's state and event
@@ -336,15 +346,9 @@ mod tests {
     #[test]
     fn jointed_groups_keep_their_bits() {
         use crate::dynamics::joint::{DistanceJoint, RevoluteJoint, WeldJoint};
-        use crate::{BodyKind, Circle, JointDef, JointKind};
+        use crate::{JointDef, JointKind};
         let build = || {
-            let mut w = World::new(WorldDef::default()).unwrap();
-            let ground = w
-                .create_body(&BodyDef::fixed(Vec2::from_ints(0, -1)))
-                .unwrap();
-            let wide =
-                ShapeGeometry::Polygon(Polygon::make_box(Scalar::from_int(600), Scalar::ONE));
-            w.create_shape(ground, &ShapeDef::default(), wide).unwrap();
+            let (mut w, ground) = grounded();
             // A hub with seventy spokes: more hinges on one body than a
             // window has colours, so some are solved one at a time; first,
             // so that the chains' windows count only the hinges coloured.
@@ -424,21 +428,9 @@ mod tests {
                     n += 1;
                 }
             }
-            let unit = ShapeGeometry::Polygon(Polygon::make_box(Scalar::HALF, Scalar::HALF));
-            let mut tops = Vec::new();
             // A stack between each even chain and the next, which both
             // strike (groups of two chains and a stack).
-            for i in 0..65 {
-                for j in 0..5 {
-                    let x = Scalar::from_int(i * 16 - 516);
-                    let y = Scalar::HALF + Scalar::ratio(j * 101, 100);
-                    let b = w.create_body(&BodyDef::dynamic(Vec2::new(x, y))).unwrap();
-                    w.create_shape(b, &ShapeDef::default(), unit).unwrap();
-                    if j == 4 {
-                        tops.push(b);
-                    }
-                }
-            }
+            let tops: Vec<BodyId> = (0..65).map(|i| stack(&mut w, i * 16 - 516, 5)).collect();
             let rod = JointKind::Distance(DistanceJoint::default());
             w.create_joint(&JointDef::new(tops[0], tops[1], rod))
                 .unwrap();
