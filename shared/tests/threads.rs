@@ -10,7 +10,9 @@
 //! for the preparation and the pair search, and for the events of the
 //! narrow phase's second range). The beds, many separate heaps, are also
 //! solved in groups (`world/step/groups.rs`): skipping a group's
-//! restitution or its approach speeds fails them (tried).
+//! restitution or its approach speeds fails them (tried). The big
+//! pyramid, one island, runs its substeps on every thread, run by run
+//! (`world/step/colours.rs`).
 
 use bitroom_sim::scene::{build_scene, Scene};
 use bitroom_sim::{fx, BodyDef, Polygon, Scalar, ShapeDef, ShapeGeometry, Vec2, World, WorldDef};

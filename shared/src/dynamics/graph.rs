@@ -61,7 +61,9 @@
 
 use super::body::Body;
 use super::contact::Contact;
-use super::solver::{cold_entry, ContactCold, Impulses, InvMass, Softness, SolverBody, States};
+use super::solver::{
+    cold_entry, ContactCold, Impulses, InvMass, SharedBody, Softness, SolverBody, States,
+};
 use crate::math::{prefetch, prefetch_write, Coef, CoefV, Mask, Rot, Scalar, Vec2, Wide};
 
 pub(crate) use crate::math::LANES;
@@ -594,6 +596,11 @@ pub(crate) struct Graph {
     /// when the step solves in groups): its first contact (place in key
     /// order) and its first bundle.
     windows: Vec<(u32, u32)>,
+    /// The first bundle of each colour of each window laid out this step
+    /// (of each group's stretch, when it solves in groups), in solving
+    /// order: contacts of one run share no moving body, so a run's
+    /// bundles may be solved at once on several threads (`step::colours`).
+    runs: Vec<u32>,
     /// This step gives contacts between two moving bodies the highest free
     /// colour instead of the lowest (odd ticks; see the module docs).
     reverse: bool,
@@ -611,6 +618,7 @@ impl Graph {
         self.two.clear();
         self.lane_of.clear();
         self.windows.clear();
+        self.runs.clear();
         self.used = 0;
     }
 
@@ -623,6 +631,21 @@ impl Graph {
     /// This step's bundles and their cold parts, in solving order.
     pub(crate) fn bundles_mut(&mut self) -> (&mut [Bundle], &mut [BundleCold]) {
         (&mut self.bundles[..self.used], &mut self.cold[..self.used])
+    }
+
+    /// This step's runs of one colour, as their first bundles.
+    pub(crate) fn runs(&self) -> &[u32] {
+        &self.runs
+    }
+
+    /// This step's runs of one colour (see [`Graph::runs`]), as their
+    /// first bundles, in solving order, with [`Graph::bundles_mut`].
+    pub(crate) fn runs_mut(&mut self) -> (&[u32], (&mut [Bundle], &mut [BundleCold])) {
+        let used = self.used;
+        (
+            &self.runs,
+            (&mut self.bundles[..used], &mut self.cold[..used]),
+        )
     }
 
     /// Colours the next contact in key order, between slots `a` and `b`
@@ -752,6 +775,9 @@ impl Graph {
         for next in &mut next {
             let [twos, ones] = *next;
             *next = [start + lanes, start + lanes + twos];
+            if twos + ones > 0 {
+                self.runs.push(((start + lanes) / LANES) as u32);
+            }
             lanes += (twos + ones).div_ceil(LANES) * LANES;
         }
         self.lane_of.resize(start + lanes, EMPTY);
@@ -1137,6 +1163,96 @@ fn approach_speeds(
     }
 }
 
+impl Bundle {
+    /// About what a pass over this bundle costs, against others: a second
+    /// point adds about half (for dealing runs out between threads).
+    pub(crate) fn weight(&self) -> usize {
+        if self.two {
+            3
+        } else {
+            2
+        }
+    }
+
+    /// The solver slots of each lane's bodies, A and B.
+    pub(crate) fn slots(&self) -> (&[u32; LANES], &[u32; LANES]) {
+        (&self.a, &self.b)
+    }
+}
+
+/// Where the contact passes read and write the bodies' solver states: the
+/// step's [`States`], or the copy that several threads share while they
+/// solve a world's runs of one colour at once ([`SharedSlots`]).
+pub(crate) trait Slots {
+    /// [`gather_v`].
+    fn gather_v(&self, slots: &[u32; LANES]) -> [Wide; 3];
+    /// [`gather_motion`].
+    fn gather_motion(&self, slots: &[u32; LANES]) -> [Wide; 4];
+    /// [`scatter_v`].
+    fn scatter_v(&mut self, slots: &[u32; LANES], v: &[Wide; 3]);
+}
+
+impl Slots for States {
+    #[inline(always)]
+    fn gather_v(&self, slots: &[u32; LANES]) -> [Wide; 3] {
+        gather_v(self, slots)
+    }
+
+    #[inline(always)]
+    fn gather_motion(&self, slots: &[u32; LANES]) -> [Wide; 4] {
+        gather_motion(self, slots)
+    }
+
+    #[inline(always)]
+    fn scatter_v(&mut self, slots: &[u32; LANES], v: &[Wide; 3]) {
+        scatter_v(self, slots, v);
+    }
+}
+
+/// The solver states several threads share (see `step::colours`): a
+/// thread writes only the bodies of the bundles it holds, and a run's
+/// bundles share no moving body, so no two threads write one body in a
+/// run (a body that does not move is written back unchanged).
+#[derive(Clone, Copy)]
+pub(crate) struct SharedSlots<'a>(pub(crate) &'a [SharedBody]);
+
+impl Slots for SharedSlots<'_> {
+    #[inline(always)]
+    fn gather_v(&self, slots: &[u32; LANES]) -> [Wide; 3] {
+        let mut r = [[Scalar::ZERO; LANES]; 3];
+        for i in 0..LANES {
+            let st = &self.0[slots[i] as usize];
+            for (f, r) in r.iter_mut().enumerate() {
+                r[i] = st.get(f);
+            }
+        }
+        r.map(Wide::from_array)
+    }
+
+    #[inline(always)]
+    fn gather_motion(&self, slots: &[u32; LANES]) -> [Wide; 4] {
+        let mut r = [[Scalar::ZERO; LANES]; 4];
+        for i in 0..LANES {
+            let st = &self.0[slots[i] as usize];
+            for (f, r) in r.iter_mut().enumerate() {
+                r[i] = st.get(3 + f);
+            }
+        }
+        r.map(Wide::from_array)
+    }
+
+    #[inline(always)]
+    fn scatter_v(&mut self, slots: &[u32; LANES], v: &[Wide; 3]) {
+        let v = v.map(Wide::to_array);
+        for (i, &s) in slots.iter().enumerate() {
+            let st = &self.0[s as usize];
+            for (f, v) in v.iter().enumerate() {
+                st.set(f, v[i]);
+            }
+        }
+    }
+}
+
 /// The velocities of the bodies at `slots`, lane by lane.
 #[inline(always)]
 pub(crate) fn gather_v(states: &States, slots: &[u32; LANES]) -> [Wide; 3] {
@@ -1302,13 +1418,13 @@ const fn points<const TWO: bool>() -> usize {
 
 /// Applies last step's impulses at the start of a substep.
 #[inline(never)]
-pub(crate) fn warm_start(bundles: &[Bundle], states: &mut States) {
+pub(crate) fn warm_start<S: Slots>(bundles: &[Bundle], states: &mut S) {
     for c in bundles {
         match (c.same, c.two) {
-            (true, true) => warm_start_bundle::<true, true>(c, states),
-            (true, false) => warm_start_bundle::<true, false>(c, states),
-            (false, true) => warm_start_bundle::<false, true>(c, states),
-            (false, false) => warm_start_bundle::<false, false>(c, states),
+            (true, true) => warm_start_bundle::<true, true, S>(c, states),
+            (true, false) => warm_start_bundle::<true, false, S>(c, states),
+            (false, true) => warm_start_bundle::<false, true, S>(c, states),
+            (false, false) => warm_start_bundle::<false, false, S>(c, states),
         }
     }
 }
@@ -1316,10 +1432,10 @@ pub(crate) fn warm_start(bundles: &[Bundle], states: &mut States) {
 /// [`warm_start`] for one bundle; `SAME` as in [`Pair::apply`], `TWO` as
 /// [`Bundle::two`] (the points applied).
 #[inline(always)]
-fn warm_start_bundle<const SAME: bool, const TWO: bool>(c: &Bundle, states: &mut States) {
+fn warm_start_bundle<const SAME: bool, const TWO: bool, S: Slots>(c: &Bundle, states: &mut S) {
     let mut p = Pair {
-        a: gather_v(states, &c.a),
-        b: gather_v(states, &c.b),
+        a: states.gather_v(&c.a),
+        b: states.gather_v(&c.b),
     };
     let (ma, mb) = c.responses();
     // Tangent responses: right_perp(m⁻¹ n) = (y, −x).
@@ -1328,8 +1444,8 @@ fn warm_start_bundle<const SAME: bool, const TWO: bool>(c: &Bundle, states: &mut
         p.apply::<SAME>(cs.normal_impulse, ma, mb, (cp.wn_a, cp.wn_b));
         p.apply::<SAME>(cs.tangent_impulse, ta, tb, (cp.wt_a, cp.wt_b));
     }
-    scatter_v(states, &c.a, &p.a);
-    scatter_v(states, &c.b, &p.b);
+    states.scatter_v(&c.a, &p.a);
+    states.scatter_v(&c.b, &p.b);
 }
 
 /// One iteration over every bundle; `USE_BIAS` pushes overlapping shapes
@@ -1339,9 +1455,9 @@ fn warm_start_bundle<const SAME: bool, const TWO: bool>(c: &Bundle, states: &mut
 ///
 /// `inv_h` is the substep rate, a whole number (so `s · inv_h` is exact).
 #[inline(never)]
-pub(crate) fn solve<const USE_BIAS: bool>(
+pub(crate) fn solve<const USE_BIAS: bool, S: Slots>(
     (bundles, cold): (&mut [Bundle], &mut [BundleCold]),
-    states: &mut States,
+    states: &mut S,
     soft: &[Softness; 2],
     inv_h: u32,
     max_push: Scalar,
@@ -1365,10 +1481,10 @@ pub(crate) fn solve<const USE_BIAS: bool>(
         let c = &mut bundles[i];
         let args = (&mut *states, soft, inv_h, neg_max_push);
         match (c.same, c.two) {
-            (true, true) => solve_bundle::<USE_BIAS, true, true>(c, cold, args),
-            (true, false) => solve_bundle::<USE_BIAS, true, false>(c, cold, args),
-            (false, true) => solve_bundle::<USE_BIAS, false, true>(c, cold, args),
-            (false, false) => solve_bundle::<USE_BIAS, false, false>(c, cold, args),
+            (true, true) => solve_bundle::<USE_BIAS, true, true, S>(c, cold, args),
+            (true, false) => solve_bundle::<USE_BIAS, true, false, S>(c, cold, args),
+            (false, true) => solve_bundle::<USE_BIAS, false, true, S>(c, cold, args),
+            (false, false) => solve_bundle::<USE_BIAS, false, false, S>(c, cold, args),
         }
     }
 }
@@ -1388,14 +1504,14 @@ pub(crate) fn solve<const USE_BIAS: bool>(
     not(all(target_arch = "x86_64", target_feature = "avx2")),
     inline(always)
 )]
-fn solve_bundle<const USE_BIAS: bool, const SAME: bool, const TWO: bool>(
+fn solve_bundle<const USE_BIAS: bool, const SAME: bool, const TWO: bool, S: Slots>(
     c: &mut Bundle,
     cold: &mut BundleCold,
-    (states, soft, inv_h, neg_max_push): (&mut States, &[Softness; 2], u32, Wide),
+    (states, soft, inv_h, neg_max_push): (&mut S, &[Softness; 2], u32, Wide),
 ) {
     let mut p = Pair {
-        a: gather_v(states, &c.a),
-        b: gather_v(states, &c.b),
+        a: states.gather_v(&c.a),
+        b: states.gather_v(&c.b),
     };
     let (nx, ny) = (c.normal_x.get(), c.normal_y.get());
     let (ma, mb) = c.responses();
@@ -1403,8 +1519,8 @@ fn solve_bundle<const USE_BIAS: bool, const SAME: bool, const TWO: bool>(
     let motion = if USE_BIAS {
         None
     } else {
-        let [dax, day, qac, qas] = gather_motion(states, &c.a);
-        let [dbx, dby, qbc, qbs] = gather_motion(states, &c.b);
+        let [dax, day, qac, qas] = states.gather_motion(&c.a);
+        let [dbx, dby, qbc, qbs] = states.gather_motion(&c.b);
         let dpn = (dbx - dax) * nx + (dby - day) * ny;
         Some((dpn, qac, qas, qbc, qbs))
     };
@@ -1462,8 +1578,8 @@ fn solve_bundle<const USE_BIAS: bool, const SAME: bool, const TWO: bool>(
     // impulses that the relax pass did not take back (columns swayed
     // more than Box2D's as their gaps closed).
     if USE_BIAS {
-        scatter_v(states, &c.a, &p.a);
-        scatter_v(states, &c.b, &p.b);
+        states.scatter_v(&c.a, &p.a);
+        states.scatter_v(&c.b, &p.b);
         return;
     }
     // Tangent t = right_perp(n) = (y, −x); r × t = −r·n.
@@ -1480,8 +1596,8 @@ fn solve_bundle<const USE_BIAS: bool, const SAME: bool, const TWO: bool>(
         cs.tangent_impulse = new;
         p.apply::<SAME>(applied, ta, tb, (cp.wt_a, cp.wt_b));
     }
-    scatter_v(states, &c.a, &p.a);
-    scatter_v(states, &c.b, &p.b);
+    states.scatter_v(&c.a, &p.a);
+    states.scatter_v(&c.b, &p.b);
 }
 
 /// Bounce: drives the approach speed to `−e · v_before` at points whose
@@ -1822,12 +1938,12 @@ mod tests {
             let warm = t.elapsed().as_nanos() as f64 / (reps * n) as f64;
             let t = Instant::now();
             for _ in 0..reps {
-                solve::<true>((&mut *b, &mut *bc), states, &soft, 240, Scalar::from_int(3));
+                solve::<true, _>((&mut *b, &mut *bc), states, &soft, 240, Scalar::from_int(3));
             }
             let biased = t.elapsed().as_nanos() as f64 / (reps * n) as f64;
             let t = Instant::now();
             for _ in 0..reps {
-                solve::<false>((&mut *b, &mut *bc), states, &soft, 240, Scalar::from_int(3));
+                solve::<false, _>((&mut *b, &mut *bc), states, &soft, 240, Scalar::from_int(3));
             }
             let relax = t.elapsed().as_nanos() as f64 / (reps * n) as f64;
             println!(

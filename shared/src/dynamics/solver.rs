@@ -9,6 +9,7 @@
 //! contact separation is updated from those without re-running collision.
 
 use crate::math::{Rot, Scalar, Vec2};
+use core::sync::atomic::{AtomicI64, Ordering};
 
 /// Soft constraint coefficients for one substep length.
 #[derive(Clone, Copy, Debug, Default)]
@@ -64,6 +65,52 @@ pub(crate) struct SolverBody {
     pub w: Scalar,
     pub dp: Vec2,
     pub dq: Rot,
+}
+
+/// A [`SolverBody`] that several threads read and write at once (see
+/// `graph::SharedSlots`): its seven numbers (`v.x`, `v.y`, `w`, `dp.x`,
+/// `dp.y`, `dq.c`, `dq.s`) in atomics, read and written relaxed, which
+/// compiles to plain loads and stores; the threads order them by waiting
+/// on one another between runs (`step::colours`).
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub(crate) struct SharedBody([AtomicI64; 7]);
+
+impl SharedBody {
+    /// Field `f` (in the order above).
+    #[inline(always)]
+    pub(crate) fn get(&self, f: usize) -> Scalar {
+        Scalar::from_bits(self.0[f].load(Ordering::Relaxed))
+    }
+
+    /// Sets field `f`.
+    #[inline(always)]
+    pub(crate) fn set(&self, f: usize, x: Scalar) {
+        self.0[f].store(x.to_bits(), Ordering::Relaxed);
+    }
+
+    /// The whole state.
+    #[inline(always)]
+    pub(crate) fn load(&self) -> SolverBody {
+        SolverBody {
+            v: Vec2::new(self.get(0), self.get(1)),
+            w: self.get(2),
+            dp: Vec2::new(self.get(3), self.get(4)),
+            dq: Rot {
+                c: self.get(5),
+                s: self.get(6),
+            },
+        }
+    }
+
+    /// Sets the whole state.
+    #[inline(always)]
+    pub(crate) fn store(&self, b: &SolverBody) {
+        let f = [b.v.x, b.v.y, b.w, b.dp.x, b.dp.y, b.dq.c, b.dq.s];
+        for (i, x) in f.into_iter().enumerate() {
+            self.set(i, x);
+        }
+    }
 }
 
 /// The inverse mass and inertia of the body in a solver slot (zero for

@@ -696,6 +696,22 @@ pub(crate) struct JointSolver {
     breakable: bool,
 }
 
+impl JointSolver {
+    /// Whether no joint was prepared this step (nothing for the passes).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.revolutes.is_empty() && self.others.is_empty()
+    }
+
+    /// Appends the solver slots of the bodies of every joint prepared
+    /// (the static dummy's too), each once or more.
+    pub(crate) fn slots(&self, out: &mut Vec<u32>) {
+        self.revolutes.slots(out);
+        for c in &self.others {
+            out.extend([c.a, c.b]);
+        }
+    }
+}
+
 /// Prepares every joint that has a body being solved this step, and
 /// appends the solver slots of its bodies to `links` (in joint order).
 pub(crate) fn prepare(

@@ -495,6 +495,8 @@ pub(super) fn windows(
 /// needs no state of its own.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Revolutes {
+    /// Revolutes prepared this step (in bundles or one at a time).
+    prepared: u32,
     hot: Vec<Hot>,
     /// Anchors relative to the centres at the start of the step (A, B),
     /// parallel to `hot`.
@@ -531,8 +533,25 @@ pub(crate) struct Revolutes {
 }
 
 impl Revolutes {
+    /// Whether no revolute was prepared this step.
+    pub(super) fn is_empty(&self) -> bool {
+        self.prepared == 0
+    }
+
+    /// Appends the solver slots of every revolute's bodies
+    /// ([`JointSolver::slots`](super::JointSolver::slots)).
+    pub(super) fn slots(&self, out: &mut Vec<u32>) {
+        for c in &self.bundles {
+            out.extend(c.a.iter().chain(&c.b));
+        }
+        for h in &self.hot {
+            out.extend([h.a, h.b]);
+        }
+    }
+
     /// Starts a step with `slots` solver slots.
     pub(super) fn begin(&mut self, slots: usize) {
+        self.prepared = 0;
         self.hot.clear();
         self.anchors0.clear();
         self.index.clear();
@@ -665,6 +684,7 @@ impl Revolutes {
         m: &Masses,
         ctx: &JointContext,
     ) {
+        self.prepared += 1;
         let cold = if p.uses_angle() {
             let lower = p.lower_angle.clamp(-Scalar::PI, Scalar::PI);
             let upper = p.upper_angle.clamp(lower, Scalar::PI);

@@ -91,7 +91,9 @@ impl World {
     /// windows, the joints' beside them; in a world of many separate piles
     /// (of boxes, of ragdolls) with enough contacts, the solve itself, in groups of bodies that no contact
     /// or joint joins, each group's contacts and joints prepared and
-    /// solved on a thread; the pair search in ranges of the shapes that moved; the
+    /// solved on a thread; in one big island (a pile) with enough
+    /// contacts in each colour, the substeps on every thread, each run of
+    /// one colour split between them; the pair search in ranges of the shapes that moved; the
     /// narrow phase in ranges of the contact list; in very large worlds,
     /// the bodies' finishing in ranges of them).
     /// Each part is a function of what it reads, written to places of its

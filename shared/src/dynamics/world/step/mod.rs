@@ -35,6 +35,7 @@
 //! buffers live in [`Scratch`] (`scratch.rs`), apart from the state.
 
 mod collide;
+mod colours;
 mod finish;
 mod groups;
 mod pairs;

@@ -18,7 +18,7 @@ const PREFETCH_AHEAD: usize = 16;
 
 /// Contacts per thread below which a step prepares them on its own thread
 /// (handing out less work costs more than it saves).
-const PARALLEL_CONTACTS: usize = if cfg!(test) { 64 } else { 1024 };
+pub(super) const PARALLEL_CONTACTS: usize = if cfg!(test) { 64 } else { 1024 };
 
 impl World {
     /// Prepares the solve; `None` when no body is awake (nothing to solve).

@@ -13,6 +13,7 @@
 //! steps of different scenes on one thread).
 
 use super::collide::CollideOut;
+use super::colours::ColourScratch;
 use super::finish::FinishRange;
 use super::groups::Groups;
 use crate::dynamics::ccd::CcdScratch;
@@ -54,6 +55,12 @@ pub(crate) struct Scratch {
     pub(crate) graph: Graph,
     /// The step's groups, when it solves in groups (see `groups`).
     pub(crate) groups: Groups,
+    /// The solver states the threads share when they solve one island's
+    /// runs together (see `colours`).
+    pub(crate) colour: ColourScratch,
+    /// The stages the threads met at in the last step's substeps, when
+    /// they solved its runs together (zero: they did not).
+    pub(crate) colour_stages: usize,
     pub(crate) candidates: Vec<u32>,
     pub(crate) pairs: Vec<u64>,
     /// The pair search's candidates and pairs on each worker (see

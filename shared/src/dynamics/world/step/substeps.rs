@@ -21,7 +21,7 @@
 //! so its contacts mostly come after). Solved last, the joint holds and
 //! the contact's push is spent against it: the seven heaps sleep by 4.9 s.
 
-use super::Solve;
+use super::{colours, Solve};
 use crate::dynamics::body::{angular_speed_cap, BodyKind};
 use crate::dynamics::graph;
 use crate::dynamics::joint;
@@ -49,6 +49,7 @@ impl World {
         let max_v = set.max_linear_speed;
         let slow_cap = angular_speed_cap(set.tick_rate, n, false);
         let fast_cap = angular_speed_cap(set.tick_rate, n, true);
+        sc.colour_stages = 0;
         let mut deltas: Vec<Increment> = Vec::with_capacity(sc.awake.len());
         for &bi in &sc.awake {
             let b = &st.bodies[bi as usize];
@@ -113,15 +114,48 @@ impl World {
                     }
                     joint::warm_start(&mut g.joints, states);
                     graph::warm_start(bundles, states);
-                    graph::solve::<true>((bundles, cold), states, &soft, inv_h_int, push);
+                    graph::solve::<true, _>((bundles, cold), states, &soft, inv_h_int, push);
                     joint::solve(&mut g.joints, states, &jctx, true);
                     graph::integrate_positions(&mut states.bodies[1..], h);
-                    graph::solve::<false>((bundles, cold), states, &soft, inv_h_int, push);
+                    graph::solve::<false, _>((bundles, cold), states, &soft, inv_h_int, push);
                     joint::solve(&mut g.joints, states, &jctx, false);
                 }
                 graph::apply_restitution((bundles, cold), states, threshold);
             });
             groups.copy_out(&mut sc.states);
+            return;
+        }
+        // One island (or too few to group) with enough work in each run of
+        // one colour: its passes on every thread, run by run (`colours`).
+        let threads = pool.map_or(1, |p| p.current_num_threads() + 1);
+        if let Some(pool) = pool.filter(|_| {
+            sc.solve_order.len() >= threads * super::prepare::PARALLEL_CONTACTS
+                && colours::worth(
+                    sc.graph.runs(),
+                    sc.graph.bundles(),
+                    sc.states.len(),
+                    threads,
+                    &mut sc.colour.seen,
+                )
+        }) {
+            let passes = colours::Passes {
+                substeps: n as usize,
+                h,
+                soft: &soft,
+                inv_h: inv_h_int,
+                max_push: set.contact_push_max_velocity,
+                max_v,
+                joint: &jctx,
+                deltas: &deltas,
+            };
+            let alone = colours::Alone {
+                joints: &mut sc.joints,
+                constraints: &mut sc.constraints,
+                inv_h,
+            };
+            let runs = sc.graph.runs_mut();
+            sc.colour_stages =
+                colours::substeps(pool, &mut sc.states, &mut sc.colour, runs, alone, &passes);
             return;
         }
         for _ in 0..n {
@@ -146,7 +180,7 @@ impl World {
                 set.contact_push_max_velocity,
                 true,
             );
-            graph::solve::<true>(
+            graph::solve::<true, _>(
                 sc.graph.bundles_mut(),
                 &mut sc.states,
                 &soft,
@@ -165,7 +199,7 @@ impl World {
                 set.contact_push_max_velocity,
                 false,
             );
-            graph::solve::<false>(
+            graph::solve::<false, _>(
                 sc.graph.bundles_mut(),
                 &mut sc.states,
                 &soft,
@@ -179,7 +213,7 @@ impl World {
 
 /// Integrates a body's velocity over a substep by `d`, capping its speeds.
 #[inline(always)]
-fn integrate_velocity(s: &mut SolverBody, d: &Increment, max_v: Scalar) {
+pub(super) fn integrate_velocity(s: &mut SolverBody, d: &Increment, max_v: Scalar) {
     // Undamped bodies (damping factor exactly one) skip the products by
     // one, which would not change a bit.
     let ld = d.linear_damping;
@@ -193,7 +227,7 @@ fn integrate_velocity(s: &mut SolverBody, d: &Increment, max_v: Scalar) {
 /// What integrating the velocities adds to one body each substep: its
 /// velocity increments and damping factors (one: none), and the cap on its
 /// angular speed.
-struct Increment {
+pub(super) struct Increment {
     dv: Vec2,
     dw: Scalar,
     linear_damping: Scalar,
