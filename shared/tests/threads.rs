@@ -11,8 +11,8 @@
 //! narrow phase's second range). The beds, many separate heaps, are also
 //! solved in groups (`world/step/groups.rs`): skipping a group's
 //! restitution or its approach speeds fails them (tried). The big
-//! pyramid, one island, runs its substeps on every thread, run by run
-//! (`world/step/colours.rs`).
+//! pyramid, one island, runs its substeps on two threads run by run
+//! (`world/step/colours.rs`, whose test asserts that its rule takes it).
 
 use bitroom_sim::scene::{build_scene, Scene};
 use bitroom_sim::{fx, BodyDef, Polygon, Scalar, ShapeDef, ShapeGeometry, Vec2, World, WorldDef};

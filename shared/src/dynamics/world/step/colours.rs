@@ -28,7 +28,7 @@
 //! worker for each part but the calling thread's, and nothing else runs
 //! on it while the world steps. A thread waits by spinning, then by
 //! yielding its core (more threads than cores). If one thread panics, the
-//! others stop waiting and panic too, and the pool's scope hands the panic
+//! others stop waiting and return, and the pool's scope hands that panic
 //! on.
 
 use super::substeps::{integrate_velocity, Increment};
@@ -39,39 +39,63 @@ use crate::math::{Scalar, LANES};
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-/// The fewest bundles of a run a thread's share may hold (a shorter run is
-/// one thread's, see [`stages`]).
+/// A run with fewer bundles than this for each thread is not cut between
+/// the threads: one thread takes it whole (see [`stages`]).
 const BLOCK_BUNDLES: usize = 4;
-/// The bundles a thread's share of a stage must hold on average for the
-/// runs to be shared out. Below it the waits cost what the threads save:
-/// on two threads the 990-box pile (19 bundles a stage) and the spinner
-/// (19) solved no faster, and the tumbler (its runs short) slower, 0.75
-/// to 1.15 ms a step; large_pyramid (21) gained 16 %. (Tests share out
-/// smaller worlds.)
-const SHARE_BUNDLES: usize = if cfg!(test) { 2 } else { 10 };
-/// The most bodies, in halves of all, that may cross between the threads'
-/// shares ([`crossing`]); tests share out any world.
-const CROSSING_HALVES: usize = if cfg!(test) { 2 } else { 1 };
+/// When the runs are shared out (see [`worth`]).
+struct Limits {
+    /// The bundles a thread's share of a stage must hold on average.
+    /// Below it the waits cost what the threads save: on two threads the
+    /// 990-box pile (19 bundles a stage) solved no faster, the tumbler
+    /// (its runs short) slower, 0.75 to 1.15 ms a step; large_pyramid
+    /// (21) gained 16 %. (The spinner, 20, passes this; see
+    /// `crossing_halves`.)
+    share_bundles: usize,
+    /// The most bodies, in halves of all, that two threads' shares may
+    /// both solve ([`crossing`]).
+    crossing_halves: usize,
+}
+const LIMITS: Limits = Limits {
+    share_bundles: 10,
+    crossing_halves: 1,
+};
+/// Tests share out small worlds, whatever crosses.
+const TEST_LIMITS: Limits = Limits {
+    share_bundles: 2,
+    crossing_halves: 2,
+};
 /// Bodies integrated at a time (a buffer's length).
 const BODY_BLOCK: usize = 256;
 /// Turns a waiting thread spins before it yields its core (a machine with
 /// more threads to run than cores).
 const SPINS: u32 = 1 << 12;
 
-/// Whether sharing out the runs is worth its waits: each stage of a pass
-/// has, on average, [`SHARE_BUNDLES`] bundles for each thread, and the
-/// threads' shares keep to their own bodies (see [`crossing`]).
+/// Whether sharing out the runs is worth its waits ([`Limits`]): each
+/// stage of a pass has enough bundles for each thread, and the threads'
+/// shares keep mostly to bodies of their own (see [`crossing`]).
 pub(super) fn worth(
     runs: &[u32],
     bundles: &[Bundle],
     slots: usize,
     threads: usize,
-    seen: &mut Vec<u8>,
+    seen: &mut Vec<u64>,
+) -> bool {
+    let limits = if cfg!(test) { &TEST_LIMITS } else { &LIMITS };
+    worth_within(limits, (runs, bundles), slots, threads, seen)
+}
+
+/// [`worth`] within `limits`.
+fn worth_within(
+    limits: &Limits,
+    (runs, bundles): (&[u32], &[Bundle]),
+    slots: usize,
+    threads: usize,
+    seen: &mut Vec<u64>,
 ) -> bool {
     let stages = stages(runs, bundles.len(), threads).count();
     stages > 0
-        && bundles.len() >= stages * threads * SHARE_BUNDLES
-        && crossing(runs, bundles, slots, threads, seen) * 2 <= slots * CROSSING_HALVES
+        && bundles.len() >= stages * threads * limits.share_bundles
+        && crossing(runs, bundles, slots, threads, seen) * 2 <= slots * limits.crossing_halves
 }
 
 /// How many bodies the shares of more than one thread solve (counted
@@ -88,7 +112,7 @@ fn crossing(
     bundles: &[Bundle],
     slots: usize,
     threads: usize,
-    seen: &mut Vec<u8>,
+    seen: &mut Vec<u64>,
 ) -> usize {
     seen.clear();
     seen.resize(slots, 0);
@@ -102,7 +126,8 @@ fn crossing(
         let run = &bundles[first as usize..end];
         for t in 0..threads {
             let share = &run[run.len() * t / threads..run.len() * (t + 1) / threads];
-            let bit = 1u8 << (t % 8);
+            // Threads are at most 64 (`World::set_threads`).
+            let bit = 1u64 << (t % 64);
             for c in share {
                 let (a, b) = c.slots();
                 for &s in a.iter().chain(b) {
@@ -196,7 +221,7 @@ pub(crate) struct ColourScratch {
     states: Vec<SharedBody>,
     alone: Vec<u32>,
     /// Per slot, the threads whose shares solve it ([`crossing`]).
-    pub(super) seen: Vec<u8>,
+    pub(super) seen: Vec<u64>,
 }
 
 /// A thread's share of a run: bundles and their cold parts.
@@ -331,7 +356,10 @@ pub(super) fn substeps(
         passes,
         alone: any_alone,
     };
-    super::share_out(pool, parts, |part| shared.run(part));
+    super::share_out(pool, parts, |part| {
+        // A thread stopped by another's panic: the step ends in that panic.
+        let _ = shared.run(part);
+    });
     for (b, s) in states.bodies.iter_mut().zip(store) {
         *b = s.load();
     }
@@ -341,7 +369,10 @@ pub(super) fn substeps(
 impl Shared<'_> {
     /// A thread's part: every stage in order, as `substeps` orders the
     /// passes on one thread.
-    fn run(&self, mut part: Part<'_>) {
+    ///
+    /// Stops (`None`) when another thread has panicked: that thread's
+    /// panic is the one the pool's scope hands on.
+    fn run(&self, mut part: Part<'_>) -> Option<()> {
         let _failed = Failed(&self.stages.failed);
         let p = self.passes;
         let mut buf: Vec<SolverBody> = Vec::with_capacity(BODY_BLOCK);
@@ -357,25 +388,25 @@ impl Shared<'_> {
                     s.set(f, x);
                 }
             }
-            self.stages.wait(&mut stage);
+            self.stages.wait(&mut stage)?;
             self.alone(&mut stage, &mut part.alone, |w, st| {
                 joint::warm_start(w.joints, st);
                 solver::warm_start(w.constraints, st);
-            });
+            })?;
             for (b, _) in &part.runs {
                 graph::warm_start(b, &mut slots);
-                self.stages.wait(&mut stage);
+                self.stages.wait(&mut stage)?;
             }
             self.alone(&mut stage, &mut part.alone, |w, st| {
                 solver::solve_contacts(w.constraints, st, p.soft, w.inv_h, p.max_push, true);
-            });
+            })?;
             for (b, c) in &mut part.runs {
                 graph::solve::<true, _>((b, c), &mut slots, p.soft, p.inv_h, p.max_push);
-                self.stages.wait(&mut stage);
+                self.stages.wait(&mut stage)?;
             }
             self.alone(&mut stage, &mut part.alone, |w, st| {
                 joint::solve(w.joints, st, p.joint, true);
-            });
+            })?;
             for from in bodies.clone().step_by(BODY_BLOCK) {
                 let range = from..(from + BODY_BLOCK).min(bodies.end);
                 buf.clear();
@@ -388,18 +419,19 @@ impl Shared<'_> {
                     }
                 }
             }
-            self.stages.wait(&mut stage);
+            self.stages.wait(&mut stage)?;
             self.alone(&mut stage, &mut part.alone, |w, st| {
                 solver::solve_contacts(w.constraints, st, p.soft, w.inv_h, p.max_push, false);
-            });
+            })?;
             for (b, c) in &mut part.runs {
                 graph::solve::<false, _>((b, c), &mut slots, p.soft, p.inv_h, p.max_push);
-                self.stages.wait(&mut stage);
+                self.stages.wait(&mut stage)?;
             }
             self.alone(&mut stage, &mut part.alone, |w, st| {
                 joint::solve(w.joints, st, p.joint, false);
-            });
+            })?;
         }
+        Some(())
     }
 
     /// A stage of what one thread solves alone (none when there is
@@ -412,9 +444,9 @@ impl Shared<'_> {
         stage: &mut usize,
         alone: &mut Option<AloneHere<'_>>,
         work: impl FnOnce(&mut Alone<'_>, &mut States),
-    ) {
+    ) -> Option<()> {
         if !self.alone {
-            return;
+            return Some(());
         }
         if let Some(a) = alone {
             let shared = self.slots.0;
@@ -426,7 +458,7 @@ impl Shared<'_> {
                 shared[s as usize].store(&a.states.bodies[s as usize]);
             }
         }
-        self.stages.wait(stage);
+        self.stages.wait(stage)
     }
 }
 
@@ -440,17 +472,17 @@ impl Stages {
     }
 
     /// Ends stage `stage` on this thread (then counts the next), and waits
-    /// until every thread has ended it.
-    fn wait(&self, stage: &mut usize) {
+    /// until every thread has ended it; `None` when a thread has panicked
+    /// (it never will).
+    fn wait(&self, stage: &mut usize) -> Option<()> {
         *stage += 1;
         let all = self.threads * *stage;
         let mut now = self.arrived.fetch_add(1, Ordering::AcqRel) + 1;
         let mut spins = 0;
         while now < all {
-            assert!(
-                !self.failed.load(Ordering::Relaxed),
-                "a thread of the step panicked"
-            );
+            if self.failed.load(Ordering::Relaxed) {
+                return None;
+            }
             if spins < SPINS {
                 spins += 1;
                 std::hint::spin_loop();
@@ -459,6 +491,7 @@ impl Stages {
             }
             now = self.arrived.load(Ordering::Acquire);
         }
+        Some(())
     }
 }
 
@@ -487,7 +520,7 @@ mod tests {
     /// flank. Beside it, sixty small boxes on one long board: more
     /// contacts for one moving body than a window has colours, so some
     /// are solved one at a time (alone too).
-    fn island() -> World {
+    fn island() -> (World, BodyId) {
         let mut w = World::new(WorldDef::default()).unwrap();
         let g = w
             .create_body(&BodyDef::fixed(Vec2::from_ints(0, -1)))
@@ -514,11 +547,13 @@ mod tests {
         let rod = JointKind::Distance(DistanceJoint::default());
         w.create_joint(&JointDef::new(rows[34][0], rows[35][0], rod))
             .unwrap();
+        // From the ground up four metres, its right side 2 cm short of the
+        // base's left box (at x = −18.175), moving in at 1 m/s.
         let plank = w
             .create_body(&BodyDef {
                 kind: BodyKind::Kinematic,
-                linear_velocity: Vec2::new(Scalar::ratio(1, 4), Scalar::ZERO),
-                ..BodyDef::dynamic(Vec2::new(Scalar::from_int(-21), Scalar::from_int(3)))
+                linear_velocity: Vec2::new(Scalar::ONE, Scalar::ZERO),
+                ..BodyDef::dynamic(Vec2::new(Scalar::ratio(-19195, 1000), Scalar::from_int(2)))
             })
             .unwrap();
         let board = ShapeGeometry::Polygon(Polygon::make_box(Scalar::ONE, Scalar::from_int(2)));
@@ -545,7 +580,7 @@ mod tests {
             let at = Vec2::new(Scalar::from_int(70 + k), Scalar::ratio(1, 2));
             boxed(&mut w, at, small, &ShapeDef::default());
         }
-        w
+        (w, rows[0][0])
     }
 
     /// The island on 2, 3 and 4 threads: every step's state and event
@@ -554,7 +589,8 @@ mod tests {
     #[test]
     fn runs_shared_out_keep_their_bits() {
         let run = |threads: usize| {
-            let mut w = island();
+            let (mut w, corner) = island();
+            let x0 = w.position(corner).unwrap().x;
             w.set_threads(threads).unwrap();
             let (mut digest, mut shared, mut alone, mut hits) = (0u64, 0, 0, 0);
             for _ in 0..60 {
@@ -573,6 +609,9 @@ mod tests {
                     }
                 }
             }
+            // The plank pushed the base's corner box along.
+            let pushed = w.position(corner).unwrap().x - x0;
+            assert!(pushed > Scalar::ratio(1, 10), "pushed {pushed:?}");
             (digest, shared, alone, hits)
         };
         let (one, shared, _, hits) = run(1);
@@ -589,27 +628,66 @@ mod tests {
         }
     }
 
+    /// The rule outside tests: large_pyramid on two threads is shared out
+    /// (21 bundles a stage, 42 % of its bodies crossing, with eight
+    /// lanes), the spinner's stirred debris is not (most of its bodies
+    /// cross).
+    #[test]
+    fn the_rule_takes_the_pyramid_not_the_stirred_debris() {
+        let taken = |scene: &str, steps: u32, threads: usize| {
+            let mut sc = crate::scene::build_scene(scene).unwrap();
+            sc.world.set_threads(threads).unwrap();
+            for _ in 0..steps {
+                sc.step();
+            }
+            sc.world.take_shared_scratch();
+            let s = &mut sc.world.scratch;
+            let (runs, bundles) = (s.graph.runs(), s.graph.bundles());
+            let slots = s.states.len();
+            super::worth_within(
+                &super::LIMITS,
+                (runs, bundles),
+                slots,
+                threads,
+                &mut s.colour.seen,
+            )
+        };
+        assert!(taken("large_pyramid", 2, 2));
+        assert!(!taken("spinner", 240, 2));
+    }
+
     /// A thread that unwinds does not leave the others waiting for it:
-    /// they panic too, and the scope hands the panic on.
+    /// they stop, and the pool's scope (as the step shares out its parts)
+    /// hands on that thread's panic, not another.
     #[test]
     fn a_thread_that_panics_stops_the_others_waiting() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
         let stages = Stages::new(3);
-        let outcome = std::panic::catch_unwind(|| {
-            std::thread::scope(|s| {
-                for t in 0..3 {
-                    let stages = &stages;
-                    s.spawn(move || {
-                        let _failed = Failed(&stages.failed);
-                        let mut stage = 0;
-                        stages.wait(&mut stage);
-                        assert!(t != 1, "thread 1 fails in its second stage");
-                        stages.wait(&mut stage);
-                        stages.wait(&mut stage);
-                    });
-                }
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            super::super::share_out(&pool, 0..3, |t| {
+                let _failed = Failed(&stages.failed);
+                let mut stage = 0;
+                let mut go = || -> Option<()> {
+                    stages.wait(&mut stage)?;
+                    assert!(t != 1, "thread 1 fails in its second stage");
+                    stages.wait(&mut stage)?;
+                    stages.wait(&mut stage)
+                };
+                let _ = go();
             });
-        });
-        assert!(outcome.is_err());
+        }));
+        let payload = outcome.expect_err("the panic is handed on");
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned());
+        assert_eq!(
+            message.as_deref(),
+            Some("thread 1 fails in its second stage")
+        );
         assert!(stages.failed.into_inner());
     }
 }

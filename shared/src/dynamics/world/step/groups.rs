@@ -34,8 +34,8 @@
 //! out (`PARALLEL_CONTACTS` a thread, as for its ranges of windows),
 //! nothing in the overflow list (the one-at-a-time contacts stay in one
 //! solve, for now), and groups of about an even share: many piles, a field
-//! of debris, many ragdolls. One big pile is one group and is solved as
-//! alone.
+//! of debris, many ragdolls. One big pile is one group: its substeps may be
+//! shared out run by run instead (`colours`).
 
 use crate::dynamics::joint::JointSolver;
 use crate::dynamics::solver::States;

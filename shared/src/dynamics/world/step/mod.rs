@@ -102,7 +102,10 @@ impl Stage {
 
 /// Runs `work` on each of `jobs`, the first on this thread and the others
 /// on `pool`'s workers, and returns when all are done: how a stage shares
-/// out its ranges (each job writes only places of its own).
+/// out its ranges (each job writes only places of its own). Jobs that wait
+/// for one another (`colours`) need them all running at once: at most one
+/// job more than the pool has workers, and the pool idle, as the world's
+/// own pool is while the world steps (never call this from its workers).
 fn share_out<J: Send>(
     pool: &rayon::ThreadPool,
     jobs: impl IntoIterator<Item = J>,
