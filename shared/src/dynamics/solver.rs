@@ -106,9 +106,23 @@ impl SharedBody {
     /// Sets the whole state.
     #[inline(always)]
     pub(crate) fn store(&self, b: &SolverBody) {
-        let f = [b.v.x, b.v.y, b.w, b.dp.x, b.dp.y, b.dq.c, b.dq.s];
-        for (i, x) in f.into_iter().enumerate() {
+        self.store_velocity(b);
+        self.store_motion(b);
+    }
+
+    /// Sets the velocity (`v`, `w`) to `b`'s.
+    #[inline(always)]
+    pub(crate) fn store_velocity(&self, b: &SolverBody) {
+        for (i, x) in [b.v.x, b.v.y, b.w].into_iter().enumerate() {
             self.set(i, x);
+        }
+    }
+
+    /// Sets the motion so far (`dp`, `dq`) to `b`'s.
+    #[inline(always)]
+    pub(crate) fn store_motion(&self, b: &SolverBody) {
+        for (i, x) in [b.dp.x, b.dp.y, b.dq.c, b.dq.s].into_iter().enumerate() {
+            self.set(3 + i, x);
         }
     }
 }

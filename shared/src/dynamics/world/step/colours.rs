@@ -384,9 +384,7 @@ impl Shared<'_> {
                 let s = &self.slots.0[k];
                 let mut body = s.load();
                 integrate_velocity(&mut body, &p.deltas[k - 1], p.max_v);
-                for (f, x) in [body.v.x, body.v.y, body.w].into_iter().enumerate() {
-                    s.set(f, x);
-                }
+                s.store_velocity(&body);
             }
             self.stages.wait(&mut stage)?;
             self.alone(&mut stage, &mut part.alone, |w, st| {
@@ -397,41 +395,37 @@ impl Shared<'_> {
                 graph::warm_start(b, &mut slots);
                 self.stages.wait(&mut stage)?;
             }
-            self.alone(&mut stage, &mut part.alone, |w, st| {
-                solver::solve_contacts(w.constraints, st, p.soft, w.inv_h, p.max_push, true);
-            })?;
-            for (b, c) in &mut part.runs {
-                graph::solve::<true, _>((b, c), &mut slots, p.soft, p.inv_h, p.max_push);
-                self.stages.wait(&mut stage)?;
-            }
-            self.alone(&mut stage, &mut part.alone, |w, st| {
-                joint::solve(w.joints, st, p.joint, true);
-            })?;
+            self.solve::<true>(&mut stage, &mut part)?;
             for from in bodies.clone().step_by(BODY_BLOCK) {
                 let range = from..(from + BODY_BLOCK).min(bodies.end);
                 buf.clear();
                 buf.extend(self.slots.0[range.clone()].iter().map(SharedBody::load));
                 graph::integrate_positions(&mut buf, p.h);
                 for (s, body) in self.slots.0[range].iter().zip(&buf) {
-                    let f = [body.dp.x, body.dp.y, body.dq.c, body.dq.s];
-                    for (i, x) in f.into_iter().enumerate() {
-                        s.set(3 + i, x);
-                    }
+                    s.store_motion(body);
                 }
             }
             self.stages.wait(&mut stage)?;
-            self.alone(&mut stage, &mut part.alone, |w, st| {
-                solver::solve_contacts(w.constraints, st, p.soft, w.inv_h, p.max_push, false);
-            })?;
-            for (b, c) in &mut part.runs {
-                graph::solve::<false, _>((b, c), &mut slots, p.soft, p.inv_h, p.max_push);
-                self.stages.wait(&mut stage)?;
-            }
-            self.alone(&mut stage, &mut part.alone, |w, st| {
-                joint::solve(w.joints, st, p.joint, false);
-            })?;
+            self.solve::<false>(&mut stage, &mut part)?;
         }
         Some(())
+    }
+
+    /// The biased pass (`USE_BIAS`) or the relax pass, as one thread's
+    /// step orders it: the overflow contacts, the runs, the joints.
+    fn solve<const USE_BIAS: bool>(&self, stage: &mut usize, part: &mut Part<'_>) -> Option<()> {
+        let p = self.passes;
+        self.alone(stage, &mut part.alone, |w, st| {
+            solver::solve_contacts(w.constraints, st, p.soft, w.inv_h, p.max_push, USE_BIAS);
+        })?;
+        let mut slots = self.slots;
+        for (b, c) in &mut part.runs {
+            graph::solve::<USE_BIAS, _>((b, c), &mut slots, p.soft, p.inv_h, p.max_push);
+            self.stages.wait(stage)?;
+        }
+        self.alone(stage, &mut part.alone, |w, st| {
+            joint::solve(w.joints, st, p.joint, USE_BIAS);
+        })
     }
 
     /// A stage of what one thread solves alone (none when there is
