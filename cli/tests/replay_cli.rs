@@ -432,7 +432,7 @@ fn info_and_export() {
 #[test]
 fn the_committed_release_fixture_verifies_in_this_build() {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../protocol/tests/fixtures/arena-4-bots-v14.brr");
+        .join("../protocol/tests/fixtures/arena-4-bots-v15.brr");
     let (code, out, err) = run(&["replay", "verify", fixture.to_str().expect("utf-8")]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("verified 240 ticks"), "{out}");

@@ -109,10 +109,13 @@ use std::fmt;
 /// at 60 Hz, at every rate), and bodies with `allow_fast_rotation` (a new
 /// flag each body carries in snapshots) at a quarter turn per substep: a
 /// new simulation at rates other than 60 Hz, and new snapshot bytes.
+/// 21: the contact solver colours and solves the contacts in windows of
+/// 8 192 consecutive contacts, not 1 024: a new simulation in every world
+/// with more than 1 024 touching contacts, the same encodings.
 ///
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
 /// [`Rules::Input`]: bitroom_sim::game::Rules::Input
-pub const PROTOCOL_VERSION: u32 = 20;
+pub const PROTOCOL_VERSION: u32 = 21;
 /// A state hash as frames carry it: its low 24 bits.
 pub fn wire_hash(hash: u64) -> u32 {
     (hash & 0x00FF_FFFF) as u32

@@ -3,11 +3,11 @@
 //! ```sh
 //! cargo run --release --bin bitroom-server -- replay record --loose-bodies 8 \
 //!     --players 4 --ticks 240 --keyframe-interval 120 --room fixture \
-//!     --out protocol/tests/fixtures/arena-4-bots-v14.brr
+//!     --out protocol/tests/fixtures/arena-4-bots-v15.brr
 //! ```
 //!
-//! (replay format 14; recorded 2026-11-30 for protocol 20, whose bodies
-//! carry the `allow_fast_rotation` flag in their state.)
+//! (replay format 15; recorded 2026-11-30 for protocol 21, whose contact
+//! solver colours its contacts in windows of 8 192.)
 //!
 //! It must verify in every build (debug tests included) and on every
 //! platform: `.ci/cross-check.sh` runs this file on each target and diffs
@@ -22,8 +22,8 @@
 use bitroom_protocol::replay::{verify, Record, ReplayReader, VerifyOptions, VerifyReport};
 use bitroom_sim::game::sandbox::{PlayerInput, Sandbox};
 
-/// Format 14.
-const FIXTURE: &[u8] = include_bytes!("fixtures/arena-4-bots-v14.brr");
+/// Format 15.
+const FIXTURE: &[u8] = include_bytes!("fixtures/arena-4-bots-v15.brr");
 /// Ticks in the fixture.
 const TICKS: u64 = 240;
 /// Its final state hash (also recorded in the file).

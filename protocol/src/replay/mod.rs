@@ -114,15 +114,18 @@ pub const MAGIC: &[u8; 8] = b"BRREPLAY";
 /// replay to other hashes wherever bodies slow to rest. 14: each body of
 /// a state carries one more flag (`allow_fast_rotation`), and the
 /// simulation of protocol 20 caps angular speed at a quarter turn per step
-/// at any tick rate: states of 13 do not decode.
+/// at any tick rate: states of 13 do not decode. 15: the bytes of 14, from
+/// the simulation of protocol 21, which colours its contacts in windows of
+/// 8 192: files of 14 replay to other hashes in worlds of more than 1 024
+/// touching contacts.
 ///
 /// [`GameSnapshot::to_packed`]: bitroom_sim::game::GameSnapshot::to_packed
 /// [`Rules::Input`]: bitroom_sim::game::Rules::Input
-pub const FORMAT_VERSION: u32 = 14;
-/// The oldest format this build reads: 14, its own. Older files hold
+pub const FORMAT_VERSION: u32 = 15;
+/// The oldest format this build reads: 15, its own. Older files hold
 /// states and hashes of an earlier simulation, which this build cannot
 /// reproduce.
-pub const OLDEST_FORMAT_VERSION: u32 = 14;
+pub const OLDEST_FORMAT_VERSION: u32 = 15;
 /// Largest record payload accepted (a keyframe of the largest snapshot,
 /// 64 MiB of world plus 1 MiB of game state, fits).
 pub const MAX_RECORD: usize = 72 << 20;

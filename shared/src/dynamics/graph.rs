@@ -79,7 +79,7 @@ pub(crate) const OVERFLOW: u8 = u8::MAX;
 /// order (neighbours in the pile, whose data sits together in memory) is
 /// coloured and bundled on its own, so every pass walks the contacts and
 /// bodies window by window instead of all over the list once per colour.
-const WINDOW: usize = 1024;
+pub(crate) const WINDOW: usize = 8192;
 
 /// How a prefetch asks for a line.
 #[derive(Clone, Copy)]
@@ -592,10 +592,6 @@ pub(crate) struct Graph {
     cold: Vec<BundleCold>,
     /// How many of `bundles` this step uses.
     used: usize,
-    /// Each window laid out this step (each group's stretch of a window,
-    /// when the step solves in groups): its first contact (place in key
-    /// order) and its first bundle.
-    windows: Vec<(u32, u32)>,
     /// The first bundle of each colour of each window laid out this step
     /// (of each group's stretch, when it solves in groups), in solving
     /// order: contacts of one run share no moving body, so a run's
@@ -617,7 +613,6 @@ impl Graph {
         self.colors.clear();
         self.two.clear();
         self.lane_of.clear();
-        self.windows.clear();
         self.runs.clear();
         self.used = 0;
     }
@@ -718,7 +713,7 @@ impl Graph {
     pub(crate) fn layout_window(&mut self) -> Option<usize> {
         let first = self.colors.len().saturating_sub(1) / WINDOW * WINDOW;
         let end = self.colors.len();
-        (first < end).then(|| self.lay_out(first, first..end))
+        (first < end).then(|| self.lay_out(first..end))
     }
 
     /// Lays out every window of the contacts added, window after window
@@ -726,7 +721,7 @@ impl Graph {
     pub(crate) fn layout_all(&mut self) {
         let n = self.colors.len();
         for first in (0..n).step_by(WINDOW) {
-            self.lay_out(first, first..(first + WINDOW).min(n));
+            self.lay_out(first..(first + WINDOW).min(n));
         }
     }
 
@@ -747,18 +742,17 @@ impl Graph {
         for places in groups {
             let from = self.lane_of.len() / LANES;
             for run in places.chunk_by(|&x, &y| x as usize / WINDOW == y as usize / WINDOW) {
-                let first = run[0] as usize / WINDOW * WINDOW;
-                self.lay_out(first, run.iter().map(|&k| k as usize));
+                self.lay_out(run.iter().map(|&k| k as usize));
             }
             out.push((from, self.lane_of.len() / LANES));
         }
     }
 
-    /// Lays out the contacts at `places` (in key order, all in the window
-    /// that begins at `first`) after the bundles laid out before: each
-    /// colour's contacts fill whole bundles, two-point ones before
-    /// one-point ones, colours in order. Returns the first bundle.
-    fn lay_out(&mut self, first: usize, places: impl Iterator<Item = usize> + Clone) -> usize {
+    /// Lays out the contacts at `places` (in key order, all in one window)
+    /// after the bundles laid out before: each colour's contacts fill whole
+    /// bundles, two-point ones before one-point ones, colours in order.
+    /// Returns the first bundle.
+    fn lay_out(&mut self, places: impl Iterator<Item = usize> + Clone) -> usize {
         // Per colour, the contacts with two points, then those with one:
         // a colour's bundles after its first one-point contact have no
         // second point (`Bundle::two`), and the passes skip it there.
@@ -798,7 +792,6 @@ impl Graph {
             self.cold.resize_with(to, BundleCold::empty);
         }
         self.used = to;
-        self.windows.push((first as u32, from as u32));
         from
     }
 
@@ -872,11 +865,15 @@ impl Graph {
         );
     }
 
-    /// Prepares every window laid out this step, in ranges of whole windows of about as
-    /// many bundles each, one per thread (`pool`'s workers and this one): the first on this
-    /// thread, the others on the workers, with `beside` (more work of the step) on a worker
-    /// too. Each bundle is prepared by the same function as [`Graph::finish_window`]'s,
-    /// from the same inputs, into its own place: the same bits as preparing window after
+    /// Prepares every bundle laid out this step, in ranges of about as many
+    /// bundles each, one per thread (`pool`'s workers and this one): the
+    /// first on this thread, the others on the workers, with `beside` (more
+    /// work of the step) on a worker too. Each bundle is prepared by the
+    /// same function as [`Graph::finish_window`]'s, from the same inputs,
+    /// into its own place, and the approach speeds of the lanes that report
+    /// hits are copied into their cold entries after (a range's contacts
+    /// are not a stretch of the key order: a window's colours each take
+    /// contacts from all of it): the same bits as preparing window after
     /// window.
     pub(crate) fn prepare_windows(
         &mut self,
@@ -886,47 +883,23 @@ impl Graph {
         beside: impl FnOnce() + Send,
     ) {
         let used = self.used;
-        let groups = pool.current_num_threads() + 1;
-        // Where each range of windows begins: (first key, first bundle).
-        // The first window begins at key 0 and bundle 0; a range ends at
-        // the first window at least `per` bundles further on.
-        let mut cuts: Vec<(usize, usize)> = Vec::with_capacity(groups);
-        let per = used.div_ceil(groups).max(1);
-        for &(key, bundle) in &self.windows {
-            let (key, bundle) = (key as usize, bundle as usize);
-            let due = cuts.last().is_none_or(|&(_, b)| bundle >= b + per);
-            if due && cuts.len() < groups {
-                cuts.push((key, bundle));
-            }
-        }
-        let lane_of = &self.lane_of[..];
-        let mut bundles = &mut self.bundles[..used];
-        let mut colds = &mut self.cold[..used];
-        let mut cold = cold;
-        let mut parts = Vec::with_capacity(cuts.len());
-        for (g, &(_, bundle)) in cuts.iter().enumerate() {
-            let (end_key, end) = cuts.get(g + 1).copied().unwrap_or((usize::MAX, used));
-            let (b, rest) = core::mem::take(&mut bundles).split_at_mut(end - bundle);
-            bundles = rest;
-            let (c, rest) = core::mem::take(&mut colds).split_at_mut(end - bundle);
-            colds = rest;
-            // The cold entries of the range's contacts (in key order).
-            let split = cold.partition_point(|e| (e.place as usize) < end_key);
-            let (k, rest) = core::mem::take(&mut cold).split_at_mut(split);
-            cold = rest;
-            parts.push((b, c, &lane_of[bundle * LANES..end * LANES], k));
-        }
-        let mut parts = parts.into_iter();
+        let per = used.div_ceil(pool.current_num_threads() + 1).max(1);
+        let lane_of = &self.lane_of[..used * LANES];
+        let mut parts = self.bundles[..used]
+            .chunks_mut(per)
+            .zip(self.cold[..used].chunks_mut(per))
+            .zip(lane_of.chunks(per * LANES));
         let first = parts.next();
         pool.in_place_scope(|s| {
             s.spawn(|_| beside());
-            for (b, c, lanes, cold) in parts {
-                s.spawn(move |_| prepare_bundles(b, c, lanes, inp, cold));
+            for ((b, c), lanes) in parts {
+                s.spawn(move |_| prepare_bundles(b, c, lanes, inp, &mut []));
             }
-            if let Some((b, c, lanes, cold)) = first {
-                prepare_bundles(b, c, lanes, inp, cold);
+            if let Some(((b, c), lanes)) = first {
+                prepare_bundles(b, c, lanes, inp, &mut []);
             }
         });
+        self.approach_speeds_to(inp.contacts, inp.order, cold);
     }
 
     /// Copies the accumulated impulses of every lane into the key-ordered

@@ -48,21 +48,21 @@ struct Limits {
     /// Below it the waits cost what the threads save: on two threads the
     /// 990-box pile (19 bundles a stage) solved no faster, the tumbler
     /// (its runs short) slower, 0.75 to 1.15 ms a step; large_pyramid
-    /// (21) gained 16 %. (The spinner, 20, passes this; see
-    /// `crossing_halves`.)
+    /// (21) gained 16 %. (Measured with windows of 1 024 contacts; with
+    /// 8 192, large_pyramid has 144 a stage.)
     share_bundles: usize,
-    /// The most bodies, in halves of all, that two threads' shares may
+    /// The most bodies, in quarters of all, that two threads' shares may
     /// both solve ([`crossing`]).
-    crossing_halves: usize,
+    crossing_quarters: usize,
 }
 const LIMITS: Limits = Limits {
     share_bundles: 10,
-    crossing_halves: 1,
+    crossing_quarters: 1,
 };
 /// Tests share out small worlds, whatever crosses.
 const TEST_LIMITS: Limits = Limits {
     share_bundles: 2,
-    crossing_halves: 2,
+    crossing_quarters: 4,
 };
 /// Bodies integrated at a time (a buffer's length).
 const BODY_BLOCK: usize = 256;
@@ -95,18 +95,20 @@ fn worth_within(
     let stages = stages(runs, bundles.len(), threads).count();
     stages > 0
         && bundles.len() >= stages * threads * limits.share_bundles
-        && crossing(runs, bundles, slots, threads, seen) * 2 <= slots * limits.crossing_halves
+        && crossing(runs, bundles, slots, threads, seen) * 4 <= slots * limits.crossing_quarters
 }
 
 /// How many bodies the shares of more than one thread solve (counted
 /// as if every run were shared out by count). Each such body's state moves
 /// between the threads' caches within a pass. Sharing out is taken only
-/// while at most half the bodies cross. Measured on two threads: in
-/// large_pyramid 42 % of the bodies cross, and its substeps took 16 %
-/// less time than on one; in the spinner's stirred debris, whose key
-/// order no longer follows space, 66 to 74 % cross, and its substeps
-/// took 13 % more. (Two scenes are thin ground for the line: it is where
-/// these two fall, not a law.)
+/// while at most a quarter of the bodies cross. Measured on two threads
+/// (windows of 8 192 contacts): in large_pyramid 6 % of the bodies cross,
+/// and its substeps took 2.05 ms a step against 2.87 on one thread; in the
+/// tumbler 45 % cross, and shared out its substeps took 16 % more than
+/// solved alone (0.99 against 0.85 ms); in the spinner's stirred debris,
+/// whose key order no longer follows space, 43 to 58 % cross, and sharing
+/// out gained nothing. (Three scenes are thin ground for the line: it is
+/// where they fall, not a law.)
 fn crossing(
     runs: &[u32],
     bundles: &[Bundle],
@@ -506,7 +508,7 @@ mod tests {
     }
 
     /// A pyramid of 36 rows of unit boxes, a centimetre apart (666 boxes,
-    /// some 1 900 contacts in two windows: one island, which groups
+    /// some 1 900 contacts in one window: one island, which groups
     /// cannot share out). In it: two boxes of the base hinged together
     /// and the two top boxes tied by a rod (joints, solved alone, on
     /// bodies the runs also solve); a kinematic plank pushing into its

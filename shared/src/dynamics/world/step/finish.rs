@@ -508,6 +508,6 @@ mod tests {
             "{overflow_hits} overflow contacts with hit events"
         );
         assert_eq!(run(2).0, digest, "two threads");
-        assert_eq!(digest, 0x1ec6_0d49_b972_94e4);
+        assert_eq!(digest, 0x1e74_2cd4_3de2_2953);
     }
 }

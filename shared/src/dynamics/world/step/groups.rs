@@ -231,15 +231,21 @@ mod tests {
         top.expect("a stack of at least one box")
     }
 
-    /// Two hundred stacks of six boxes (a group each, or several stacks a
-    /// group; 1 200 contacts, so a group's contacts span two windows),
+    /// 1 500 stacks of six boxes (a group each, or several stacks a group;
+    /// 9 000 contacts, so a group's contacts span two windows),
     /// bouncy balls reporting hits dropped on them, and a kinematic
     /// plank sliding across the tops of the first two stacks: it joins
     /// their groups (it moves in the substeps), and is created last, so its
     /// slot comes after every other body's.
     fn piles() -> (World, [u32; 3]) {
         let (mut w, _) = grounded();
-        let tops: Vec<BodyId> = (0..200).map(|i| stack(&mut w, i * 5 - 500, 6)).collect();
+        // Ground for the stacks beyond the first two hundred.
+        let g = w
+            .create_body(&BodyDef::fixed(Vec2::from_ints(2_000, -1)))
+            .unwrap();
+        let wide = ShapeGeometry::Polygon(Polygon::make_box(Scalar::from_int(1_500), Scalar::ONE));
+        w.create_shape(g, &ShapeDef::default(), wide).unwrap();
+        let tops: Vec<BodyId> = (0..1_500).map(|i| stack(&mut w, i * 2 - 500, 6)).collect();
         let ball = ShapeGeometry::Circle(Circle {
             center: Vec2::ZERO,
             radius: Scalar::ratio(1, 4),
@@ -296,11 +302,12 @@ mod tests {
                     continue;
                 }
                 grouped += 1;
-                // A group whose contacts lie in two windows (of 1 024).
+                // A group whose contacts lie in two windows.
                 let list = &sc.groups.list[..sc.groups.used];
+                let window = crate::dynamics::graph::WINDOW as u32;
                 if list.iter().any(|g| {
-                    g.places.first().is_some_and(|&k| k < 1024)
-                        && g.places.last().is_some_and(|&k| k >= 1024)
+                    g.places.first().is_some_and(|&k| k < window)
+                        && g.places.last().is_some_and(|&k| k >= window)
                 }) {
                     spans += 1;
                 }
