@@ -1,10 +1,10 @@
 //! A step on several threads (`World::set_threads`) gives the same bits as
 //! a step on one: every step's state hash and event digest, for scenes
-//! whose contacts fill several windows of the colouring (the contacts'
-//! preparation is shared out), where hundreds of shapes move at once (the
-//! pair search is shared out: the pyramid's first steps, the falling
-//! bed), with joints (prepared beside the contacts), with hit events and
-//! restitution (approach speeds written by every range), and with events,
+//! with enough contacts for the preparation to be shared out (in ranges of
+//! bundles), where hundreds of shapes move at once (the pair search is
+//! shared out: the pyramid's first steps, the falling bed), with joints
+//! (prepared beside the contacts), with hit events and restitution
+//! (approach speeds copied out after the threads' work), and with events,
 //! sensors and sleeping bodies where the narrow phase walks the contact
 //! list in ranges. Dropping part of any range's work fails these (tried
 //! for the preparation and the pair search, and for the events of the
@@ -92,8 +92,8 @@ fn grounded(half_width: i32) -> World {
     w
 }
 
-/// A bed of bouncy boxes that report hits, dropped on the ground: many
-/// windows of contacts with hit events and restitution.
+/// A bed of bouncy boxes that report hits, dropped on the ground: thousands
+/// of contacts with hit events and restitution.
 fn bouncy_bed() -> Scene {
     let mut w = grounded(110);
     let def = ShapeDef {

@@ -796,8 +796,8 @@ impl Graph {
     }
 
     /// Lays out and prepares the last window of contacts added (see
-    /// [`Graph::layout_window`]), while its contacts are fresh in cache
-    /// from colouring. `cold` holds the cold entries of the contacts added
+    /// [`Graph::layout_window`]), while its contacts are likelier in cache
+    /// from colouring (a window's contacts take some 1.5 MB). `cold` holds the cold entries of the contacts added
     /// (those with hit events get their approach speeds there).
     pub(crate) fn finish_window(&mut self, inp: PrepareInputs<'_>, cold: &mut [ContactCold]) {
         let Some(from) = self.layout_window() else {
@@ -874,12 +874,12 @@ impl Graph {
     /// hits are copied into their cold entries after (a range's contacts
     /// are not a stretch of the key order: a window's colours each take
     /// contacts from all of it): the same bits as preparing window after
-    /// window.
+    /// window. `cold`: `None` when no solved contact reports hits.
     pub(crate) fn prepare_windows(
         &mut self,
         pool: &rayon::ThreadPool,
         inp: PrepareInputs<'_>,
-        cold: &mut [ContactCold],
+        cold: Option<&mut [ContactCold]>,
         beside: impl FnOnce() + Send,
     ) {
         let used = self.used;
@@ -899,7 +899,9 @@ impl Graph {
                 prepare_bundles(b, c, lanes, inp, &mut []);
             }
         });
-        self.approach_speeds_to(inp.contacts, inp.order, cold);
+        if let Some(cold) = cold {
+            self.approach_speeds_to(inp.contacts, inp.order, cold);
+        }
     }
 
     /// Copies the accumulated impulses of every lane into the key-ordered

@@ -339,7 +339,7 @@ pub(crate) fn cold_entry(cold: &mut [ContactCold], k: u32) -> Option<&mut Contac
 /// start and for hit events: one entry per solved contact, in the step's
 /// key order, copied at the solve's end from
 /// whichever solver held the contact. Half a line, so that copying a
-/// window's impulses back writes about 32 KB, in any order, where copying
+/// window's impulses back writes about 256 KB, in any order, where copying
 /// them into the cold entries wrote three times as much.
 #[derive(Clone, Copy, Debug, Default)]
 #[repr(align(32))]

@@ -625,9 +625,9 @@ mod tests {
     }
 
     /// The rule outside tests: large_pyramid on two threads is shared out
-    /// (21 bundles a stage, 42 % of its bodies crossing, with eight
-    /// lanes), the spinner's stirred debris is not (most of its bodies
-    /// cross).
+    /// (144 bundles a stage, 6 % of its bodies crossing, with eight
+    /// lanes); the spinner's stirred debris (43 to 58 % crossing) and the
+    /// tumbler (45 %) are not.
     #[test]
     fn the_rule_takes_the_pyramid_not_the_stirred_debris() {
         let taken = |scene: &str, steps: u32, threads: usize| {
@@ -650,6 +650,7 @@ mod tests {
         };
         assert!(taken("large_pyramid", 2, 2));
         assert!(!taken("spinner", 240, 2));
+        assert!(!taken("tumbler", 100, 2));
     }
 
     /// A thread that unwinds does not leave the others waiting for it:

@@ -476,7 +476,8 @@ mod tests {
     /// re-recorded when short vectors got exact lengths and unit directions,
     /// when the sleep test took the speed of a body's farthest point and
     /// when bodies got the `allow_fast_rotation` flag, which the state hash
-    /// covers (the golden changes of 2026-11-30).
+    /// covers, and when the contacts were coloured in windows of 8 192 (the
+    /// golden changes of 2026-11-30).
     #[test]
     fn hits_from_bundles_and_the_overflow_keep_their_bits() {
         let run = |threads: usize| {

@@ -31,7 +31,7 @@
 //! # When
 //!
 //! With workers, enough solved contacts for the preparation to be shared
-//! out (`PARALLEL_CONTACTS` a thread, as for its ranges of windows),
+//! out (`PARALLEL_CONTACTS` a thread, as for its ranges of bundles),
 //! nothing in the overflow list (the one-at-a-time contacts stay in one
 //! solve, for now), and groups of about an even share: many piles, a field
 //! of debris, many ragdolls. One big pile is one group: its substeps may be
@@ -231,17 +231,17 @@ mod tests {
         top.expect("a stack of at least one box")
     }
 
-    /// 1 500 stacks of six boxes (a group each, or several stacks a group;
-    /// 9 000 contacts, so a group's contacts span two windows),
-    /// bouncy balls reporting hits dropped on them, and a kinematic
-    /// plank sliding across the tops of the first two stacks: it joins
+    /// 1 500 stacks of six boxes, 2 m apart (a group each, or several
+    /// stacks a group; 9 000 contacts, so a group's contacts span two
+    /// windows), bouncy balls reporting hits dropped on them, and a
+    /// kinematic plank sliding across the tops of the first two stacks: it joins
     /// their groups (it moves in the substeps), and is created last, so its
     /// slot comes after every other body's.
     fn piles() -> (World, [u32; 3]) {
         let (mut w, _) = grounded();
-        // Ground for the stacks beyond the first two hundred.
+        // Ground for the stacks past x = 600, where the first ends.
         let g = w
-            .create_body(&BodyDef::fixed(Vec2::from_ints(2_000, -1)))
+            .create_body(&BodyDef::fixed(Vec2::from_ints(2_100, -1)))
             .unwrap();
         let wide = ShapeGeometry::Polygon(Polygon::make_box(Scalar::from_int(1_500), Scalar::ONE));
         w.create_shape(g, &ShapeDef::default(), wide).unwrap();
@@ -257,7 +257,7 @@ mod tests {
                 ..ShapeDef::default()
             };
             let at = Vec2::new(
-                Scalar::from_int(k * 10 - 499),
+                Scalar::from_int(k * 10 - 500),
                 Scalar::from_int(8 + k % 3 * 2),
             );
             let b = w.create_body(&BodyDef::dynamic(at)).unwrap();
@@ -267,11 +267,11 @@ mod tests {
             .create_body(&BodyDef {
                 kind: BodyKind::Kinematic,
                 linear_velocity: Vec2::new(Scalar::ratio(1, 2), Scalar::ZERO),
-                ..BodyDef::dynamic(Vec2::new(Scalar::ratio(-995, 2), Scalar::ratio(611, 100)))
+                ..BodyDef::dynamic(Vec2::new(Scalar::ratio(-999, 2), Scalar::ratio(611, 100)))
             })
             .unwrap();
         let board =
-            ShapeGeometry::Polygon(Polygon::make_box(Scalar::ratio(7, 2), Scalar::ratio(1, 10)));
+            ShapeGeometry::Polygon(Polygon::make_box(Scalar::ratio(3, 2), Scalar::ratio(1, 10)));
         w.create_shape(plank, &ShapeDef::default(), board).unwrap();
         (w, [plank.index, tops[0].index, tops[1].index])
     }

@@ -86,11 +86,11 @@ impl World {
         sc.links.clear();
         sc.solve_order.clear();
         sc.graph.begin(sc.states.len(), st.tick & 1 == 1);
-        // With workers and a window of contacts per thread: colour every
-        // contact first, then lay out and prepare (after the loop: on the
-        // workers, in groups or in ranges of windows, or here when few were
-        // solved; the same bits). Alone: prepare each window as soon as it
-        // is coloured, while its contacts are in cache.
+        // With workers and `PARALLEL_CONTACTS` contacts per thread: colour
+        // every contact first, then lay out and prepare (after the loop: on
+        // the workers, in groups or in ranges of bundles, or here when few
+        // were solved; the same bits). Alone: prepare each window as soon as
+        // it is coloured, while its contacts are likelier in cache.
         let pool = pool.filter(|p| {
             let threads = p.current_num_threads() + 1;
             st.contacts.len() >= threads * PARALLEL_CONTACTS
@@ -188,7 +188,7 @@ impl World {
         // alone. With enough, in groups of bodies that no contact or joint joins
         // (see `groups`) where the world has them, each group's contacts
         // laid out apart and prepared on a thread; otherwise in ranges of
-        // whole windows.
+        // bundles.
         let deferred = pool.is_some();
         let threads = pool.map_or(1, |p| p.current_num_threads() + 1);
         let pool = pool.filter(|_| sc.solve_order.len() >= threads * PARALLEL_CONTACTS);
@@ -256,10 +256,9 @@ impl World {
             match pool {
                 Some(pool) => {
                     let (out, links) = (&mut sc.joints, &mut sc.links);
+                    let cold = any_hit_events.then_some(&mut sc.constraints_cold[..]);
                     sc.graph
-                        .prepare_windows(pool, inp, &mut sc.constraints_cold, || {
-                            joints(out, links)
-                        });
+                        .prepare_windows(pool, inp, cold, || joints(out, links));
                 }
                 None => {
                     if deferred {
