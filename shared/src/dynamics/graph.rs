@@ -797,8 +797,9 @@ impl Graph {
 
     /// Lays out and prepares the last window of contacts added (see
     /// [`Graph::layout_window`]), while its contacts are likelier in cache
-    /// from colouring (a window's contacts take some 1.5 MB). `cold` holds the cold entries of the contacts added
-    /// (those with hit events get their approach speeds there).
+    /// from colouring (a window's contacts take some 1.5 MB). `cold` holds
+    /// the cold entries of the contacts added (those with hit events get
+    /// their approach speeds there).
     pub(crate) fn finish_window(&mut self, inp: PrepareInputs<'_>, cold: &mut [ContactCold]) {
         let Some(from) = self.layout_window() else {
             return;

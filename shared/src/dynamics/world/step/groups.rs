@@ -234,9 +234,9 @@ mod tests {
     /// 1 500 stacks of six boxes, 2 m apart (a group each, or several
     /// stacks a group; 9 000 contacts, so a group's contacts span two
     /// windows), bouncy balls reporting hits dropped on them, and a
-    /// kinematic plank sliding across the tops of the first two stacks: it joins
-    /// their groups (it moves in the substeps), and is created last, so its
-    /// slot comes after every other body's.
+    /// kinematic plank sliding across the tops of the first two stacks:
+    /// it joins their groups (it moves in the substeps), and is created
+    /// last, so its slot comes after every other body's.
     fn piles() -> (World, [u32; 3]) {
         let (mut w, _) = grounded();
         // Ground for the stacks past x = 600, where the first ends.
