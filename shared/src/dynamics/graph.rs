@@ -1192,29 +1192,31 @@ impl Slots for States {
 #[derive(Clone, Copy)]
 pub(crate) struct SharedSlots<'a>(pub(crate) &'a [SharedBody]);
 
-impl Slots for SharedSlots<'_> {
+impl SharedSlots<'_> {
+    /// Fields `first..first + N` of the bodies at `slots`, lane by lane
+    /// (0..3 the velocity, 3..7 the motion: see [`SharedBody::get`]).
     #[inline(always)]
-    fn gather_v(&self, slots: &[u32; LANES]) -> [Wide; 3] {
-        let mut r = [[Scalar::ZERO; LANES]; 3];
+    fn gather<const N: usize>(&self, slots: &[u32; LANES], first: usize) -> [Wide; N] {
+        let mut r = [[Scalar::ZERO; LANES]; N];
         for i in 0..LANES {
             let st = &self.0[slots[i] as usize];
             for (f, r) in r.iter_mut().enumerate() {
-                r[i] = st.get(f);
+                r[i] = st.get(first + f);
             }
         }
         r.map(Wide::from_array)
     }
+}
+
+impl Slots for SharedSlots<'_> {
+    #[inline(always)]
+    fn gather_v(&self, slots: &[u32; LANES]) -> [Wide; 3] {
+        self.gather(slots, 0)
+    }
 
     #[inline(always)]
     fn gather_motion(&self, slots: &[u32; LANES]) -> [Wide; 4] {
-        let mut r = [[Scalar::ZERO; LANES]; 4];
-        for i in 0..LANES {
-            let st = &self.0[slots[i] as usize];
-            for (f, r) in r.iter_mut().enumerate() {
-                r[i] = st.get(3 + f);
-            }
-        }
-        r.map(Wide::from_array)
+        self.gather(slots, 3)
     }
 
     #[inline(always)]

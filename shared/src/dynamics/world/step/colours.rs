@@ -518,11 +518,7 @@ mod tests {
     /// are solved one at a time (alone too).
     fn island() -> (World, BodyId) {
         let mut w = World::new(WorldDef::default()).unwrap();
-        let g = w
-            .create_body(&BodyDef::fixed(Vec2::from_ints(0, -1)))
-            .unwrap();
-        let wide = ShapeGeometry::Polygon(Polygon::make_box(Scalar::from_int(200), Scalar::ONE));
-        w.create_shape(g, &ShapeDef::default(), wide).unwrap();
+        super::super::test_ground(&mut w, 0, 200);
         let half = (Scalar::HALF, Scalar::HALF);
         let mut rows: Vec<Vec<BodyId>> = Vec::new();
         for row in 0..36 {

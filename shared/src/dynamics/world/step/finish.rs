@@ -368,11 +368,7 @@ mod tests {
     /// ground: enough touching contacts for two threads' ranges.
     fn bed() -> World {
         let mut w = World::new(WorldDef::default()).unwrap();
-        let g = w
-            .create_body(&BodyDef::fixed(Vec2::from_ints(0, -1)))
-            .unwrap();
-        let wide = ShapeGeometry::Polygon(Polygon::make_box(Scalar::from_int(60), Scalar::ONE));
-        w.create_shape(g, &ShapeDef::default(), wide).unwrap();
+        super::super::test_ground(&mut w, 0, 60);
         let plank =
             ShapeGeometry::Polygon(Polygon::make_box(Scalar::from_int(9), Scalar::ratio(1, 8)));
         for p in 0..3 {

@@ -208,11 +208,7 @@ mod tests {
     /// A world with a ground 1 200 m wide, and the ground's body.
     fn grounded() -> (World, BodyId) {
         let mut w = World::new(WorldDef::default()).unwrap();
-        let g = w
-            .create_body(&BodyDef::fixed(Vec2::from_ints(0, -1)))
-            .unwrap();
-        let wide = ShapeGeometry::Polygon(Polygon::make_box(Scalar::from_int(600), Scalar::ONE));
-        w.create_shape(g, &ShapeDef::default(), wide).unwrap();
+        let g = super::super::test_ground(&mut w, 0, 600);
         (w, g)
     }
 
@@ -240,11 +236,7 @@ mod tests {
     fn piles() -> (World, [u32; 3]) {
         let (mut w, _) = grounded();
         // Ground for the stacks past x = 600, where the first ends.
-        let g = w
-            .create_body(&BodyDef::fixed(Vec2::from_ints(2_100, -1)))
-            .unwrap();
-        let wide = ShapeGeometry::Polygon(Polygon::make_box(Scalar::from_int(1_500), Scalar::ONE));
-        w.create_shape(g, &ShapeDef::default(), wide).unwrap();
+        super::super::test_ground(&mut w, 2_100, 1_500);
         let tops: Vec<BodyId> = (0..1_500).map(|i| stack(&mut w, i * 2 - 500, 6)).collect();
         let ball = ShapeGeometry::Circle(Circle {
             center: Vec2::ZERO,

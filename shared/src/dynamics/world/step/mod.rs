@@ -51,6 +51,19 @@ use crate::dynamics::solver::Softness;
 use crate::dynamics::world::World;
 use crate::math::Scalar;
 
+/// Tests' ground: a fixed body at (`x`, −1) with a box `half_width`
+/// metres either side and a metre deep (its top at y = 0).
+#[cfg(test)]
+fn test_ground(w: &mut World, x: i32, half_width: i32) -> crate::BodyId {
+    use crate::{BodyDef, Polygon, ShapeDef, ShapeGeometry, Vec2};
+    let g = w
+        .create_body(&BodyDef::fixed(Vec2::from_ints(x, -1)))
+        .unwrap();
+    let wide = ShapeGeometry::Polygon(Polygon::make_box(Scalar::from_int(half_width), Scalar::ONE));
+    w.create_shape(g, &ShapeDef::default(), wide).unwrap();
+    g
+}
+
 std::thread_local! {
     /// The step buffers of the worlds stepped on this thread (see
     /// [`Scratch`]): one set, warm in the cache from one world's step to
