@@ -64,6 +64,7 @@ use super::contact::Contact;
 use super::solver::{
     cold_entry, ContactCold, Impulses, InvMass, SharedBody, Softness, SolverBody, States,
 };
+use crate::dynamics::world::workers::Workers;
 use crate::math::{prefetch, prefetch_write, Coef, CoefV, Mask, Rot, Scalar, Vec2, Wide};
 
 pub(crate) use crate::math::LANES;
@@ -878,27 +879,29 @@ impl Graph {
     /// window. `cold`: `None` when no solved contact reports hits.
     pub(crate) fn prepare_windows(
         &mut self,
-        pool: &rayon::ThreadPool,
+        pool: &Workers,
         inp: PrepareInputs<'_>,
         cold: Option<&mut [ContactCold]>,
         beside: impl FnOnce() + Send,
     ) {
         let used = self.used;
-        let per = used.div_ceil(pool.current_num_threads() + 1).max(1);
+        let per = used.div_ceil(pool.threads()).max(1);
         let lane_of = &self.lane_of[..used * LANES];
         let mut parts = self.bundles[..used]
             .chunks_mut(per)
             .zip(self.cold[..used].chunks_mut(per))
             .zip(lane_of.chunks(per * LANES));
-        let first = parts.next();
-        pool.in_place_scope(|s| {
-            s.spawn(|_| beside());
-            for ((b, c), lanes) in parts {
-                s.spawn(move |_| prepare_bundles(b, c, lanes, inp, &mut []));
-            }
-            if let Some(((b, c), lanes)) = first {
-                prepare_bundles(b, c, lanes, inp, &mut []);
-            }
+        /// A part: a range of bundles, or `beside`.
+        enum Part<R, B> {
+            Range(R),
+            Beside(B),
+        }
+        // The first range on this thread, `beside` on a worker.
+        let first = parts.next().map(Part::Range);
+        let jobs = first.into_iter().chain([Part::Beside(beside)]);
+        pool.share_out(jobs.chain(parts.map(Part::Range)), |part| match part {
+            Part::Range(((b, c), lanes)) => prepare_bundles(b, c, lanes, inp, &mut []),
+            Part::Beside(beside) => beside(),
         });
         if let Some(cold) = cold {
             self.approach_speeds_to(inp.contacts, inp.order, cold);

@@ -11,7 +11,6 @@
 //! links) is taken range after range, in key order. The same bits for any
 //! thread count.
 
-use super::share_out;
 use crate::collision::shapes_overlap;
 use crate::dynamics::body::{Body, BodyKind, NO_ISLAND};
 use crate::dynamics::contact::{match_impulses, Contact, PreviousPoints};
@@ -19,6 +18,7 @@ use crate::dynamics::island;
 use crate::dynamics::recycle::{Moving, Part};
 use crate::dynamics::shape::Shape;
 use crate::dynamics::solver::Impulses;
+use crate::dynamics::world::workers::Workers;
 use crate::dynamics::world::World;
 use crate::geometry::ShapeGeometry;
 
@@ -79,7 +79,7 @@ impl World {
         sc.remove.resize(n, false);
         sc.wake.clear();
         let split = sc.recycler.is_split();
-        let ranges = |p: &rayon::ThreadPool| (p.current_num_threads() + 1).min(MAX_RANGES);
+        let ranges = |p: &Workers| p.threads().min(MAX_RANGES);
         // The work: after the solve, the contacts it solved (touching, with
         // an awake body) and the pairs new this step; the contacts of
         // sleeping bodies are passed over at almost no cost. (A sleeping
@@ -160,7 +160,7 @@ impl World {
                     let done = (&solved[from..to], imp.unwrap_or(&[]));
                     jobs.push((starts[i], c, r, done, part, out));
                 }
-                share_out(pool, jobs, |(at, c, r, done, part, out)| {
+                pool.share_out(jobs, |(at, c, r, done, part, out)| {
                     collide_range(inp, c, at, done, r, part, out);
                 });
             }

@@ -35,6 +35,7 @@ use super::substeps::{integrate_velocity, Increment};
 use crate::dynamics::graph::{self, Bundle, BundleCold, SharedSlots};
 use crate::dynamics::joint::{self, JointContext, JointSolver};
 use crate::dynamics::solver::{self, ContactConstraint, SharedBody, Softness, SolverBody, States};
+use crate::dynamics::world::workers::Workers;
 use crate::math::{Scalar, LANES};
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -279,7 +280,7 @@ impl Drop for Failed<'_> {
 /// cache. (Blocks claimed by whichever thread came first were solved
 /// 45 % slower, their bodies fetched from the other core's cache.)
 pub(super) fn substeps(
-    pool: &rayon::ThreadPool,
+    pool: &Workers,
     states: &mut States,
     scratch: &mut ColourScratch,
     (runs, (bundles, cold)): (&[u32], Block<'_>),
@@ -304,7 +305,7 @@ pub(super) fn substeps(
     alone_slots.extend(alone.constraints.iter().flat_map(|c| [c.a, c.b]));
     alone_slots.sort_unstable();
     alone_slots.dedup();
-    let threads = pool.current_num_threads() + 1;
+    let threads = pool.threads();
     let bodies = slots - 1;
     let any_alone = !(alone.joints.is_empty() && alone.constraints.is_empty());
     let mut alone = Some(AloneHere {
@@ -358,7 +359,7 @@ pub(super) fn substeps(
         passes,
         alone: any_alone,
     };
-    super::share_out(pool, parts, |part| {
+    pool.share_out(parts, |part| {
         // A thread stopped by another's panic: the step ends in that panic.
         let _ = shared.run(part);
     });
@@ -654,13 +655,10 @@ mod tests {
     /// hands on that thread's panic, not another.
     #[test]
     fn a_thread_that_panics_stops_the_others_waiting() {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .unwrap();
+        let pool = super::Workers::new(3).unwrap();
         let stages = Stages::new(3);
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            super::super::share_out(&pool, 0..3, |t| {
+            pool.share_out(0..3, |t| {
                 let _failed = Failed(&stages.failed);
                 let mut stage = 0;
                 let mut go = || -> Option<()> {

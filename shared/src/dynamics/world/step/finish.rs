@@ -4,7 +4,7 @@
 //! sleep timers), continuous collision (see `ccd`), the fat boxes, and the
 //! joints that broke destroyed and reported.
 
-use super::{share_out, Solve};
+use super::Solve;
 use crate::collision::SPECULATIVE_DISTANCE;
 use crate::dynamics::body::{Body, BodyConfig, BodyKind, NONE};
 use crate::dynamics::ccd::{self, CcdScratch};
@@ -86,8 +86,7 @@ impl World {
         let sleep_on = set.enable_sleep;
         let continuous = set.enable_continuous;
         sc.ccd.begin(sc.awake.len());
-        let pool =
-            pool.filter(|p| sc.awake.len() >= (p.current_num_threads() + 1) * PARALLEL_BODIES);
+        let pool = pool.filter(|p| sc.awake.len() >= p.threads() * PARALLEL_BODIES);
         match pool {
             None => {
                 for (k, &bi) in sc.awake.iter().enumerate() {
@@ -104,7 +103,7 @@ impl World {
                 // Ranges of the awake bodies (in body order), each with its
                 // stretch of the bodies and of the start poses, and lists of
                 // its own for the fast bodies, taken in order after.
-                let threads = pool.current_num_threads() + 1;
+                let threads = pool.threads();
                 let awake = &sc.awake[..];
                 let per = awake.len().div_ceil(threads);
                 if sc.finish_ranges.len() < threads {
@@ -155,7 +154,7 @@ impl World {
                         finalize(b, c, &s, dt, sleep_on);
                     }
                 };
-                share_out(pool, jobs, run);
+                pool.share_out(jobs, run);
                 for out in &mut sc.finish_ranges[..threads] {
                     sc.ccd.append_fast(&mut out.fast, &mut out.bullets);
                 }
@@ -188,7 +187,7 @@ impl World {
                 }
             }
             Some(pool) => {
-                let threads = pool.current_num_threads() + 1;
+                let threads = pool.threads();
                 let awake = &sc.awake[..];
                 let per = awake.len().div_ceil(threads);
                 let (state, ccd) = (&*st, &sc.ccd);
@@ -206,9 +205,7 @@ impl World {
                     }
                 };
                 let jobs = awake.chunks(per).zip(sc.finish_ranges.iter_mut());
-                share_out(pool, jobs.enumerate(), |(r, (ks, out))| {
-                    run(r * per, ks, out)
-                });
+                pool.share_out(jobs.enumerate(), |(r, (ks, out))| run(r * per, ks, out));
                 for out in &mut sc.finish_ranges[..threads] {
                     for (s, fat) in out.grow.drain(..) {
                         grow_fat_box(st, s, fat);

@@ -113,30 +113,6 @@ impl Stage {
     }
 }
 
-/// Runs `work` on each of `jobs`, the first on this thread and the others
-/// on `pool`'s workers, and returns when all are done: how a stage shares
-/// out its ranges (each job writes only places of its own). Jobs that wait
-/// for one another (`colours`) need them all running at once: at most one
-/// job more than the pool has workers, and the pool idle, as the world's
-/// own pool is while the world steps (never call this from its workers).
-fn share_out<J: Send>(
-    pool: &rayon::ThreadPool,
-    jobs: impl IntoIterator<Item = J>,
-    work: impl Fn(J) + Sync,
-) {
-    let mut jobs = jobs.into_iter();
-    let first = jobs.next();
-    let work = &work;
-    pool.in_place_scope(|s| {
-        for job in jobs {
-            s.spawn(move |_| work(job));
-        }
-        if let Some(job) = first {
-            work(job);
-        }
-    });
-}
-
 /// What the prepare stage hands to the substeps and finish stages: the
 /// step's rates and softness, fixed by the settings.
 #[derive(Clone, Copy)]

@@ -36,7 +36,7 @@ impl World {
         let groups = self
             .pool
             .as_deref()
-            .map(|p| (p, p.current_num_threads() + 1))
+            .map(|p| (p, p.threads()))
             .filter(|&(_, threads)| moved.len() >= threads * PARALLEL_MOVED);
         let st = &*st;
         match groups {
@@ -56,18 +56,14 @@ impl World {
                 let per = moved.len().div_ceil(threads);
                 let mut ranges = moved.chunks(per);
                 let first = ranges.next().unwrap_or(&[]);
-                let (cands, stack, pairs) =
-                    (&mut sc.candidates, &mut sc.query_stack, &mut sc.pairs);
-                pool.in_place_scope(|s| {
-                    for (range, (cands, stack, pairs)) in ranges.zip(sc.par_pairs.iter_mut()) {
-                        pairs.clear();
-                        s.spawn(move |_| {
-                            for &si in range {
-                                query(st, si, cands, stack, pairs);
-                            }
-                        });
-                    }
-                    for &si in first {
+                let here = (&mut sc.candidates, &mut sc.query_stack, &mut sc.pairs);
+                let others = sc.par_pairs.iter_mut().map(|(c, s, p)| {
+                    p.clear();
+                    (c, s, p)
+                });
+                let jobs = [(first, here)].into_iter().chain(ranges.zip(others));
+                pool.share_out(jobs, |(range, (cands, stack, pairs))| {
+                    for &si in range {
                         query(st, si, cands, stack, pairs);
                     }
                 });

@@ -92,7 +92,7 @@ impl World {
         // were solved; the same bits). Alone: prepare each window as soon as
         // it is coloured, while its contacts are likelier in cache.
         let pool = pool.filter(|p| {
-            let threads = p.current_num_threads() + 1;
+            let threads = p.threads();
             st.contacts.len() >= threads * PARALLEL_CONTACTS
         });
         // The key-ordered list, with the overflow's constraints prepared
@@ -190,7 +190,7 @@ impl World {
         // laid out apart and prepared on a thread; otherwise in ranges of
         // bundles.
         let deferred = pool.is_some();
-        let threads = pool.map_or(1, |p| p.current_num_threads() + 1);
+        let threads = pool.map_or(1, |p| p.threads());
         let pool = pool.filter(|_| sc.solve_order.len() >= threads * PARALLEL_CONTACTS);
         let grouped = pool.filter(|_| {
             sc.constraints.is_empty() && {
@@ -220,7 +220,7 @@ impl World {
             let jobs = parts
                 .into_iter()
                 .zip(groups.list[..used].iter_mut().enumerate());
-            super::share_out(pool, jobs, |(mut part, (i, g))| {
+            pool.share_out(jobs, |(mut part, (i, g))| {
                 part.prepare(PrepareInputs {
                     contacts,
                     bodies,

@@ -104,7 +104,7 @@ impl World {
             let deltas = &deltas[..];
             let threshold = set.restitution_threshold;
             let push = set.contact_push_max_velocity;
-            super::share_out(pool, jobs, |(part, g)| {
+            pool.share_out(jobs, |(part, g)| {
                 let states = &mut g.states;
                 let (bundles, cold) = (part.bundles, part.cold);
                 for _ in 0..n {
@@ -127,7 +127,7 @@ impl World {
         }
         // One island (or too few to group) with enough work in each run of
         // one colour: its passes on every thread, run by run (`colours`).
-        let threads = pool.map_or(1, |p| p.current_num_threads() + 1);
+        let threads = pool.map_or(1, |p| p.threads());
         if let Some(pool) = pool.filter(|_| {
             sc.solve_order.len() >= threads * super::prepare::PARALLEL_CONTACTS
                 && colours::worth(
