@@ -896,7 +896,8 @@ impl Graph {
             Range(R),
             Beside(B),
         }
-        // The first range on this thread, `beside` on a worker.
+        // The first range on this thread, `beside` on a worker (here when
+        // there is no range).
         let first = parts.next().map(Part::Range);
         let jobs = first.into_iter().chain([Part::Beside(beside)]);
         pool.share_out(jobs.chain(parts.map(Part::Range)), |part| match part {

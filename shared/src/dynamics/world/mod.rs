@@ -107,10 +107,11 @@ impl World {
     /// Rooms on a server step on one thread each: their parallelism is
     /// across rooms. This is for one big world with cores to spare: while
     /// the threads fit the machine's cores, each worker spins for up to
-    /// about a millisecond after its part of a step, waiting for the next
-    /// (a sleeping worker took 60 µs and more to wake), so a world stepped
-    /// 60 times a second keeps each worker's core some 6 % busy between
-    /// steps.
+    /// about a millisecond after its part of a step (here; up to five
+    /// times that on processors with a slower spin-loop hint), waiting for
+    /// the next (a sleeping worker took 60 µs and more to wake), so a world
+    /// stepped 60 times a second keeps each worker's core some 6 % busy
+    /// between steps here.
     ///
     /// # Errors
     /// `threads` outside `1..=64`, or the platform cannot start threads

@@ -11,16 +11,20 @@
 //! the calling thread (colouring, events), so on the 990-box pile (a step
 //! of 0.75 ms) two threads were slower than one.
 //!
-//! So each worker, its part done, spins ([`Epoch::keep_warm`]) until the next
-//! share-out or for [`WARM_SPINS`] turns (about a millisecond here),
-//! whichever comes first, and then returns to the pool. And the calling
+//! So a worker that has ended its part, once every part of its share-out
+//! has been taken, spins ([`Epoch::keep_warm`]) until the next share-out
+//! or for [`WARM_SPINS`] turns, whichever comes first, and then returns to
+//! the pool. (A worker that ends its part while another part still waits
+//! takes that part instead.) And the calling
 //! thread, its own part done, spins for the workers' parts to end
 //! ([`DONE_SPINS`]) before it waits on the pool's latch, where it would
 //! sleep too. Box2D's task system spins its workers alike.
 //!
 //! Spinning takes the cores, so it is done only while the threads fit the
 //! machine's cores: with more threads than cores a spinning worker would
-//! take the core that the calling thread needs.
+//! take the core that the calling thread needs. (Other busy threads, or
+//! other worlds stepping on several threads, are not counted: a program
+//! that runs several such worlds at once gives each fewer threads.)
 //!
 //! None of this changes what a part computes, nor when it may start
 //! relative to another (the parts of `colours` still meet at their own
@@ -32,8 +36,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Turns a worker spins for the next share-out before it returns to the
-/// pool (and soon sleeps): about 1.1 ms on this machine's Xeon, whose
-/// spin-loop hint takes some 8 ns.
+/// pool (and soon sleeps). A turn is the processor's spin-loop hint
+/// (`pause` on x86), whose length varies between processors: some 8 ns
+/// on this machine's Xeon, so about 1.1 ms; up to five times that on
+/// others. (Counted in turns, not timed: nothing in this crate reads a
+/// clock.)
 const WARM_SPINS: u32 = 1 << 17;
 /// Turns the calling thread spins for the workers' parts to end before it
 /// waits on the pool's latch (and sleeps until a worker wakes it).
@@ -54,11 +61,15 @@ pub(crate) struct Workers {
     epoch: Arc<Epoch>,
     /// Whether workers spin after their parts (the threads fit the cores).
     warm: bool,
+    /// The most turns a spin takes ([`WARM_SPINS`]; tests lengthen it).
+    warm_spins: u32,
 }
 
 impl Workers {
     /// Workers for steps on `threads` threads (2 or more).
     pub(crate) fn new(threads: usize) -> Result<Workers, WorldError> {
+        // (A pool of no threads would be rayon's default, one a core.)
+        debug_assert!(threads >= 2, "the calling thread and a worker at least");
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads - 1)
             .thread_name(|i| format!("bitroom-step-{i}"))
@@ -71,6 +82,7 @@ impl Workers {
             pool,
             epoch: Arc::new(Epoch::default()),
             warm: threads <= cores,
+            warm_spins: WARM_SPINS,
         })
     }
 
@@ -96,9 +108,17 @@ impl Workers {
         let others: Vec<J> = jobs.collect();
         let total = others.len();
         let work = &work;
+        if total == 0 {
+            // Nothing for the workers: their spins go on.
+            if let Some(job) = first {
+                work(job);
+            }
+            return;
+        }
         // Moving the count ends the spins of the last share-out's workers:
         // they take these jobs.
         let epoch = self.epoch.count.fetch_add(1, Ordering::Relaxed) + 1;
+        let turns = self.warm_spins;
         let (started, done) = (&AtomicUsize::new(0), &AtomicUsize::new(0));
         self.pool.in_place_scope(|s| {
             for job in others {
@@ -106,14 +126,17 @@ impl Workers {
                 s.spawn(move |_| {
                     started.fetch_add(1, Ordering::Relaxed);
                     work(job);
-                    done.fetch_add(1, Ordering::Release);
                     // Once every job has been taken (before, this worker
-                    // would spin beside one still queued): run by this
-                    // worker next (its own queue's newest job), after this
-                    // one has ended.
+                    // would spin beside one still queued): usually run by
+                    // this worker next (its own queue's newest job), after
+                    // this one has ended. Queued before this job counts as
+                    // done, so that the calling thread, which leaves when
+                    // all are, does not wait behind the queueing (which
+                    // may wake a sleeping worker to steal it).
                     if let Some(count) = warm.filter(|_| started.load(Ordering::Relaxed) == total) {
-                        rayon::spawn(move || count.keep_warm(epoch));
+                        rayon::spawn(move || count.keep_warm(epoch, turns));
                     }
+                    done.fetch_add(1, Ordering::Release);
                 });
             }
             if let Some(job) = first {
@@ -156,11 +179,11 @@ struct Epoch {
 impl Epoch {
     /// A worker's wait for the next share-out after its part (see the
     /// module docs): spins while the count is still `seen`, for at most
-    /// [`WARM_SPINS`] turns.
-    fn keep_warm(&self, seen: u64) {
+    /// `turns` turns.
+    fn keep_warm(&self, seen: u64, turns: u32) {
         #[cfg(test)]
         self.spins.fetch_add(1, Ordering::Relaxed);
-        for _ in 0..WARM_SPINS {
+        for _ in 0..turns {
             if self.count.load(Ordering::Relaxed) != seen {
                 #[cfg(test)]
                 self.moved.fetch_add(1, Ordering::Relaxed);
@@ -237,7 +260,9 @@ mod tests {
     /// next share-out makes) ends the spin at once.
     #[test]
     fn a_worker_spins_until_the_count_moves() {
-        let w = warm(2);
+        let mut w = warm(2);
+        // A spin that would outlast any pause of this thread.
+        w.warm_spins = u32::MAX;
         w.share_out(0..2, |_| {});
         // The spin begins just after the worker's job has ended.
         while w.epoch.spins.load(Ordering::Relaxed) == 0 {
@@ -247,9 +272,9 @@ mod tests {
         while w.epoch.ended.load(Ordering::Relaxed) == 0 {
             thread::yield_now();
         }
-        // Ended by the move, not after its thousands of turns.
+        // Ended by the move, not after its turns.
         assert_eq!(w.epoch.moved.load(Ordering::Relaxed), 1);
-        // Nothing else ends a spin early: the next share-out's job runs.
+        // And the next share-out's jobs run.
         let ran = AtomicUsize::new(0);
         w.share_out(0..2, |_| {
             ran.fetch_add(1, Ordering::Relaxed);
