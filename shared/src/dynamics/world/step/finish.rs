@@ -227,10 +227,14 @@ impl World {
 /// the worker's cache: on two threads of this VM, 22 000 bodies
 /// (`many_pyramids`) finished in 2.6–3.0 ms instead of 3.5–4.4, but 5 000
 /// to 11 000 (`large_pyramid`, `spinner`, `rain`) took up to 10 % longer
-/// than on one.
+/// than on one, while a worker took 60 µs to wake. With the workers kept
+/// awake (`world/workers.rs`), 2 048 a thread: on two threads the finish
+/// stage's median fell from 0.36 to 0.28 ms in large_pyramid, 1.35 to 1.25
+/// in the spinner and 0.82 to 0.77 in rain, and their steps moved by
+/// +1 to −3 % (`sim --profile --threads 2`, two runs each).
 /// (Unit tests take smaller ranges, so that small worlds cover middle
 /// ranges on three and four threads.)
-const PARALLEL_BODIES: usize = if cfg!(test) { 256 } else { 8192 };
+const PARALLEL_BODIES: usize = if cfg!(test) { 256 } else { 2048 };
 
 /// A range of the awake bodies' lists (scratch): its fast bodies and
 /// bullets, and the fat boxes its shapes outgrew. Aligned to two lines, so
