@@ -57,10 +57,10 @@ impl World {
                 let mut ranges = moved.chunks(per);
                 let first = ranges.next().unwrap_or(&[]);
                 let here = (&mut sc.candidates, &mut sc.query_stack, &mut sc.pairs);
-                let others = sc.par_pairs.iter_mut().map(|(c, s, p)| {
-                    p.clear();
-                    (c, s, p)
-                });
+                // Every list emptied, also any without a range (there is
+                // one a thread while a thread has `PARALLEL_MOVED`).
+                sc.par_pairs.iter_mut().for_each(|(_, _, p)| p.clear());
+                let others = sc.par_pairs.iter_mut().map(|(c, s, p)| (c, s, p));
                 let jobs = [(first, here)].into_iter().chain(ranges.zip(others));
                 pool.share_out(jobs, |(range, (cands, stack, pairs))| {
                     for &si in range {
