@@ -95,8 +95,8 @@ impl World {
     /// solved on a thread; in one big island (a pile) with enough
     /// contacts in each colour, the substeps on every thread, each run of
     /// one colour split between them; the pair search in ranges of the shapes that moved; the
-    /// narrow phase in ranges of the contact list; in very large worlds,
-    /// the bodies' finishing in ranges of them).
+    /// narrow phase in ranges of the contact list; from 2 048 awake bodies
+    /// a thread, the bodies' finishing in ranges of them).
     /// Each part is a function of what it reads, written to places of its
     /// own; what must happen in order (events, the tree's growth) is taken
     /// from the parts in order on the calling thread. So the world's bits

@@ -141,7 +141,7 @@ impl Workers {
             if let Some(job) = first {
                 work(job);
             }
-            if self.warm {
+            if self.warm && total > 0 {
                 let mut spins = 0;
                 while done.load(Ordering::Acquire) < total && spins < DONE_SPINS {
                     spin_loop();
