@@ -88,21 +88,22 @@ impl World {
 
     /// Steps on `threads` threads: the calling one and `threads − 1`
     /// workers of a pool this world keeps, which take the parts of a step
-    /// that are independent (the contacts' preparation in ranges of whole
-    /// windows, the joints' beside them; in a world of many separate piles
-    /// (of boxes, of ragdolls) with enough contacts, the solve itself, in groups of bodies that no contact
-    /// or joint joins, each group's contacts and joints prepared and
-    /// solved on a thread; in one big island (a pile) with enough
-    /// contacts in each colour, the substeps on every thread, each run of
-    /// one colour split between them; the pair search in ranges of the shapes that moved; the
-    /// narrow phase in ranges of the contact list; from 2 048 awake bodies
-    /// a thread, the bodies' finishing in ranges of them).
-    /// Each part is a function of what it reads, written to places of its
-    /// own; what must happen in order (events, the tree's growth) is taken
-    /// from the parts in order on the calling thread. So the world's bits
-    /// are the same for any count (`shared/tests/threads.rs`). A world too small to share
-    /// out steps on the calling thread alone. One (the default) never
-    /// touches a pool.
+    /// that are independent (the contacts' preparation in ranges of
+    /// bundles, the joints' beside them; in a world of many separate piles
+    /// (of boxes, of ragdolls) with enough contacts, the solve itself, in
+    /// groups of bodies that no contact or joint joins, each group's
+    /// contacts and joints prepared and solved on a thread; in one big
+    /// island (a pile) with enough contacts in each colour, the substeps on
+    /// every thread, each run of one colour split between them; the pair
+    /// search in ranges of the shapes that moved; the narrow phase in
+    /// ranges of the contact list; from 2 048 awake bodies a thread, the
+    /// bodies' finishing in ranges of them). Each part is a function of
+    /// what it reads, written to places of its own; what must happen in
+    /// order (events, the tree's growth) is taken from the parts in order
+    /// on the calling thread. So the world's bits are the same for any
+    /// count (`shared/tests/threads.rs`). A world too small to share out
+    /// steps on the calling thread alone. One (the default) never touches
+    /// a pool.
     ///
     /// Rooms on a server step on one thread each: their parallelism is
     /// across rooms. This is for one big world with cores to spare: while

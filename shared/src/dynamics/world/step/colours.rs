@@ -27,10 +27,10 @@
 //! Every thread must take part: the pool is the world's own, with a
 //! worker for each part but the calling thread's, and nothing else runs
 //! on it while the world steps but the workers' spins between share-outs
-//! (`world/workers.rs`), which each share-out ends. A thread waits by spinning, then by
-//! yielding its core (more threads than cores). If one thread panics, the
-//! others stop waiting and return, and the pool's scope hands that panic
-//! on.
+//! (`world/workers.rs`), which each share-out ends. A thread waits by
+//! spinning, then by yielding its core (more threads than cores). If one
+//! thread panics, the others stop waiting and return, and the pool's
+//! scope hands that panic on.
 
 use super::substeps::{integrate_velocity, Increment};
 use crate::dynamics::graph::{self, Bundle, BundleCold, SharedSlots};
