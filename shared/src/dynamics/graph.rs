@@ -402,7 +402,7 @@ impl Inputs {
         &mut self,
         i: usize,
         c: &Contact,
-        (ba, bb): (&Body, &Body),
+        (ca, cb): (Vec2, Vec2),
         (sa, sb): (&InvMass, &InvMass),
     ) {
         self.ma[i] = sa.inv_mass;
@@ -413,10 +413,10 @@ impl Inputs {
         self.ny[i] = c.manifold.normal.y;
         self.friction[i] = c.friction;
         self.restitution[i] = c.restitution;
-        self.cax[i] = ba.center.x;
-        self.cay[i] = ba.center.y;
-        self.cbx[i] = bb.center.x;
-        self.cby[i] = bb.center.y;
+        self.cax[i] = ca.x;
+        self.cay[i] = ca.y;
+        self.cbx[i] = cb.x;
+        self.cby[i] = cb.y;
         for (k, p) in c.manifold.points.iter().enumerate() {
             self.valid[k][i] = usize::from(c.manifold.count) > k;
             self.px[k][i] = p.point.x;
@@ -1046,10 +1046,16 @@ fn prepare_bundles(
             let (a, b) = (slot_of[c.body_a as usize], slot_of[c.body_b as usize]);
             bundle.a[i] = a;
             bundle.b[i] = b;
+            // A moving body's centre from its slot; the dummy's bodies'
+            // from their own records (one ground body, most often).
+            let center = |s: u32, body: u32| match s {
+                0 => bodies[body as usize].center,
+                _ => states.inv[s as usize].center,
+            };
             lanes.set(
                 i,
                 c,
-                (&bodies[c.body_a as usize], &bodies[c.body_b as usize]),
+                (center(a, c.body_a), center(b, c.body_b)),
                 (&states.inv[a as usize], &states.inv[b as usize]),
             );
             // Only restitution and hit events read the approach speeds: a

@@ -1145,15 +1145,18 @@ mod tests {
                 slot_of[i] = states.len() as u32;
                 let c = &st.body_config[i];
                 let k = (i % 7) as i64 - 3;
-                states.push(BodyState {
-                    v: b.linear_velocity,
-                    w: b.angular_velocity,
-                    dp: Vec2::new(Scalar::from_bits(k << 20), Scalar::from_bits(-k << 19)),
-                    // Up to 0.375 rad: past the series of `rotation_angle`.
-                    dq: Rot::IDENTITY.integrate(Scalar::from_bits(k << 29)),
-                    inv_mass: c.inv_mass,
-                    inv_inertia: c.inv_inertia,
-                });
+                states.push(
+                    BodyState {
+                        v: b.linear_velocity,
+                        w: b.angular_velocity,
+                        dp: Vec2::new(Scalar::from_bits(k << 20), Scalar::from_bits(-k << 19)),
+                        // Up to 0.375 rad: past the series of `rotation_angle`.
+                        dq: Rot::IDENTITY.integrate(Scalar::from_bits(k << 29)),
+                        inv_mass: c.inv_mass,
+                        inv_inertia: c.inv_inertia,
+                    },
+                    b.center,
+                );
             }
         }
         let moves = |s: u32| states.moves(s);

@@ -173,7 +173,8 @@ impl Groups {
         for s in 1..slots {
             let grp = &mut list[work[s] as usize];
             grp.members.push(s as u32);
-            grp.states.push(states.get(s as u32));
+            grp.states
+                .push(states.get(s as u32), states.center(s as u32));
             self.local_of[awake[s - 1] as usize] = grp.members.len() as u32;
         }
         // (A link always has a solved body: the contact loop skips the

@@ -59,14 +59,17 @@ impl World {
                     (st.body_config[i].inv_mass, st.body_config[i].inv_inertia);
                 sc.slot_of[i] = sc.states.len() as u32;
                 sc.awake.push(i as u32);
-                sc.states.push(BodyState {
-                    v: b.linear_velocity,
-                    w: b.angular_velocity,
-                    dp: Vec2::ZERO,
-                    dq: Rot::IDENTITY,
-                    inv_mass,
-                    inv_inertia,
-                });
+                sc.states.push(
+                    BodyState {
+                        v: b.linear_velocity,
+                        w: b.angular_velocity,
+                        dp: Vec2::ZERO,
+                        dq: Rot::IDENTITY,
+                        inv_mass,
+                        inv_inertia,
+                    },
+                    b.center,
+                );
                 sc.moving
                     .push(!(inv_mass.is_zero() && inv_inertia.is_zero()));
             }
