@@ -70,6 +70,14 @@ pub(crate) struct Scratch {
     pub(crate) query_stack: Vec<u32>,
     pub(crate) new_contacts: Vec<Contact>,
     pub(crate) remove: Vec<bool>,
+    /// Per place in the contact list, whether the last pass that collided
+    /// the contact there renewed its manifold (ran the narrow phase, most
+    /// often): a guess at whether this pass will, for asking for its shapes'
+    /// lines ahead (see `collide`). Kept between passes and never
+    /// compacted: after contacts are added or dropped the places shift and
+    /// some guesses are another contact's, which costs only a wasted or a
+    /// missing prefetch; nothing reads it otherwise.
+    pub(crate) narrow_hint: Vec<bool>,
     pub(crate) wake: Vec<u32>,
     /// Per body slot, whether one of its shapes was queued as moved before
     /// this step (teleported, or its centre moved): the step's first
