@@ -164,7 +164,7 @@ const COLORS: usize = 64;
 const WINDOW: u32 = 1024;
 
 /// The values a lane of a [`Bundle`] holds, in the order of
-/// [`Bundle::from_lanes`].
+/// [`Bundle::fill`].
 const LANE_VALUES: usize = 19;
 
 /// What a [`Bundle`] holds while its lanes are filled: the slots and
@@ -513,8 +513,11 @@ pub(crate) struct Revolutes {
     /// The bundles of the windows closed, in solving order (window,
     /// colour, joint): each pass walks them in memory order.
     bundles: Vec<Bundle>,
-    /// Per colour, the current window's full bundles.
-    window: Vec<Vec<Bundle>>,
+    /// Per colour, the current window's full bundles: the first `.1` of
+    /// the list. The lists keep their length from window to window and
+    /// step to step, so that a bundle (1.3 KB) is written in place: built
+    /// and pushed, it was copied twice, 11 % of joint_grid's preparation.
+    window: Vec<(Vec<Bundle>, usize)>,
     /// Per colour, the bundle being filled with joints without and with a
     /// limit, motor or spring (at `2 × colour` and `2 × colour + 1`: a
     /// colour's order is free, and bundles without them skip that work).
@@ -560,8 +563,8 @@ impl Revolutes {
         self.masks.resize(slots, (u32::MAX, 0));
         self.coloured = 0;
         self.bundles.clear();
-        self.window.resize_with(COLORS, Vec::new);
-        self.window.iter_mut().for_each(Vec::clear);
+        self.window.resize_with(COLORS, Default::default);
+        self.window.iter_mut().for_each(|(_, used)| *used = 0);
         // Every colour's lanes are empty after `finish`; what a full bundle
         // left in them is overwritten before it is read.
         self.filling.resize(2 * COLORS, Lanes::EMPTY);
@@ -619,8 +622,8 @@ impl Revolutes {
         ];
         l.used += 1;
         if l.used == LANES {
-            let bundle = Bundle::from_lanes(l, &self.cold, &mut self.cold_lanes);
-            self.window[c as usize].push(bundle);
+            let (list, used) = &mut self.window[c as usize];
+            Bundle::next(list, used).fill(l, &self.cold, &mut self.cold_lanes);
             l.used = 0;
         }
         self.coloured += 1;
@@ -633,7 +636,7 @@ impl Revolutes {
     /// Closes the window: each colour's last bundle, and every bundle of
     /// the window after those of the windows before, colour by colour.
     fn close_window(&mut self) {
-        for (ls, list) in self.filling.chunks_exact_mut(2).zip(&mut self.window) {
+        for (ls, (list, used)) in self.filling.chunks_exact_mut(2).zip(&mut self.window) {
             for l in ls.iter_mut().filter(|l| l.used > 0) {
                 // The lanes left empty: zeros (what a full bundle wrote
                 // there before is stale).
@@ -644,10 +647,11 @@ impl Revolutes {
                     l.slots[3][i] = NO_COLD;
                     l.values[i] = [Scalar::ZERO; LANE_VALUES];
                 }
-                list.push(Bundle::from_lanes(l, &self.cold, &mut self.cold_lanes));
+                Bundle::next(list, used).fill(l, &self.cold, &mut self.cold_lanes);
                 l.used = 0;
             }
-            self.bundles.append(list);
+            self.bundles.extend_from_slice(&list[..*used]);
+            *used = 0;
         }
     }
 
@@ -868,35 +872,60 @@ impl Revolutes {
 }
 
 impl Bundle {
-    /// The bundle of filled lanes `l` (the others empty).
-    /// (Lanes with a limit, motor or spring get theirs from `cold`, into
-    /// a new entry of `cold_lanes`.)
-    fn from_lanes(l: &Lanes, cold: &[Cold], cold_lanes: &mut Vec<ColdLanes>) -> Bundle {
-        let w: [Wide; LANE_VALUES] = core::array::from_fn(|f| Wide::from_fn(|i| l.values[i][f]));
+    /// The bundle after the first `used` of `list` (counted in `used`),
+    /// to be [filled](Bundle::fill): one left there by an earlier window,
+    /// or a new one.
+    fn next<'a>(list: &'a mut Vec<Bundle>, used: &mut usize) -> &'a mut Bundle {
+        if *used == list.len() {
+            list.push(Bundle::zero());
+        }
+        *used += 1;
+        &mut list[*used - 1]
+    }
+
+    /// Every lane zero (what [`Bundle::next`] adds, before it is filled).
+    fn zero() -> Bundle {
+        let z = Wide::zero();
+        Bundle {
+            a: [0; LANES],
+            b: [0; LANES],
+            joint: [EMPTY; LANES],
+            cold: NO_COLD,
+            ma: z,
+            ia: z,
+            mb: z,
+            ib: z,
+            dc: [z; 2],
+            ra: [z; 2],
+            rb: [z; 2],
+            k: [z; 3],
+            linear: [z; 2],
+            ra0: [z; 2],
+            rb0: [z; 2],
+        }
+    }
+
+    /// Makes this the bundle of filled lanes `l` (the others empty),
+    /// every field written. (Lanes with a limit, motor or spring get
+    /// theirs from `cold`, into a new entry of `cold_lanes`.)
+    fn fill(&mut self, l: &Lanes, cold: &[Cold], cold_lanes: &mut Vec<ColdLanes>) {
+        let w = |f: usize| Wide::from_fn(|i| l.values[i][f]);
         let [a, b, joint, index] = l.slots;
-        let cold_index = if index.iter().any(|&c| c != NO_COLD) {
+        self.cold = if index.iter().any(|&c| c != NO_COLD) {
             cold_lanes.push(ColdLanes::new(index, cold));
             (cold_lanes.len() - 1) as u32
         } else {
             NO_COLD
         };
-        Bundle {
-            a,
-            b,
-            joint,
-            cold: cold_index,
-            ma: w[0],
-            ia: w[1],
-            mb: w[2],
-            ib: w[3],
-            dc: [w[4], w[5]],
-            ra: [w[6], w[7]],
-            rb: [w[8], w[9]],
-            k: [w[10], w[11], w[12]],
-            linear: [w[13], w[14]],
-            ra0: [w[15], w[16]],
-            rb0: [w[17], w[18]],
-        }
+        (self.a, self.b, self.joint) = (a, b, joint);
+        (self.ma, self.ia, self.mb, self.ib) = (w(0), w(1), w(2), w(3));
+        self.dc = [w(4), w(5)];
+        self.ra = [w(6), w(7)];
+        self.rb = [w(8), w(9)];
+        self.k = [w(10), w(11), w(12)];
+        self.linear = [w(13), w(14)];
+        self.ra0 = [w(15), w(16)];
+        self.rb0 = [w(17), w(18)];
     }
 
     /// [`apply_point`] lane by lane: impulse `p` at anchors `ra`, `rb`.
