@@ -394,9 +394,9 @@ impl Inputs {
         }
     }
 
-    /// Lane `i` from contact `c` between bodies `ba`, `bb` whose solver
-    /// slots' inverse masses are `sa`, `sb` (all but the velocities:
-    /// [`Inputs::set_velocities`]).
+    /// Lane `i` from contact `c` between bodies whose centres of mass are
+    /// `ca`, `cb` and whose solver slots' inverse masses are `sa`, `sb`
+    /// (all but the velocities: [`Inputs::set_velocities`]).
     #[inline(always)]
     fn set(
         &mut self,
@@ -1046,8 +1046,9 @@ fn prepare_bundles(
             let (a, b) = (slot_of[c.body_a as usize], slot_of[c.body_b as usize]);
             bundle.a[i] = a;
             bundle.b[i] = b;
-            // A moving body's centre from its slot; the dummy's bodies'
-            // from their own records (one ground body, most often).
+            // The centre of a body with a slot (awake dynamic or
+            // kinematic) from the slot; the dummy's bodies' (static) from
+            // their own records (one ground body, most often).
             let center = |s: u32, body: u32| match s {
                 0 => bodies[body as usize].center,
                 _ => states.inv[s as usize].center,

@@ -144,8 +144,9 @@ pub(crate) struct InvMass {
 /// The step's solver slots: slot 0 is a dummy for static bodies (zero
 /// velocity, zero inverse mass, so constraints against the ground need no
 /// branches), then one per awake body. Two parallel lists: the lines the
-/// passes stream ([`SolverBody`]) and the inverse masses, read only where
-/// a constraint is prepared or solved one at a time.
+/// passes stream ([`SolverBody`]) and the inverse masses and centres
+/// ([`InvMass`]), read only where a constraint is prepared or solved one at
+/// a time.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct States {
     pub(crate) bodies: Vec<SolverBody>,

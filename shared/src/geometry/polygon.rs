@@ -1,7 +1,7 @@
 //! Convex polygons of up to eight vertices, with an optional rounding radius.
 
 use super::{GeometryError, MassData};
-use crate::math::{Aabb, Rot, Scalar, Transform, Vec2, WORLD_BOUND};
+use crate::math::{prefetch, Aabb, Rot, Scalar, Transform, Vec2, WORLD_BOUND};
 
 /// Most vertices a polygon may have.
 pub const MAX_POLYGON_VERTICES: usize = 8;
@@ -30,6 +30,20 @@ pub struct Polygon {
 const MIN_EDGE: Scalar = Scalar::milli(5);
 
 impl Polygon {
+    /// Asks for every cache line of the polygon (no effect on the result):
+    /// its vertices, normals, centroid, radius and count, wherever in a
+    /// line it starts (`prefetch_covers_every_line` in
+    /// `world/prefetch.rs` checks the places against the layout).
+    #[inline(always)]
+    pub(crate) fn prefetch(&self) {
+        prefetch(&self.vertices[0]);
+        prefetch(&self.vertices[4]);
+        prefetch(&self.normals[0]);
+        prefetch(&self.normals[4]);
+        prefetch(&self.centroid);
+        prefetch(&self.count);
+    }
+
     /// Builds a polygon from vertices given in order (either winding).
     ///
     /// # Errors

@@ -515,8 +515,9 @@ pub(crate) struct Revolutes {
     bundles: Vec<Bundle>,
     /// Per colour, the current window's full bundles: the first `.1` of
     /// the list. The lists keep their length from window to window and
-    /// step to step, so that a bundle (1.3 KB) is written in place: built
-    /// and pushed, it was copied twice, 11 % of joint_grid's preparation.
+    /// step to step, so that a bundle (1.3 KB with eight lanes) is written in
+    /// place: built and pushed, it was copied twice, 11 % of joint_grid's
+    /// preparation.
     window: Vec<(Vec<Bundle>, usize)>,
     /// Per colour, the bundle being filled with joints without and with a
     /// limit, motor or spring (at `2 × colour` and `2 × colour + 1`: a
@@ -883,7 +884,7 @@ impl Bundle {
         &mut list[*used - 1]
     }
 
-    /// Every lane zero (what [`Bundle::next`] adds, before it is filled).
+    /// Every lane empty (what [`Bundle::next`] adds, before it is filled).
     fn zero() -> Bundle {
         let z = Wide::zero();
         Bundle {

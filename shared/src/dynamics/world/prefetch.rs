@@ -52,12 +52,7 @@ impl World {
         for g in st.geometry.iter() {
             prefetch(g);
             if let ShapeGeometry::Polygon(p) = g {
-                prefetch(&p.vertices[0]);
-                prefetch(&p.vertices[4]);
-                prefetch(&p.normals[0]);
-                prefetch(&p.normals[4]);
-                prefetch(&p.centroid);
-                prefetch(&p.count);
+                p.prefetch();
             }
         }
         for c in &st.contacts {

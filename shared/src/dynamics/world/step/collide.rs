@@ -221,14 +221,15 @@ impl World {
 /// other lines).
 const AHEAD: usize = 16;
 
-/// Asks for the geometry lines contacts `k + AHEAD` (first) and `k +
-/// AHEAD / 2` (the rest) of `contacts` will read, for those whose place in
-/// `hints` says the last pass renewed their manifold. The list is walked in
-/// order, but the shapes lie all over theirs: waiting for their lines took
-/// most of the narrow phase's time in tumbler, smash and spinner. Asked for
-/// every contact, the lines cost pyramids, whose manifolds are mostly
-/// carried without reading them, up to 20 % of the pass; hence the guess.
-/// (No effect on the result.)
+/// Asks for the geometry lines contacts `k + AHEAD` (the first line of
+/// each shape's) and `k + AHEAD / 2` (a polygon's every line) of
+/// `contacts` will read, for those whose place in `hints` says the last
+/// pass renewed their manifold. The list is walked in order, but the
+/// shapes lie all over theirs: waiting for their lines took most of the
+/// narrow phase's time in tumbler, smash and spinner. Asked for every
+/// contact (with its bodies' and shapes' lines), they cost pyramids, whose
+/// manifolds are mostly carried without reading them, up to 20 % of the
+/// pass; hence the guess. (No effect on the result.)
 #[inline(always)]
 fn ask_ahead(geometry: &[ShapeGeometry], contacts: &[Contact], hints: &[bool], k: usize) {
     let guess = |k: usize| contacts.get(k).filter(|_| hints.get(k) == Some(&true));
@@ -242,10 +243,7 @@ fn ask_ahead(geometry: &[ShapeGeometry], contacts: &[Contact], hints: &[bool], k
     if let Some(c) = guess(k + AHEAD / 2) {
         for shape in [c.shape_a, c.shape_b] {
             if let Some(ShapeGeometry::Polygon(p)) = geometry.get(shape as usize) {
-                prefetch(&p.vertices[4]);
-                prefetch(&p.normals[0]);
-                prefetch(&p.normals[4]);
-                prefetch(&p.count);
+                p.prefetch();
             }
         }
     }
@@ -255,7 +253,10 @@ fn ask_ahead(geometry: &[ShapeGeometry], contacts: &[Contact], hints: &[bool], k
 /// it; `done`: the solved contacts' keys and impulses among them, in key
 /// order), with the part of the bases that holds their keys, marking in
 /// `remove` (the range's) the contacts to drop and leaving in `out` what
-/// the end of the pass takes in key order.
+/// the end of the pass takes in key order. `hints` (the range's places of
+/// `narrow_hint`) guesses which contacts' shapes to ask for ahead, and
+/// takes whether each contact collided had its manifold renewed (false
+/// for those left idle).
 #[allow(clippy::too_many_arguments)]
 #[inline]
 fn collide_range(
@@ -271,8 +272,11 @@ fn collide_range(
     for k in 0..contacts.len() {
         ask_ahead(inp.geometry, contacts, hints, k);
         let c = &mut contacts[k];
+        // The impulses this step's solve left, stored in the manifold.
+        let mut stored = None;
         if next < solved.len() && solved[next] == c.key() {
             if let Some(imp) = impulses.get(next) {
+                stored = Some(imp);
                 let count = usize::from(c.manifold.count);
                 for (j, mp) in c.manifold.points[..count].iter_mut().enumerate() {
                     mp.normal_impulse = imp.normal[j];
@@ -294,6 +298,8 @@ fn collide_range(
             !inp.after_solve && (marked(c.body_a) || marked(c.body_b))
         };
         if !active && !c.fresh && !queued() {
+            // Not collided: no lines to ask for while it stays idle.
+            hints[k] = false;
             part.keep_idle(c.pair());
             continue;
         }
@@ -325,10 +331,10 @@ fn collide_range(
             &inp.geometry[c.shape_a as usize],
             &inp.geometry[c.shape_b as usize],
         );
-        // What matching needs of the old points, read field by field:
-        // the impulses were stored just above, and a copy of the whole
-        // manifold would load them back before those stores complete.
-        let old = PreviousPoints::of(&c.manifold);
+        // What matching needs of the old points, read field by field,
+        // with the impulses stored just above taken from the solve's list:
+        // loaded back, they would wait for those stores to complete.
+        let old = PreviousPoints::of(&c.manifold, stored);
         // Judged from the velocities now, and kept (state) until the
         // pair is collided again.
         c.direct = c.recycled && inp.moving.fast(ba, bb);
