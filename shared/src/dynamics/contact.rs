@@ -122,7 +122,7 @@ impl PreviousPoints {
     /// `count` points taken from `stored` where the caller has just stored
     /// them there (the same values: loaded back from the manifold, they
     /// waited for those stores, which a load wider than one of them cannot
-    /// take its bytes from, 10 % of large_pyramid's collide pass).
+    /// take its bytes from; smash's collide pass is 7 % faster without).
     #[inline]
     pub(crate) fn of(m: &Manifold, stored: Option<&Impulses>) -> PreviousPoints {
         let p = &m.points;
