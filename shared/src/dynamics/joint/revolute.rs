@@ -124,7 +124,7 @@ pub(crate) struct Cold {
 /// computes for its joint, product for product (`Wide * Wide` is the
 /// scalar product in every lane). Empty lanes have zero masses, anchors
 /// and impulses, so every impulse they produce is zero.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Bundle {
     /// Solver slots of the bodies (0 for empty lanes).
     a: [u32; LANES],
@@ -874,36 +874,14 @@ impl Revolutes {
 
 impl Bundle {
     /// The bundle after the first `used` of `list` (counted in `used`),
-    /// to be [filled](Bundle::fill): one left there by an earlier window,
-    /// or a new one.
+    /// to be [filled](Bundle::fill), which writes every field: one left
+    /// there by an earlier window, or a new one (zeros).
     fn next<'a>(list: &'a mut Vec<Bundle>, used: &mut usize) -> &'a mut Bundle {
         if *used == list.len() {
-            list.push(Bundle::zero());
+            list.push(Bundle::default());
         }
         *used += 1;
         &mut list[*used - 1]
-    }
-
-    /// Every lane empty (what [`Bundle::next`] adds, before it is filled).
-    fn zero() -> Bundle {
-        let z = Wide::zero();
-        Bundle {
-            a: [0; LANES],
-            b: [0; LANES],
-            joint: [EMPTY; LANES],
-            cold: NO_COLD,
-            ma: z,
-            ia: z,
-            mb: z,
-            ib: z,
-            dc: [z; 2],
-            ra: [z; 2],
-            rb: [z; 2],
-            k: [z; 3],
-            linear: [z; 2],
-            ra0: [z; 2],
-            rb0: [z; 2],
-        }
     }
 
     /// Makes this the bundle of filled lanes `l` (the others empty),

@@ -227,6 +227,14 @@ impl Mul<Coef> for Wide {
     }
 }
 
+impl Default for Wide {
+    /// Zero in every lane.
+    #[inline(always)]
+    fn default() -> Wide {
+        Wide::zero()
+    }
+}
+
 impl Wide {
     /// Zero in every lane.
     #[inline(always)]
