@@ -1,9 +1,9 @@
 //! Deterministic square root on Q32.32.
 //!
 //! `fixed`'s own `sqrt` costs ~65 ns here; this one normalises the argument
-//! to `[2⁶², 2⁶⁴)`, takes an 8-bit estimate from a table built at compile
-//! time, refines it with two integer Newton steps and corrects the last unit,
-//! giving `⌊√m⌋` exactly. Everything is integer arithmetic, so every target
+//! to `[2⁶², 2⁶⁴)`, takes an estimate from above out of a table built at
+//! compile time (indexed by the argument's top ten bits), refines it with two
+//! integer Newton steps and corrects the last unit, giving `⌊√m⌋` exactly. Everything is integer arithmetic, so every target
 //! gets the same bits.
 //!
 //! # Error bound
@@ -14,12 +14,27 @@
 
 use super::Scalar;
 
-/// `⌊√(i·2⁵⁶)⌋` for the top byte `i` of a normalised argument.
-const SEED: [u32; 256] = {
-    let mut t = [0u32; 256];
+/// Bits of a normalised argument that index [`SEED`]: its top ten.
+const SEED_BITS: u32 = 10;
+
+/// For each top-ten-bits value `j` of a normalised argument (`j ≥ 256`, at
+/// index `j − 256`), `⌊√((j+1)·2⁵⁴)⌋`: one below a bound from above on the
+/// root of every argument with those bits (`u32::MAX` for the last, whose
+/// bound `2³²` does not fit). Within one entry the root varies by at most
+/// 2²² of its at least 2³¹ (2⁻⁹), so two Newton steps from above leave at
+/// most one unit over `⌊√m⌋` (2⁻⁹ → 2⁻¹⁹ → 2⁻³⁹ of 2³²; the test
+/// `every_seed_needs_two_steps` checks each entry's worst argument). An
+/// eight-bit table (2⁻⁶) needed a third step: a third 64-bit division.
+const SEED: [u32; 768] = {
+    let mut t = [0u32; 768];
     let mut i = 0;
-    while i < 256 {
-        t[i] = isqrt_slow((i as u64) << 56) as u32;
+    while i < 768 {
+        let j = (i + 256) as u64;
+        t[i] = if j == 1023 {
+            u32::MAX
+        } else {
+            isqrt_slow((j + 1) << (64 - SEED_BITS)) as u32
+        };
         i += 1;
     }
     t
@@ -49,9 +64,8 @@ const fn isqrt_slow(n: u64) -> u64 {
 #[inline]
 fn isqrt_normalised(m: u64) -> u64 {
     debug_assert!(m >> 62 != 0);
-    // Seed from the top byte, rounded up so Newton approaches from above.
-    let mut y = SEED[(m >> 56) as usize] as u64 + (1 << 24);
-    y = (y + m / y) >> 1;
+    // From above: one over the table's floor (see `SEED`).
+    let mut y = SEED[(m >> (64 - SEED_BITS)) as usize - 256] as u64 + 1;
     y = (y + m / y) >> 1;
     y = (y + m / y) >> 1;
     // Newton from above lands on ⌊√m⌋ or one above it; fix the last unit.
@@ -127,6 +141,27 @@ mod tests {
         ] {
             let s = isqrt_normalised(m);
             assert_eq!(s, m.isqrt());
+        }
+    }
+
+    /// The worst arguments of each seed entry (the lowest, whose root is
+    /// furthest below the seed, and the highest): the seed is above the
+    /// root, two Newton steps leave at most one unit to correct, and the
+    /// result is exact.
+    #[test]
+    fn every_seed_needs_two_steps() {
+        for j in 256u64..1024 {
+            let lo = j << (64 - SEED_BITS);
+            let hi = lo | ((1 << (64 - SEED_BITS)) - 1);
+            for m in [lo, lo + 1, hi] {
+                let mut y = u64::from(SEED[j as usize - 256]) + 1;
+                assert!(u128::from(y) * u128::from(y) > u128::from(m), "{m}");
+                y = (y + m / y) >> 1;
+                y = (y + m / y) >> 1;
+                let exact = m.isqrt();
+                assert!(y >= exact && y - exact <= 1, "{m}: {y} against {exact}");
+                assert_eq!(isqrt_normalised(m), exact, "{m}");
+            }
         }
     }
 
