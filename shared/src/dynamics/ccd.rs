@@ -243,7 +243,7 @@ fn is_fast(c: &BodyConfig, s: &SolverBody, dt: Scalar) -> bool {
         return false;
     }
     // And |v| ≥ max(|vx|, |vy|): most of the others too (falling bodies).
-    if speed_at_least(ax.max(ay)) * dt + spin >= limit {
+    if speed_at_least(ax.max(ay)).is_some_and(|low| low * dt + spin >= limit) {
         debug_assert!(s.v.length() * dt + spin >= limit);
         return true;
     }
@@ -251,21 +251,19 @@ fn is_fast(c: &BodyConfig, s: &SolverBody, dt: Scalar) -> bool {
 }
 
 /// A speed that [`Vec2::length`] of a vector whose larger component has
-/// magnitude `big` is never below (for `big` below 2¹⁵ m/s; zero above,
-/// which decides nothing): `big` less what its rounding can lose. Below
-/// half a metre a second the length is the exact floor, at least `big`.
-/// Above, the square's components are floored (≥ `big² − 2³³` raw, so the
-/// root is ≥ `big − 4` units) and the root keeps 31 significant bits (less
-/// by at most `big·2⁻³¹` and one unit): `big/2³⁰ + 8` units cover both.
-/// The products by `dt` floor, which keeps the order, so a body this
-/// decides fast is fast by the length too.
+/// magnitude `big` is never below, for `big` below 2¹⁵ m/s (`None`
+/// above: then `|vx| + |vy|` could wrap, and nothing is decided): `big`
+/// less what the length's rounding can lose. Below half a metre a second
+/// the length is the exact floor, at least `big`. Above, the Q32.32 square
+/// is floored (at least `⌊big²/2³²⌋`, so its exact root is at least
+/// `big − 1` units) and the root keeps 32 significant bits (less by under
+/// `big·2⁻³¹` and one unit): `big/2³⁰ + 8` units cover both. The products
+/// by `dt` floor, which keeps the order, so a body this decides fast is
+/// fast by the length too.
 #[inline(always)]
-fn speed_at_least(big: Scalar) -> Scalar {
+fn speed_at_least(big: Scalar) -> Option<Scalar> {
     let b = big.to_bits();
-    if b >= 1 << 47 {
-        return Scalar::ZERO;
-    }
-    Scalar::from_bits(b - (b >> 30) - 8)
+    (b < 1 << 47).then(|| Scalar::from_bits(b - (b >> 30) - 8))
 }
 
 /// Continuous collision, in the finish stage (after the bodies are
@@ -492,8 +490,10 @@ mod tests {
         let check = |x: i64, y: i64| {
             let v = Vec2::new(Scalar::from_bits(x), Scalar::from_bits(y));
             let big = v.x.abs().max(v.y.abs());
-            let low = speed_at_least(big);
-            assert!(low <= v.length(), "{x} {y}: {low:?} > {:?}", v.length());
+            match speed_at_least(big) {
+                Some(low) => assert!(low <= v.length(), "{x} {y}: {low:?} > {:?}", v.length()),
+                None => assert!(big.to_bits() >= 1 << 47, "{x} {y}"),
+            }
         };
         for i in 0..200_000 {
             r ^= r << 13;
@@ -524,7 +524,7 @@ mod tests {
         }
         // Close to the larger component where it decides.
         let ten = Scalar::from_int(10);
-        assert!(ten - speed_at_least(ten) < Scalar::from_bits(64));
+        assert!(speed_at_least(ten).is_some_and(|low| ten - low < Scalar::from_bits(64)));
     }
 
     #[test]
